@@ -1,0 +1,56 @@
+# The entrypoint of kind's node image, as one static Go binary.
+GO        ?= go
+BIN       := bin/entrypoint
+VERSION   ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
+LDFLAGS   := -s -w -X main.version=$(VERSION)
+FUZZTIME  ?= 30s
+STATICCHECK_VERSION ?= v0.8.2
+
+export CGO_ENABLED := 0
+
+.PHONY: all build test unit e2e run bench fuzz lint image clean
+
+all: build
+
+build:
+	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/entrypoint
+
+# Every tier: unit and golden tests, privileged tests (root, namespaces),
+# then the end-to-end tier in Docker.
+test: unit e2e
+
+unit:
+	$(GO) vet ./...
+	$(GO) test -count=1 ./...
+
+# A dry run of the plan for this host: prints facts and plan, changes nothing.
+run: build
+	./$(BIN) --dry-run
+
+e2e: build
+	bash test/e2e/run.sh
+
+bench:
+	$(GO) test -run '^$$' -bench . -benchmem ./...
+
+# Runs every fuzz target for FUZZTIME each.
+fuzz:
+	@set -e; for pkg in $$($(GO) list ./...); do \
+	  dir=$$($(GO) list -f '{{.Dir}}' $$pkg); \
+	  for t in $$(grep -ho '^func Fuzz[A-Za-z0-9_]*' $$dir/*_test.go 2>/dev/null | sed 's/^func //'); do \
+	    echo "== $$pkg $$t"; \
+	    $(GO) test -run '^$$' -fuzz "^$$t\$$" -fuzztime $(FUZZTIME) $$pkg; \
+	  done; \
+	done
+
+lint:
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt:"; echo "$$out"; exit 1; fi
+	$(GO) vet ./...
+	$(GO) run honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION) ./...
+
+# The image node images copy the binary from (FROM scratch).
+image: build
+	docker build -t kind-entrypoint:$(VERSION) -t kind-entrypoint:latest .
+
+clean:
+	rm -rf bin

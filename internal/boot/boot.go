@@ -1,0 +1,186 @@
+// Package boot runs the entrypoint's steps, in the reference's order, on a
+// host: detect, plan, then apply (or, for --dry-run, print) each step before
+// detecting the next.
+package boot
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/kind-entrypoint/entrypoint/internal/cgroupfix"
+	"github.com/kind-entrypoint/entrypoint/internal/logline"
+	"github.com/kind-entrypoint/entrypoint/internal/plan"
+	"github.com/kind-entrypoint/entrypoint/internal/system"
+	"github.com/kind-entrypoint/entrypoint/internal/userns"
+)
+
+// Host is what every step may use: the system, the environment, and the
+// facts detected once for all steps.
+type Host struct {
+	Sys system.System
+	// LookupEnv reads the entrypoint's environment (unset and empty differ:
+	// KIND_DNS_SEARCH).
+	LookupEnv func(string) (string, bool)
+	// UserNS: running in a user namespace (rootless).
+	UserNS bool
+	// CgroupV2: the unified hierarchy is mounted at /sys/fs/cgroup.
+	CgroupV2 bool
+}
+
+// Getenv is LookupEnv without the distinction between unset and empty.
+func (h *Host) Getenv(key string) string {
+	v, _ := h.LookupEnv(key)
+	return v
+}
+
+// Fact is one detected fact, shown by --dry-run.
+type Fact struct {
+	Name  string `json:"name"`
+	Value string `json:"value"`
+}
+
+// Step is one step of the entrypoint.
+type Step struct {
+	Name string
+	// Code is the exit status when the step fails.
+	Code int
+	// Plan detects what the step needs on h and decides what to do. An error
+	// is fatal: the step cannot go on on this host.
+	Plan func(ctx context.Context, h *Host) ([]Fact, []plan.Action, error)
+}
+
+// StepError is a fatal failure of one step.
+type StepError struct {
+	Step string
+	Code int
+	Err  error
+}
+
+func (e *StepError) Error() string { return e.Step + ": " + e.Err.Error() }
+func (e *StepError) Unwrap() error { return e.Err }
+
+// Detect fills in the facts every step needs.
+func Detect(sys system.System, lookupEnv func(string) (string, bool)) (*Host, error) {
+	in, err := userns.InUserNS(sys)
+	if err != nil {
+		return nil, err
+	}
+	v2, err := cgroupfix.IsV2(sys)
+	if err != nil {
+		return nil, err
+	}
+	return &Host{Sys: sys, LookupEnv: lookupEnv, UserNS: in, CgroupV2: v2}, nil
+}
+
+// Run applies every step in order, logging to log.
+func Run(ctx context.Context, h *Host, steps []Step, log *logline.Logger) error {
+	for _, s := range steps {
+		start := time.Now()
+		slog := log.Step(s.Name)
+		// A plan that fails returns the actions that come before the
+		// failure (its log lines): they are applied, then the step stops.
+		_, actions, err := s.Plan(ctx, h)
+		if applyErr := plan.Apply(ctx, h.Sys, slog, actions, h.UserNS); err == nil {
+			err = applyErr
+		}
+		if err != nil {
+			return &StepError{Step: s.Name, Code: s.Code, Err: err}
+		}
+		slog.Done(time.Since(start))
+	}
+	return nil
+}
+
+// Result is one step's outcome in a dry run.
+type Result struct {
+	Step    string
+	Facts   []Fact
+	Actions []plan.Action
+	Err     error
+}
+
+// DryRun detects and plans every step, changing nothing. It stops at the
+// first step that would be fatal; that error is returned too.
+func DryRun(ctx context.Context, h *Host, steps []Step) ([]Result, error) {
+	var results []Result
+	for _, s := range steps {
+		facts, actions, err := s.Plan(ctx, h)
+		results = append(results, Result{Step: s.Name, Facts: facts, Actions: actions, Err: err})
+		if err != nil {
+			return results, &StepError{Step: s.Name, Code: s.Code, Err: err}
+		}
+	}
+	return results, nil
+}
+
+// Render prints a dry run: the shared facts, then each step with its facts
+// and its actions, one per line.
+func Render(w io.Writer, h *Host, results []Result) error {
+	var b strings.Builder
+	fmt.Fprintf(&b, "facts:\n  user namespace: %t\n  cgroup: %s\n", h.UserNS, cgroupName(h.CgroupV2))
+	for i, r := range results {
+		fmt.Fprintf(&b, "step %d %s:\n", i+1, r.Step)
+		for _, f := range r.Facts {
+			fmt.Fprintf(&b, "  fact %s: %s\n", f.Name, f.Value)
+		}
+		for _, a := range r.Actions {
+			fmt.Fprintf(&b, "  %s\n", a)
+		}
+		if r.Err != nil {
+			fmt.Fprintf(&b, "  FATAL: %v\n", r.Err)
+		} else if len(r.Actions) == 0 {
+			b.WriteString("  (nothing to do)\n")
+		}
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+func cgroupName(v2 bool) string {
+	if v2 {
+		return "v2"
+	}
+	return "v1"
+}
+
+// ExitCode is the process exit status for an error from Run or DryRun.
+func ExitCode(err error) int {
+	var se *StepError
+	if errors.As(err, &se) {
+		return se.Code
+	}
+	if err != nil {
+		return 1
+	}
+	return 0
+}
+
+// JSONReport is the --dry-run --log-format=json form of a dry run.
+func JSONReport(h *Host, results []Result) any {
+	type step struct {
+		Step    string        `json:"step"`
+		Facts   []Fact        `json:"facts,omitempty"`
+		Actions []plan.Action `json:"actions"`
+		Error   string        `json:"error,omitempty"`
+	}
+	report := struct {
+		UserNS bool   `json:"user_namespace"`
+		Cgroup string `json:"cgroup"`
+		Steps  []step `json:"steps"`
+	}{UserNS: h.UserNS, Cgroup: cgroupName(h.CgroupV2)}
+	for _, r := range results {
+		s := step{Step: r.Step, Facts: r.Facts, Actions: r.Actions}
+		if s.Actions == nil {
+			s.Actions = []plan.Action{}
+		}
+		if r.Err != nil {
+			s.Error = r.Err.Error()
+		}
+		report.Steps = append(report.Steps, s)
+	}
+	return report
+}

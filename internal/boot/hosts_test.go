@@ -1,0 +1,178 @@
+package boot
+
+import (
+	"bytes"
+	"context"
+	"flag"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/kind-entrypoint/entrypoint/internal/logline"
+	"github.com/kind-entrypoint/entrypoint/internal/plan"
+	"github.com/kind-entrypoint/entrypoint/internal/system"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files of testdata/hosts")
+
+const hostsDir = "../../testdata/hosts"
+
+// scenario is one fake host under testdata/hosts/NAME:
+//
+//	README         one line: where the files come from
+//	root/          the host's files (proc/, sys/, etc/, kind/, usr/ ...),
+//	               root/.host/ the probe answers (see system.Tree)
+//	plan.golden    what --dry-run prints for it
+//	changes.golden what applying the plan changes, one line each
+type scenario struct {
+	name, dir string
+}
+
+func scenarios(t *testing.T) []scenario {
+	t.Helper()
+	entries, err := os.ReadDir(hostsDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []scenario
+	for _, e := range entries {
+		if e.IsDir() {
+			out = append(out, scenario{e.Name(), filepath.Join(hostsDir, e.Name())})
+		}
+	}
+	if len(out) == 0 {
+		t.Fatal("no scenarios in " + hostsDir)
+	}
+	return out
+}
+
+// copyRoot copies a scenario's root to a temp dir and applies root/.host/modes
+// ("PATH OCTAL-MODE [UID:GID]" lines), which git cannot store (setuid bits,
+// owners).
+func copyRoot(t *testing.T, s scenario) *system.Tree {
+	t.Helper()
+	dst := t.TempDir()
+	if err := system.CopyDir(filepath.Join(s.dir, "root"), dst); err != nil {
+		t.Fatal(err)
+	}
+	tree := system.NewTree(dst)
+	b, err := os.ReadFile(filepath.Join(dst, system.ProbeDir, "modes"))
+	if err != nil {
+		return tree
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		f := strings.Fields(line)
+		if len(f) < 2 {
+			continue
+		}
+		mode, err := strconv.ParseUint(f[1], 8, 32)
+		if err != nil {
+			t.Fatalf("modes: %q: %v", line, err)
+		}
+		if len(f) == 3 {
+			uid, gid, _ := strings.Cut(f[2], ":")
+			u, _ := strconv.Atoi(uid)
+			g, _ := strconv.Atoi(gid)
+			if err := os.Lchown(tree.Path(f[0]), u, g); err != nil {
+				t.Fatalf("modes: chown needs root: %v", err)
+			}
+		}
+		if err := chmodSpecial(tree.Path(f[0]), uint32(mode)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return tree
+}
+
+func chmodSpecial(p string, mode uint32) error {
+	m := os.FileMode(mode & 0o777)
+	if mode&0o4000 != 0 {
+		m |= os.ModeSetuid
+	}
+	if mode&0o2000 != 0 {
+		m |= os.ModeSetgid
+	}
+	return os.Chmod(p, m)
+}
+
+func detect(t *testing.T, tree *system.Tree) *Host {
+	t.Helper()
+	env, _ := tree.Environ()
+	h, err := Detect(tree, env)
+	if err != nil {
+		t.Fatalf("detect: %v", err)
+	}
+	return h
+}
+
+func golden(t *testing.T, path string, got []byte) {
+	t.Helper()
+	if *update {
+		if err := os.WriteFile(path, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run go test ./internal/boot -update to create it)", err)
+	}
+	if diff := cmp.Diff(string(want), string(got)); diff != "" {
+		t.Errorf("%s differs (-want +got):\n%s", path, diff)
+	}
+}
+
+// TestHosts plans every fake host and compares the plan with its golden
+// file; then applies the plan to a copy of the host through the recording
+// Tree, compares the changes, and plans again: a fixed host needs nothing.
+func TestHosts(t *testing.T) {
+	for _, s := range scenarios(t) {
+		t.Run(s.name, func(t *testing.T) {
+			if b, err := os.ReadFile(filepath.Join(s.dir, "README")); err != nil || len(bytes.TrimSpace(b)) == 0 {
+				t.Errorf("scenario needs a README naming where its files come from")
+			}
+			ctx := context.Background()
+			tree := copyRoot(t, s)
+			h := detect(t, tree)
+			results, planErr := DryRun(ctx, h, Steps())
+			var out bytes.Buffer
+			if err := Render(&out, h, results); err != nil {
+				t.Fatal(err)
+			}
+			golden(t, filepath.Join(s.dir, "plan.golden"), out.Bytes())
+			if len(tree.Changes()) != 0 {
+				t.Fatalf("a dry run changed the tree: %q", tree.Changes())
+			}
+
+			var logs bytes.Buffer
+			err := Run(ctx, h, Steps(), logline.New(&logs, logline.Text))
+			if (err == nil) != (planErr == nil) {
+				t.Fatalf("run: %v, but dry run: %v", err, planErr)
+			}
+			var changes bytes.Buffer
+			for _, c := range tree.Changes() {
+				changes.WriteString(c + "\n")
+			}
+			changes.WriteString("--- log\n")
+			changes.Write(logs.Bytes())
+			golden(t, filepath.Join(s.dir, "changes.golden"), changes.Bytes())
+			if err != nil {
+				return
+			}
+
+			again, err := DryRun(ctx, detect(t, tree), Steps())
+			if err != nil {
+				t.Fatalf("planning again: %v", err)
+			}
+			for _, r := range again {
+				if !plan.Converged(r.Actions) {
+					t.Errorf("step %s still plans changes after applying:\n%s", r.Step, plan.Changes(r.Actions))
+				}
+			}
+		})
+	}
+}

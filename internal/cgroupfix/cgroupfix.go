@@ -1,0 +1,330 @@
+// Package cgroupfix prepares the node's cgroups for systemd and the kubelet.
+//
+// On cgroup v2 nothing is needed before init (the kubelet's cgroup is made
+// once systemd has moved every process out of the root cgroup: see the
+// create-kubelet-cgroup-v2 command). On v1 the kubelet gets its own cgroup
+// roots, /kubelet and /kubelet.slice, in every hierarchy, and without a
+// cgroup namespace the container's cgroup mounts are made to look like the
+// host's again.
+package cgroupfix
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"path"
+	"strings"
+
+	"github.com/moby/sys/mountinfo"
+
+	"github.com/kind-entrypoint/entrypoint/internal/mounts"
+	"github.com/kind-entrypoint/entrypoint/internal/plan"
+	"github.com/kind-entrypoint/entrypoint/internal/system"
+)
+
+const (
+	cgroupRoot      = "/sys/fs/cgroup"
+	controllersFile = cgroupRoot + "/cgroup.controllers"
+	miscDir         = cgroupRoot + "/misc"
+	systemdDir      = cgroupRoot + "/systemd"
+	procSelfCgroup  = "/proc/self/cgroup"
+	procCgroups     = "/proc/cgroups"
+	// FakeCgroups is /proc/cgroups without misc, bound over it until
+	// undo-mount-hacks.service removes the bind.
+	FakeCgroups = "/kind/fake-cgroups"
+)
+
+// KubeletRoots are the cgroups the kubelet is told to use (cgroupfs and
+// systemd drivers), so that nested clusters don't manage each other's pods.
+var KubeletRoots = []string{"/kubelet", "/kubelet.slice"}
+
+// IsV2 reports whether the unified hierarchy is mounted at /sys/fs/cgroup.
+func IsV2(sys system.System) (bool, error) {
+	_, err := sys.Stat(controllersFile)
+	if errors.Is(err, fs.ErrNotExist) {
+		return false, nil
+	}
+	return err == nil, err
+}
+
+// PlanV2 is all fix_cgroup does on cgroup v2.
+func PlanV2() []plan.Action {
+	return []plan.Action{plan.Info("detected cgroup v2")}
+}
+
+// V1Facts is what fix_cgroup needs on cgroup v1.
+type V1Facts struct {
+	// Current is the container's cgroup: the path of the cpu controller in
+	// /proc/self/cgroup; "/" means a cgroup namespace.
+	Current string
+	Mounts  []*mountinfo.Info
+	// MiscDir: /sys/fs/cgroup/misc is a directory.
+	MiscDir bool
+	// ProcCgroups is /proc/cgroups, read when misc must be hidden.
+	ProcCgroups []byte
+	// Cpuset holds cpuset.cpus and cpuset.mems of each cpuset hierarchy,
+	// by mount point.
+	Cpuset map[string][2][]byte
+}
+
+// DetectV1 reads the facts.
+func DetectV1(sys system.System) (V1Facts, error) {
+	var f V1Facts
+	b, err := sys.ReadFile(procSelfCgroup)
+	if err != nil {
+		return f, err
+	}
+	if f.Current, err = CPUCgroup(b); err != nil {
+		return f, fmt.Errorf("%s: %w", procSelfCgroup, err)
+	}
+	if f.Mounts, err = mounts.ReadMountinfo(sys); err != nil {
+		return f, err
+	}
+	if fi, err := sys.Stat(miscDir); err == nil && fi.IsDir() {
+		f.MiscDir = true
+		if f.ProcCgroups, err = sys.ReadFile(procCgroups); err != nil {
+			return f, err
+		}
+	}
+	f.Cpuset = map[string][2][]byte{}
+	for _, m := range f.Mounts {
+		if m.FSType != "cgroup" || !hasOption(m.VFSOptions, "cpuset") {
+			continue
+		}
+		cpus, err := sys.ReadFile(path.Join(m.Mountpoint, "cpuset.cpus"))
+		if err != nil {
+			return f, err
+		}
+		mems, err := sys.ReadFile(path.Join(m.Mountpoint, "cpuset.mems"))
+		if err != nil {
+			return f, err
+		}
+		f.Cpuset[m.Mountpoint] = [2][]byte{cpus, mems}
+	}
+	return f, nil
+}
+
+// CPUCgroup returns the cgroup path of the cpu controller from
+// /proc/self/cgroup ("4:cpu,cpuacct:/docker/abc" -> "/docker/abc").
+func CPUCgroup(procSelfCgroup []byte) (string, error) {
+	for i, line := range strings.Split(string(procSelfCgroup), "\n") {
+		if line == "" {
+			continue
+		}
+		id, rest, ok := strings.Cut(line, ":")
+		if !ok {
+			return "", fmt.Errorf("line %d: no hierarchy id", i+1)
+		}
+		controllers, p, ok := strings.Cut(rest, ":")
+		if !ok || id == "" {
+			return "", fmt.Errorf("line %d: want id:controllers:path", i+1)
+		}
+		for _, c := range strings.Split(controllers, ",") {
+			if c == "cpu" {
+				if !strings.HasPrefix(p, "/") {
+					return "", fmt.Errorf("line %d: cgroup path %q is not absolute", i+1, p)
+				}
+				return p, nil
+			}
+		}
+	}
+	return "", errors.New("no cpu controller")
+}
+
+// FilterProcCgroups drops the misc controller's line from /proc/cgroups.
+func FilterProcCgroups(b []byte) []byte {
+	var out []string
+	lines := strings.SplitAfter(string(b), "\n")
+	for _, l := range lines {
+		if name, _, _ := strings.Cut(strings.TrimLeft(l, " \t"), "\t"); strings.TrimSpace(name) == "misc" {
+			continue
+		}
+		out = append(out, l)
+	}
+	return []byte(strings.Join(out, ""))
+}
+
+func hasOption(opts, want string) bool {
+	for _, o := range strings.Split(opts, ",") {
+		if o == want {
+			return true
+		}
+	}
+	return false
+}
+
+// PlanV1 returns fix_cgroup's actions on cgroup v1.
+func PlanV1(f V1Facts) ([]plan.Action, error) {
+	p := &v1Planner{f: f, mounted: map[string]bool{}}
+	for _, m := range f.Mounts {
+		p.mounted[m.Mountpoint] = true
+	}
+	actions := []plan.Action{plan.Info("detected cgroup v1")}
+	if f.Current == "/" {
+		actions = append(actions, plan.Info("detected cgroupns"))
+		actions = append(actions, p.removeMisc(f.MiscDir)...)
+		actions = append(actions, p.kubeletRoots(p.subsystems(nil))...)
+		return actions, nil
+	}
+
+	actions = append(actions,
+		plan.Warning("cgroupns not enabled! Please use cgroup v2, or cgroup v1 with cgroupns enabled."),
+		plan.Info("fixing cgroup mounts for all subsystems"))
+	// Hierarchies the container's runtime did not scope to its cgroup
+	// expose the host's root cgroup; a runtime inside that creates cgroups
+	// there leaks them to the host (kubernetes/kubernetes#109182).
+	removed := map[string]bool{}
+	for _, m := range f.Mounts {
+		if m.FSType == "cgroup" && !p.ofContainer(m) {
+			actions = append(actions,
+				plan.Info("unmounting and removing "+m.Mountpoint),
+				plan.Unmount(m.Mountpoint).OrWarn("failed to unmount "+m.Mountpoint),
+				plan.Remove(m.Mountpoint).OrWarn("failed to rmdir "+m.Mountpoint))
+			removed[m.Mountpoint] = true
+			p.mounted[m.Mountpoint] = false
+		}
+	}
+	actions = append(actions, p.removeMisc(f.MiscDir && !removed[miscDir])...)
+
+	// Docker binds the container's cgroup over each hierarchy's root, but
+	// /proc/self/cgroup still names the full path; bind each hierarchy at
+	// that path too so that the kubelet and cAdvisor find their cgroups.
+	var binds []*mountinfo.Info
+	for _, m := range f.Mounts {
+		if removed[m.Mountpoint] || (m.FSType != "cgroup" && m.FSType != "cgroup2") ||
+			m.Root == "/" || !isUnder(m.Mountpoint, cgroupRoot) || strings.HasSuffix(m.Mountpoint, m.Root) {
+			continue
+		}
+		target := m.Mountpoint + m.Root
+		if p.mounted[target] {
+			continue
+		}
+		actions = append(actions,
+			plan.Mkdir(target, 0o755),
+			plan.Bind(m.Mountpoint, target).Because("make "+m.Root+" resolve inside the container's hierarchy"))
+		p.mounted[target] = true
+		b := *m
+		b.Mountpoint = target
+		binds = append(binds, &b)
+		if v, ok := f.Cpuset[m.Mountpoint]; ok {
+			p.f.Cpuset[target] = v
+		}
+	}
+	actions = append(actions, p.kubeletRoots(p.subsystems(binds))...)
+	return actions, nil
+}
+
+type v1Planner struct {
+	f       V1Facts
+	mounted map[string]bool
+}
+
+// ofContainer: the mount belongs to the container's cgroup, as the
+// reference's `findmnt -o source,target | grep -F CURRENT` decides.
+func (p *v1Planner) ofContainer(m *mountinfo.Info) bool {
+	return strings.Contains(m.Root, p.f.Current) || strings.Contains(m.Mountpoint, p.f.Current)
+}
+
+// subsystems lists the v1 hierarchies the kubelet roots go into: the
+// container's cgroup mounts still mounted, then the binds planned above.
+func (p *v1Planner) subsystems(binds []*mountinfo.Info) []*mountinfo.Info {
+	var out []*mountinfo.Info
+	for _, m := range p.f.Mounts {
+		if m.FSType == "cgroup" && p.mounted[m.Mountpoint] && p.ofContainer(m) && !isKubeletRoot(m.Mountpoint) {
+			out = append(out, m)
+		}
+	}
+	for _, b := range binds {
+		if b.FSType == "cgroup" {
+			out = append(out, b)
+		}
+	}
+	return out
+}
+
+// removeMisc hides the misc controller on v1 (kind#3223): runc on v1 did
+// not support it, and a nested runtime trips over the mismatch. systemd
+// would mount it again from /proc/cgroups, so that is faked too.
+func (p *v1Planner) removeMisc(present bool) []plan.Action {
+	if !present {
+		return nil
+	}
+	p.mounted[miscDir] = false
+	return []plan.Action{
+		plan.Info("removing misc controller"),
+		plan.Unmount(miscDir).OrWarn("failed umount " + miscDir),
+		plan.Remove(miscDir).OrWarn("failed rmdir " + miscDir),
+		plan.WriteFile(FakeCgroups, FilterProcCgroups(p.f.ProcCgroups), 0o644),
+		plan.Bind(FakeCgroups, procCgroups).Because("systemd must not see misc; undo-mount-hacks.service removes this"),
+	}
+}
+
+// kubeletRoots makes /sys/fs/cgroup private (the kubelet roots' self binds
+// must not propagate to the host), then creates and self-binds the kubelet
+// roots in every hierarchy: the self bind keeps systemd from removing them
+// before the kubelet starts.
+func (p *v1Planner) kubeletRoots(subsystems []*mountinfo.Info) []plan.Action {
+	var actions []plan.Action
+	if !p.cgroupRootPrivate() {
+		actions = append(actions, plan.Mount("", cgroupRoot, "", system.Rec|system.Private, "").
+			Because("the kubelet roots' binds stay inside the node"))
+	}
+	systemd := false
+	for _, s := range subsystems {
+		systemd = systemd || strings.Contains(s.Mountpoint, systemdDir)
+		for _, r := range KubeletRoots {
+			actions = append(actions, p.kubeletRoot(s.Mountpoint, r)...)
+		}
+	}
+	// No name=systemd hierarchy (WSL2, hosts without systemd): the systemd
+	// cgroup driver still wants kubelet.slice there.
+	if !systemd {
+		actions = append(actions, p.kubeletRoot(systemdDir, "/kubelet.slice")...)
+	}
+	return actions
+}
+
+func (p *v1Planner) kubeletRoot(subsystem, root string) []plan.Action {
+	target := subsystem + root
+	if p.mounted[target] {
+		return nil
+	}
+	p.mounted[target] = true
+	actions := []plan.Action{plan.Mkdir(target, 0o755)}
+	if v, ok := p.f.Cpuset[subsystem]; ok {
+		// A cpuset cgroup with empty cpus or mems refuses tasks (ENOSPC).
+		actions = append(actions,
+			plan.WriteInPlace(target+"/cpuset.cpus", v[0]),
+			plan.WriteInPlace(target+"/cpuset.mems", v[1]))
+	}
+	return append(actions, plan.Bind(target, target).Because("keep systemd from removing the kubelet's cgroup"))
+}
+
+func (p *v1Planner) cgroupRootPrivate() bool {
+	found := false
+	for _, m := range p.f.Mounts {
+		if !isUnder(m.Mountpoint, cgroupRoot) {
+			continue
+		}
+		found = true
+		for _, o := range strings.Fields(m.Optional) {
+			if strings.HasPrefix(o, "shared:") || strings.HasPrefix(o, "master:") {
+				return false
+			}
+		}
+	}
+	return found
+}
+
+// isKubeletRoot: a kubelet root's self bind is a cgroup mount too, but not
+// a hierarchy to put kubelet roots in.
+func isKubeletRoot(mountpoint string) bool {
+	for _, r := range KubeletRoots {
+		if strings.HasSuffix(mountpoint, r) {
+			return true
+		}
+	}
+	return false
+}
+
+func isUnder(p, dir string) bool { return p == dir || strings.HasPrefix(p, dir+"/") }

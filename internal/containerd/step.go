@@ -1,0 +1,247 @@
+package containerd
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io/fs"
+	"maps"
+	"path"
+	"slices"
+	"strings"
+
+	"github.com/coreos/go-systemd/v22/unit"
+
+	"github.com/kind-entrypoint/entrypoint/internal/plan"
+	"github.com/kind-entrypoint/entrypoint/internal/system"
+)
+
+const (
+	// ConfigPath is containerd's configuration file.
+	ConfigPath = "/etc/containerd/config.toml"
+	// SnapshotterEnv overrides the snapshotter choice.
+	SnapshotterEnv = "KIND_EXPERIMENTAL_CONTAINERD_SNAPSHOTTER"
+	// FuseUnit runs the fuse-overlayfs snapshotter plugin.
+	FuseUnit = "containerd-fuse-overlayfs.service"
+
+	kindDir        = "/kind"
+	permitInUserNS = "/sys/module/overlay/parameters/permit_mounts_in_userns"
+	selinuxLabel   = "/proc/self/attr/current"
+)
+
+// unitDirs are where systemctl enable looks for a unit, in its order.
+var unitDirs = []string{"/etc/systemd/system", "/usr/lib/systemd/system", "/lib/systemd/system"}
+
+// Facts is what configure_containerd needs.
+type Facts struct {
+	UserNS bool
+	// Snapshotter is the chosen snapshotter, "" to keep the configured one.
+	Snapshotter string
+	// SnapshotterSource says why (shown by --dry-run).
+	SnapshotterSource string
+	KindFSType        string
+	// Overlay probe (user namespace only): the permit_mounts_in_userns
+	// parameter exists; why a trial overlay mount failed; an SELinux label.
+	PermitMountsInUserNS bool
+	OverlayErr           error
+	SELinux              bool
+	// Config is config.toml, nil if it does not exist.
+	Config     []byte
+	ConfigMode fs.FileMode
+	// FuseUnit is the unit file's path and content, when it exists, and the
+	// symlinks that enabling it needs, each "link -> target".
+	FuseUnitPath string
+	FuseUnit     []byte
+	FuseLinks    map[string]string
+}
+
+// Detect chooses the snapshotter and reads the config.
+func Detect(sys system.System, getenv func(string) string, userNS bool) (Facts, error) {
+	f := Facts{UserNS: userNS, Snapshotter: getenv(SnapshotterEnv)}
+	var err error
+	switch f.KindFSType, err = sys.FSType(kindDir); {
+	case errors.Is(err, fs.ErrNotExist):
+		// Not a node image (a dry run on a plain host): no filesystem
+		// to choose a snapshotter by.
+		f.KindFSType = "(no " + kindDir + ")"
+	case err != nil:
+		return f, err
+	}
+	switch {
+	case f.Snapshotter != "":
+		f.SnapshotterSource = "from " + SnapshotterEnv
+	case f.KindFSType == "zfs":
+		// Not the zfs snapshotter: it skews against the host's zfs.
+		f.Snapshotter, f.SnapshotterSource = "native", "/kind is on zfs"
+	case f.KindFSType == "fuseblk":
+		f.Snapshotter, f.SnapshotterSource = "fuse-overlayfs", "/kind is on fuse"
+	case userNS:
+		if _, err := sys.Stat(permitInUserNS); err == nil {
+			f.PermitMountsInUserNS = true
+		} else {
+			f.OverlayErr = sys.OverlayTrial()
+			if f.OverlayErr == nil {
+				label, _ := sys.ReadFile(selinuxLabel)
+				f.SELinux = bytes.Contains(label, []byte("_t:"))
+			}
+		}
+		if f.PermitMountsInUserNS || f.OverlayErr != nil {
+			f.Snapshotter, f.SnapshotterSource = "fuse-overlayfs", "overlayfs is not usable in this user namespace"
+		} else {
+			f.SnapshotterSource = "configured (overlayfs works in this user namespace)"
+		}
+	default:
+		f.SnapshotterSource = "configured"
+	}
+
+	switch fi, err := sys.Stat(ConfigPath); {
+	case err == nil:
+		f.ConfigMode = fi.Mode().Perm()
+		if f.Config, err = sys.ReadFile(ConfigPath); err != nil {
+			return f, err
+		}
+	case !errors.Is(err, fs.ErrNotExist):
+		return f, err
+	}
+
+	if f.Snapshotter == "fuse-overlayfs" {
+		if err := detectFuseUnit(sys, &f); err != nil {
+			return f, err
+		}
+	}
+	return f, nil
+}
+
+func detectFuseUnit(sys system.System, f *Facts) error {
+	for _, dir := range unitDirs {
+		p := path.Join(dir, FuseUnit)
+		b, err := sys.ReadFile(p)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		f.FuseUnitPath, f.FuseUnit = p, b
+		break
+	}
+	if f.FuseUnitPath == "" {
+		return nil
+	}
+	links, err := enableLinks(f.FuseUnitPath, f.FuseUnit)
+	if err != nil {
+		return err
+	}
+	f.FuseLinks = map[string]string{}
+	for link, target := range links {
+		if cur, err := sys.Readlink(link); err == nil && cur == target {
+			continue
+		}
+		f.FuseLinks[link] = target
+	}
+	return nil
+}
+
+// enableLinks are the symlinks `systemctl enable` makes for a unit: one in
+// /etc/systemd/system/T.wants/ for each WantedBy=T of its [Install]
+// section (RequiredBy= likewise, in .requires/).
+func enableLinks(unitPath string, content []byte) (map[string]string, error) {
+	opts, err := unit.DeserializeOptions(bytes.NewReader(content))
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", unitPath, err)
+	}
+	links := map[string]string{}
+	name := path.Base(unitPath)
+	for _, o := range opts {
+		if o.Section != "Install" {
+			continue
+		}
+		var suffix string
+		switch o.Name {
+		case "WantedBy":
+			suffix = ".wants"
+		case "RequiredBy":
+			suffix = ".requires"
+		default:
+			continue
+		}
+		for _, t := range strings.Fields(o.Value) {
+			links[path.Join("/etc/systemd/system", t+suffix, name)] = unitPath
+		}
+	}
+	if len(links) == 0 {
+		return nil, fmt.Errorf("%s: no WantedBy= in [Install]: cannot be enabled", unitPath)
+	}
+	return links, nil
+}
+
+// Plan edits config.toml and enables the fuse-overlayfs unit when needed.
+func Plan(f Facts) ([]plan.Action, error) {
+	var actions []plan.Action
+	switch {
+	case f.PermitMountsInUserNS:
+		// Debian 10 and 11 kernels allow overlayfs in a user namespace with
+		// a patch known to be unstable (moby/moby#42302).
+		actions = append(actions, plan.Info("UserNS: kernel seems supporting overlayfs with permit_mounts_in_userns, but avoiding due to instability."))
+	case f.OverlayErr != nil:
+		actions = append(actions, plan.Info("UserNS: kernel does not seem to support overlayfs."))
+	case f.SELinux:
+		// Before Linux 5.13 overlayfs in a user namespace breaks under
+		// enforcing SELinux (torvalds/linux@7fa2e79a6bb9).
+		actions = append(actions, plan.Warning("UserNS: SELinux might be Enforcing. If you see an error related to overlayfs, try setting `KIND_EXPERIMENTAL_CONTAINERD_SNAPSHOTTER=fuse-overlayfs` ."))
+	}
+
+	ch := Change{Snapshotter: f.Snapshotter, RestrictOOMScoreAdj: f.UserNS}
+	if ch == (Change{}) {
+		return actions, nil
+	}
+	if f.Config == nil {
+		return actions, fmt.Errorf("%s: %w", ConfigPath, fs.ErrNotExist)
+	}
+	res, err := Edit(f.Config, ch)
+	if err != nil {
+		return actions, fmt.Errorf("%s: %w", ConfigPath, err)
+	}
+	if f.Snapshotter != "" {
+		if res.OldSnapshotter != f.Snapshotter {
+			old := res.OldSnapshotter
+			if old == "" {
+				old = "overlayfs"
+			}
+			actions = append(actions, plan.Info(fmt.Sprintf("changing snapshotter from %q to %q", old, f.Snapshotter)))
+		} else {
+			actions = append(actions, plan.Info(fmt.Sprintf("snapshotter is already %q", f.Snapshotter)))
+		}
+	}
+	if res.Changed {
+		actions = append(actions, plan.WriteFile(ConfigPath, res.Config, f.ConfigMode).
+			Because(describeChange(ch)))
+	}
+	if f.Snapshotter == "fuse-overlayfs" {
+		actions = append(actions, plan.Info("enabling containerd-fuse-overlayfs service"))
+		if f.FuseUnitPath == "" {
+			return actions, fmt.Errorf("%s: unit not found in %s", FuseUnit, strings.Join(unitDirs, ", "))
+		}
+		for _, link := range sortedKeys(f.FuseLinks) {
+			actions = append(actions,
+				plan.Mkdir(path.Dir(link), 0o755),
+				plan.Symlink(f.FuseLinks[link], link).Because("systemctl enable "+FuseUnit))
+		}
+	}
+	return actions, nil
+}
+
+func describeChange(ch Change) string {
+	var parts []string
+	if ch.Snapshotter != "" {
+		parts = append(parts, "snapshotter "+ch.Snapshotter)
+	}
+	if ch.RestrictOOMScoreAdj {
+		parts = append(parts, "restrict_oom_score_adj in a user namespace")
+	}
+	return strings.Join(parts, ", ")
+}
+
+func sortedKeys(m map[string]string) []string {
+	return slices.Sorted(maps.Keys(m))
+}

@@ -1,0 +1,203 @@
+// Package mounts prepares the node's mount table for systemd and the
+// kubelet: usable mount/umount binaries, a read-only /sys, shared mounts.
+package mounts
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io/fs"
+	"path"
+	"strings"
+	"syscall"
+
+	"github.com/moby/sys/mountinfo"
+
+	"github.com/kind-entrypoint/entrypoint/internal/plan"
+	"github.com/kind-entrypoint/entrypoint/internal/system"
+)
+
+// DefaultPath is searched when PATH is unset, as a shell would.
+const DefaultPath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+
+const mountinfoPath = "/proc/self/mountinfo"
+
+// Binary is a mount or umount executable found on PATH.
+type Binary struct {
+	Name   string // "mount"
+	Path   string // "" when not found
+	UID    int
+	GID    int
+	Mode   fs.FileMode
+	FSType string
+}
+
+// Facts is what fix_mount needs.
+type Facts struct {
+	Mount, Umount Binary
+	// Sys is the mount at /sys, nil when nothing is mounted there.
+	Sys *mountinfo.Info
+	// RootShared: "/" is already a shared mount.
+	RootShared bool
+}
+
+// Describe summarises the binaries for --dry-run.
+func (f Facts) Describe() string {
+	var parts []string
+	for _, b := range []Binary{f.Mount, f.Umount} {
+		if b.Path == "" {
+			parts = append(parts, b.Name+" not found")
+			continue
+		}
+		parts = append(parts, fmt.Sprintf("%s %d:%d %s on %s", b.Path, b.UID, b.GID, b.Mode, b.FSType))
+	}
+	return strings.Join(parts, ", ")
+}
+
+// Detect finds the binaries on searchPath and reads the mount table.
+func Detect(sys system.System, searchPath string) (Facts, error) {
+	var f Facts
+	var err error
+	if f.Mount, err = lookBinary(sys, "mount", searchPath); err != nil {
+		return Facts{}, err
+	}
+	if f.Umount, err = lookBinary(sys, "umount", searchPath); err != nil {
+		return Facts{}, err
+	}
+	mi, err := ReadMountinfo(sys)
+	if err != nil {
+		return Facts{}, err
+	}
+	f.Sys = Top(mi, "/sys")
+	if root := Top(mi, "/"); root != nil {
+		f.RootShared = IsShared(root)
+	}
+	return f, nil
+}
+
+// ReadMountinfo reads and parses /proc/self/mountinfo.
+func ReadMountinfo(sys system.System) ([]*mountinfo.Info, error) {
+	b, err := sys.ReadFile(mountinfoPath)
+	if err != nil {
+		return nil, err
+	}
+	mi, err := mountinfo.GetMountsFromReader(bytes.NewReader(b), nil)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", mountinfoPath, err)
+	}
+	return mi, nil
+}
+
+// Top is the mount visible at mountpoint p (the last one mounted there), or
+// nil.
+func Top(mi []*mountinfo.Info, p string) *mountinfo.Info {
+	for i := len(mi) - 1; i >= 0; i-- {
+		if mi[i].Mountpoint == p {
+			return mi[i]
+		}
+	}
+	return nil
+}
+
+// IsShared reports whether a mount is in a shared peer group.
+func IsShared(m *mountinfo.Info) bool {
+	for _, f := range strings.Fields(m.Optional) {
+		if strings.HasPrefix(f, "shared:") {
+			return true
+		}
+	}
+	return false
+}
+
+// IsReadOnly reports whether a mount's per-mount options say ro.
+func IsReadOnly(m *mountinfo.Info) bool {
+	return system.FlagsFromOptions(m.Options)&system.ReadOnly != 0
+}
+
+func lookBinary(sys system.System, name, searchPath string) (Binary, error) {
+	if searchPath == "" {
+		searchPath = DefaultPath
+	}
+	b := Binary{Name: name}
+	for _, dir := range strings.Split(searchPath, ":") {
+		if !path.IsAbs(dir) {
+			// A relative PATH entry means the working directory; an
+			// entrypoint must not depend on it.
+			continue
+		}
+		p := path.Join(dir, name)
+		fi, err := sys.Stat(p)
+		if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
+			continue
+		}
+		if err != nil {
+			return Binary{}, err
+		}
+		if !fi.Mode().IsRegular() || fi.Mode().Perm()&0o111 == 0 {
+			continue
+		}
+		b.Path, b.Mode = p, fi.Mode()
+		if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+			b.UID, b.GID = int(st.Uid), int(st.Gid)
+		}
+		if b.FSType, err = sys.FSType(p); err != nil {
+			return Binary{}, err
+		}
+		return b, nil
+	}
+	return b, nil
+}
+
+// Plan returns fix_mount's actions.
+func Plan(f Facts) []plan.Action {
+	actions := []plan.Action{plan.Info("ensuring we can execute mount/umount even with userns-remap")}
+	for _, b := range []Binary{f.Mount, f.Umount} {
+		if b.Path == "" {
+			actions = append(actions, plan.Warning(b.Name+" not found on PATH; leaving it as it is"))
+			continue
+		}
+		// With userns-remap the image's root-owned setuid binaries appear
+		// owned by nobody; the kernel then refuses to run them setuid.
+		if b.UID != 0 || b.GID != 0 {
+			actions = append(actions, plan.Chown(b.Path, 0, 0))
+		}
+		if b.Mode&(fs.ModeSetuid|fs.ModeSetgid) != 0 {
+			actions = append(actions, plan.Chmod(b.Path, b.Mode&^(fs.ModeSetuid|fs.ModeSetgid)&(fs.ModePerm|fs.ModeSticky)))
+		}
+	}
+	if f.Mount.FSType == "aufs" {
+		// moby/moby#9547: "Text file busy" running a binary just changed on aufs.
+		actions = append(actions, plan.Info("detected aufs, calling sync"), plan.Sync())
+	}
+
+	// systemd in a container wants a read-only /sys (systemd.io/CONTAINER_INTERFACE),
+	// but --privileged makes it writable.
+	actions = append(actions, plan.Info("remounting /sys read-only"))
+	switch {
+	case f.Sys == nil:
+		actions = append(actions, plan.Warning("nothing is mounted at /sys; not remounting it"))
+	case !IsReadOnly(f.Sys):
+		actions = append(actions, SysReadOnly(f.Sys))
+	}
+
+	// For mount propagation into containers (kubelet volumes).
+	actions = append(actions, plan.Info("making mounts shared"))
+	if !f.RootShared {
+		actions = append(actions, plan.Mount("", "/", "", system.Rec|system.Shared, "").
+			Because("mount propagation for the kubelet's volumes"))
+	}
+	return actions
+}
+
+// SysReadOnly remounts the /sys mount read-only, keeping its other flags.
+// It is a bind remount: a plain remount changes the sysfs superblock, which
+// is shared with the host when the node shares its network namespace, and
+// would make the host's /sys read-only too. The kernel refuses (EPERM) a
+// remount that drops a locked flag such as nosuid, so every current flag is
+// passed again.
+func SysReadOnly(m *mountinfo.Info) plan.Action {
+	flags := system.FlagsFromOptions(m.Options) | system.Remount | system.Bind | system.ReadOnly
+	return plan.Mount("", m.Mountpoint, "", flags, "").
+		Because("systemd expects a read-only /sys in a container").
+		ToleratedInUserNS("UserNS: ignoring mount fail")
+}

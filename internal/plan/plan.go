@@ -1,0 +1,196 @@
+// Package plan holds the actions a step decides on, renders them for
+// --dry-run, and applies them through a system.System.
+//
+// Actions are plain values. A step's Plan function returns them in the order
+// they must happen; log lines are actions too, so that the dry-run shows
+// exactly what a real run would print, where it would print it.
+package plan
+
+import (
+	"io/fs"
+	"time"
+
+	"github.com/kind-entrypoint/entrypoint/internal/logline"
+	"github.com/kind-entrypoint/entrypoint/internal/system"
+)
+
+// Op is what an action does.
+type Op string
+
+const (
+	OpLog          Op = "log"
+	OpWrite        Op = "write"          // atomic: temp file + rename
+	OpWriteInPlace Op = "write-in-place" // truncate and rewrite (bind-mounted files)
+	OpMkdir        Op = "mkdir"
+	OpRemove       Op = "remove"
+	OpSymlink      Op = "symlink"
+	OpChown        Op = "chown"
+	OpChmod        Op = "chmod"
+	OpMount        Op = "mount"
+	OpUnmount      Op = "umount"
+	OpRun          Op = "run"
+	OpSync         Op = "sync"
+)
+
+// Policy says what a failed action means.
+type Policy int
+
+const (
+	// Fatal stops the step, and the entrypoint, with the step's exit code.
+	Fatal Policy = iota
+	// Warn logs "WARN: <OnFailMsg>" and goes on.
+	Warn
+	// TolerateInUserNS logs "INFO: <OnFailMsg>" and goes on inside a user
+	// namespace, where some mounts are refused; elsewhere it is Fatal.
+	TolerateInUserNS
+	// Ignore goes on silently.
+	Ignore
+)
+
+func (p Policy) String() string {
+	switch p {
+	case Warn:
+		return "warn"
+	case TolerateInUserNS:
+		return "tolerated-in-userns"
+	case Ignore:
+		return "ignore"
+	}
+	return "fatal"
+}
+
+// Action is one change (or log line) of a plan.
+type Action struct {
+	Op      Op
+	Path    string            // the file, directory or mount point changed
+	Source  string            // mount source; symlink target
+	FSType  string            // mount filesystem type
+	Flags   system.MountFlags // mount flags
+	Data    []byte            // file content; mount data; log message
+	Mode    fs.FileMode       // file or directory mode
+	UID     int               // chown
+	GID     int               // chown
+	Argv    []string          // run: fixed argv, never a shell
+	Stdin   []byte            // run
+	Timeout time.Duration     // run
+	Level   logline.Level     // log
+	Reason  string            // why, one line, shown by --dry-run
+	OnFail  Policy
+	// FailMsg is logged when a failure is tolerated (Warn, TolerateInUserNS).
+	FailMsg string
+	// EveryBoot marks a change made on every start by design (a new
+	// machine-id), so that a restart is not expected to plan it away.
+	EveryBoot bool
+}
+
+// Mutates reports whether the action changes anything (log lines don't).
+func (a Action) Mutates() bool { return a.Op != OpLog }
+
+// Changes returns the actions that change something: the plan of a host that
+// needs nothing is one whose Changes are empty.
+func Changes(actions []Action) []Action {
+	var out []Action
+	for _, a := range actions {
+		if a.Mutates() {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+// Converged reports whether actions hold no change beyond the ones made on
+// every boot by design: what planning an already-fixed host must give.
+func Converged(actions []Action) bool {
+	for _, a := range actions {
+		if a.Mutates() && !a.EveryBoot {
+			return false
+		}
+	}
+	return true
+}
+
+// OnEveryBoot marks a as a change made on every start by design.
+func (a Action) OnEveryBoot() Action { a.EveryBoot = true; return a }
+
+// Because returns a with its reason set.
+func (a Action) Because(reason string) Action { a.Reason = reason; return a }
+
+// OrWarn makes a failure of a a warning logged as msg.
+func (a Action) OrWarn(msg string) Action { a.OnFail, a.FailMsg = Warn, msg; return a }
+
+// OrIgnore makes a failure of a silent.
+func (a Action) OrIgnore() Action { a.OnFail = Ignore; return a }
+
+// ToleratedInUserNS makes a failure inside a user namespace an INFO line msg.
+func (a Action) ToleratedInUserNS(msg string) Action {
+	a.OnFail, a.FailMsg = TolerateInUserNS, msg
+	return a
+}
+
+// Log is a log line.
+func Log(lv logline.Level, msg string) Action {
+	return Action{Op: OpLog, Level: lv, Data: []byte(msg)}
+}
+
+// Info is an INFO log line.
+func Info(msg string) Action { return Log(logline.Info, msg) }
+
+// Warning is a WARN log line.
+func Warning(msg string) Action { return Log(logline.Warn, msg) }
+
+// Error is an ERROR log line that does not stop anything.
+func Error(msg string) Action { return Log(logline.Error, msg) }
+
+// WriteFile replaces path atomically with data.
+func WriteFile(path string, data []byte, mode fs.FileMode) Action {
+	return Action{Op: OpWrite, Path: path, Data: data, Mode: mode}
+}
+
+// WriteInPlace rewrites path in place (it is a mount point).
+func WriteInPlace(path string, data []byte) Action {
+	return Action{Op: OpWriteInPlace, Path: path, Data: data}
+}
+
+// Mkdir creates path and its parents.
+func Mkdir(path string, mode fs.FileMode) Action {
+	return Action{Op: OpMkdir, Path: path, Mode: mode}
+}
+
+// Remove removes a file or an empty directory.
+func Remove(path string) Action { return Action{Op: OpRemove, Path: path} }
+
+// Symlink creates path pointing at target.
+func Symlink(target, path string) Action {
+	return Action{Op: OpSymlink, Path: path, Source: target}
+}
+
+// Chown sets path's owner.
+func Chown(path string, uid, gid int) Action {
+	return Action{Op: OpChown, Path: path, UID: uid, GID: gid}
+}
+
+// Chmod sets path's mode (permission and setuid/setgid/sticky bits).
+func Chmod(path string, mode fs.FileMode) Action {
+	return Action{Op: OpChmod, Path: path, Mode: mode}
+}
+
+// Mount is mount(2).
+func Mount(source, target, fstype string, flags system.MountFlags, data string) Action {
+	return Action{Op: OpMount, Source: source, Path: target, FSType: fstype, Flags: flags, Data: []byte(data)}
+}
+
+// Bind bind-mounts source onto target.
+func Bind(source, target string) Action {
+	return Mount(source, target, "", system.Bind, "")
+}
+
+// Unmount is umount2(2) without flags.
+func Unmount(target string) Action { return Action{Op: OpUnmount, Path: target} }
+
+// Run runs argv (never through a shell), killing it after timeout.
+func Run(argv []string, stdin []byte, timeout time.Duration) Action {
+	return Action{Op: OpRun, Argv: argv, Stdin: stdin, Timeout: timeout}
+}
+
+// Sync is sync(2).
+func Sync() Action { return Action{Op: OpSync} }

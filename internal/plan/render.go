@@ -1,0 +1,150 @@
+package plan
+
+import (
+	"crypto/sha256"
+	"encoding/json"
+	"fmt"
+	"io/fs"
+	"strconv"
+	"strings"
+)
+
+// maxShown is the longest file content a rendered action shows in full.
+const maxShown = 200
+
+// String renders the action as one line, the form --dry-run prints.
+func (a Action) String() string {
+	var b strings.Builder
+	b.WriteString(string(a.Op))
+	switch a.Op {
+	case OpLog:
+		fmt.Fprintf(&b, " %s: %s", a.Level, a.Data)
+	case OpWrite:
+		fmt.Fprintf(&b, " %s %s %s", a.Path, octal(a.Mode), content(a.Data))
+	case OpWriteInPlace:
+		fmt.Fprintf(&b, " %s %s", a.Path, content(a.Data))
+	case OpMkdir:
+		fmt.Fprintf(&b, " %s %s", a.Path, octal(a.Mode))
+	case OpRemove, OpUnmount:
+		fmt.Fprintf(&b, " %s", a.Path)
+	case OpSymlink:
+		fmt.Fprintf(&b, " %s -> %s", a.Path, a.Source)
+	case OpChown:
+		fmt.Fprintf(&b, " %s %d:%d", a.Path, a.UID, a.GID)
+	case OpChmod:
+		fmt.Fprintf(&b, " %s %s", a.Path, octal(a.Mode))
+	case OpMount:
+		src := a.Source
+		if src == "" {
+			src = "none"
+		}
+		fmt.Fprintf(&b, " %s on %s", src, a.Path)
+		if a.FSType != "" {
+			fmt.Fprintf(&b, " type %s", a.FSType)
+		}
+		fmt.Fprintf(&b, " (%s)", a.Flags)
+		if len(a.Data) > 0 {
+			fmt.Fprintf(&b, " data %q", a.Data)
+		}
+	case OpRun:
+		for _, arg := range a.Argv {
+			b.WriteByte(' ')
+			b.WriteString(shellQuote(arg))
+		}
+		if a.Stdin != nil {
+			fmt.Fprintf(&b, " < %s", content(a.Stdin))
+		}
+		fmt.Fprintf(&b, " (timeout %s)", a.Timeout)
+	}
+	if a.Op != OpLog && a.OnFail != Fatal {
+		fmt.Fprintf(&b, " [on failure: %s", a.OnFail)
+		if a.FailMsg != "" {
+			fmt.Fprintf(&b, " %q", a.FailMsg)
+		}
+		b.WriteString("]")
+	}
+	if a.EveryBoot {
+		b.WriteString(" [every boot]")
+	}
+	if a.Reason != "" {
+		b.WriteString("  # ")
+		b.WriteString(a.Reason)
+	}
+	return b.String()
+}
+
+// octal prints a mode as chmod would take it, special bits included.
+func octal(m fs.FileMode) string {
+	v := uint32(m.Perm())
+	if m&fs.ModeSetuid != 0 {
+		v |= 0o4000
+	}
+	if m&fs.ModeSetgid != 0 {
+		v |= 0o2000
+	}
+	if m&fs.ModeSticky != 0 {
+		v |= 0o1000
+	}
+	return fmt.Sprintf("%04o", v)
+}
+
+func content(data []byte) string {
+	if len(data) <= maxShown {
+		return strconv.Quote(string(data))
+	}
+	sum := sha256.Sum256(data)
+	return fmt.Sprintf("(%d bytes, sha256 %x)", len(data), sum[:6])
+}
+
+// shellQuote makes an argument readable in a one-line rendering; it is
+// never given to a shell.
+func shellQuote(s string) string {
+	if s != "" && strings.IndexFunc(s, func(r rune) bool {
+		return !(r == '-' || r == '_' || r == '.' || r == '/' || r == ':' || r == '=' || r == ',' || r == '+' ||
+			(r >= '0' && r <= '9') || (r >= 'a' && r <= 'z') || (r >= 'A' && r <= 'Z'))
+	}) < 0 {
+		return s
+	}
+	return strconv.Quote(s)
+}
+
+// jsonAction is the --log-format=json / --dry-run JSON form of an Action.
+type jsonAction struct {
+	Op        Op       `json:"op"`
+	Path      string   `json:"path,omitempty"`
+	Source    string   `json:"source,omitempty"`
+	FSType    string   `json:"fstype,omitempty"`
+	Flags     string   `json:"flags,omitempty"`
+	Data      string   `json:"data,omitempty"`
+	Mode      string   `json:"mode,omitempty"`
+	Owner     string   `json:"owner,omitempty"`
+	Argv      []string `json:"argv,omitempty"`
+	Stdin     string   `json:"stdin,omitempty"`
+	TimeoutMS int64    `json:"timeout_ms,omitempty"`
+	Level     string   `json:"level,omitempty"`
+	Reason    string   `json:"reason,omitempty"`
+	OnFail    string   `json:"on_fail,omitempty"`
+	FailMsg   string   `json:"fail_msg,omitempty"`
+}
+
+// MarshalJSON renders the action with flags and modes by name.
+func (a Action) MarshalJSON() ([]byte, error) {
+	j := jsonAction{
+		Op: a.Op, Path: a.Path, Source: a.Source, FSType: a.FSType,
+		Data: string(a.Data), Argv: a.Argv, Stdin: string(a.Stdin),
+		TimeoutMS: a.Timeout.Milliseconds(), Level: string(a.Level), Reason: a.Reason, FailMsg: a.FailMsg,
+	}
+	if a.Op == OpMount {
+		j.Flags = a.Flags.String()
+	}
+	if a.Op == OpWrite || a.Op == OpMkdir || a.Op == OpChmod {
+		j.Mode = octal(a.Mode)
+	}
+	if a.Op == OpChown {
+		j.Owner = fmt.Sprintf("%d:%d", a.UID, a.GID)
+	}
+	if a.Op != OpLog {
+		j.OnFail = a.OnFail.String()
+	}
+	return json.Marshal(j)
+}

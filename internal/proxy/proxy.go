@@ -1,0 +1,126 @@
+// Package proxy hands the node's proxy settings to every systemd unit, by a
+// DefaultEnvironment= drop-in for the system manager.
+package proxy
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io/fs"
+	"path"
+	"strings"
+
+	"github.com/kind-entrypoint/entrypoint/internal/plan"
+	"github.com/kind-entrypoint/entrypoint/internal/system"
+)
+
+// DropIn is the file systemd reads at start; see systemd-system.conf(5).
+const DropIn = "/etc/systemd/system.conf.d/proxy-default-environment.conf"
+
+// upper are always written, empty when unset, as the reference does;
+// lower are written only when set, since many tools read only those.
+var (
+	upper = []string{"HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY"}
+	lower = []string{"http_proxy", "https_proxy", "no_proxy"}
+)
+
+// Var is one environment variable for the drop-in.
+type Var struct{ Name, Value string }
+
+// Facts is what configure_proxy needs.
+type Facts struct {
+	Vars []Var
+	// Current is the drop-in's content now; nil when it does not exist.
+	Current   []byte
+	DirExists bool
+}
+
+// Detect reads the proxy variables and the current drop-in.
+func Detect(sys system.System, lookupEnv func(string) (string, bool)) (Facts, error) {
+	var f Facts
+	for _, k := range upper {
+		v, _ := lookupEnv(k)
+		f.Vars = append(f.Vars, Var{k, v})
+	}
+	for _, k := range lower {
+		if v, ok := lookupEnv(k); ok {
+			f.Vars = append(f.Vars, Var{k, v})
+		}
+	}
+	b, err := sys.ReadFile(DropIn)
+	switch {
+	case err == nil:
+		f.Current = b
+	case !errors.Is(err, fs.ErrNotExist):
+		return Facts{}, err
+	}
+	if fi, err := sys.Stat(path.Dir(DropIn)); err == nil && fi.IsDir() {
+		f.DirExists = true
+	}
+	return f, nil
+}
+
+// Plan writes the drop-in unless it already says the same.
+func Plan(f Facts) ([]plan.Action, error) {
+	content, err := Render(f.Vars)
+	if err != nil {
+		return nil, err
+	}
+	if f.Current != nil && bytes.Equal(f.Current, content) {
+		return nil, nil
+	}
+	var actions []plan.Action
+	if !f.DirExists {
+		actions = append(actions, plan.Mkdir(path.Dir(DropIn), 0o755))
+	}
+	return append(actions, plan.WriteFile(DropIn, content, 0o644).
+		Because("every unit gets the proxy settings")), nil
+}
+
+// Render writes the drop-in's content. Each assignment is double-quoted;
+// systemd unescapes \" and \\ inside double quotes and expands % specifiers
+// (measured on systemd 252), so those are escaped. A newline or another
+// control character cannot be carried through and is refused.
+func Render(vars []Var) ([]byte, error) {
+	var b strings.Builder
+	b.WriteString("[Manager]\nDefaultEnvironment=")
+	for i, v := range vars {
+		if err := check(v); err != nil {
+			return nil, err
+		}
+		if i > 0 {
+			b.WriteByte(' ')
+		}
+		b.WriteString(Quote(v.Name + "=" + v.Value))
+	}
+	b.WriteByte('\n')
+	return []byte(b.String()), nil
+}
+
+func check(v Var) error {
+	for i, r := range v.Value {
+		if r < 0x20 || r == 0x7f {
+			return fmt.Errorf("%s: control character %q at byte %d cannot be passed to systemd", v.Name, r, i)
+		}
+	}
+	return nil
+}
+
+// Quote quotes one word for a systemd DefaultEnvironment= line.
+func Quote(s string) string {
+	var b strings.Builder
+	b.WriteByte('"')
+	for _, r := range s {
+		switch r {
+		case '"', '\\':
+			b.WriteByte('\\')
+			b.WriteRune(r)
+		case '%':
+			b.WriteString("%%")
+		default:
+			b.WriteRune(r)
+		}
+	}
+	b.WriteByte('"')
+	return b.String()
+}

@@ -1,0 +1,207 @@
+package system
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net"
+	"net/netip"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// Linux is the real host, seen from the process's own root.
+type Linux struct{}
+
+var _ System = Linux{}
+
+func (Linux) ReadFile(path string) ([]byte, error)       { return os.ReadFile(path) }
+func (Linux) Stat(path string) (fs.FileInfo, error)      { return os.Stat(path) }
+func (Linux) Lstat(path string) (fs.FileInfo, error)     { return os.Lstat(path) }
+func (Linux) ReadDir(path string) ([]fs.DirEntry, error) { return os.ReadDir(path) }
+func (Linux) Readlink(path string) (string, error)       { return os.Readlink(path) }
+
+func (Linux) FSType(path string) (string, error) {
+	var st unix.Statfs_t
+	if err := retryEINTR(func() error { return unix.Statfs(path, &st) }); err != nil {
+		return "", &fs.PathError{Op: "statfs", Path: path, Err: err}
+	}
+	return FSTypeName(st.Type), nil
+}
+
+func (Linux) NofileHard() (uint64, error) {
+	var rl unix.Rlimit
+	if err := unix.Getrlimit(unix.RLIMIT_NOFILE, &rl); err != nil {
+		return 0, fmt.Errorf("getrlimit RLIMIT_NOFILE: %w", err)
+	}
+	return rl.Max, nil
+}
+
+func (Linux) OverlayTrial() error {
+	dir, err := os.MkdirTemp("", "entrypoint-overlay-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	for _, d := range []string{"l", "u", "w", "m"} {
+		if err := os.Mkdir(filepath.Join(dir, d), 0o700); err != nil {
+			return err
+		}
+	}
+	target := filepath.Join(dir, "m")
+	data := fmt.Sprintf("lowerdir=%s/l,upperdir=%s/u,workdir=%s/w", dir, dir, dir)
+	if err := mount("overlay", target, "overlay", 0, data); err != nil {
+		return err
+	}
+	return unmount(target, 0)
+}
+
+func (Linux) LookupIP(ctx context.Context, network, host string) ([]netip.Addr, error) {
+	ips, err := net.DefaultResolver.LookupNetIP(ctx, network, host)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]netip.Addr, 0, len(ips))
+	for _, ip := range ips {
+		out = append(out, ip.Unmap())
+	}
+	return out, nil
+}
+
+func (Linux) Run(ctx context.Context, argv []string, stdin []byte, timeout time.Duration) ([]byte, error) {
+	if len(argv) == 0 {
+		return nil, errors.New("run: empty argv")
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
+	if stdin != nil {
+		cmd.Stdin = bytes.NewReader(stdin)
+	}
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	// A hung child that inherited our pipes must not keep us waiting past
+	// the timeout.
+	cmd.WaitDelay = time.Second
+	err := cmd.Run()
+	if ctx.Err() == context.DeadlineExceeded {
+		return stdout.Bytes(), fmt.Errorf("%s: timed out after %s", argv[0], timeout)
+	}
+	if err != nil {
+		if msg := bytes.TrimSpace(stderr.Bytes()); len(msg) > 0 {
+			return stdout.Bytes(), fmt.Errorf("%s: %w: %s", argv[0], err, firstLine(msg))
+		}
+		return stdout.Bytes(), fmt.Errorf("%s: %w", argv[0], err)
+	}
+	return stdout.Bytes(), nil
+}
+
+func firstLine(b []byte) []byte {
+	if i := bytes.IndexByte(b, '\n'); i >= 0 {
+		return b[:i]
+	}
+	return b
+}
+
+func (Linux) WriteFile(path string, data []byte, perm fs.FileMode) error {
+	return writeAtomic(path, data, perm)
+}
+
+// writeAtomic writes data to a temporary file beside path, syncs it and
+// renames it over path, so a crash leaves either the old or the new file.
+func writeAtomic(path string, data []byte, perm fs.FileMode) (err error) {
+	dir, base := filepath.Split(path)
+	f, err := os.CreateTemp(dir, "."+base+".tmp-")
+	if err != nil {
+		return err
+	}
+	tmp := f.Name()
+	defer func() {
+		if err != nil {
+			os.Remove(tmp)
+		}
+	}()
+	if _, err = f.Write(data); err != nil {
+		f.Close()
+		return err
+	}
+	if err = f.Chmod(perm); err != nil {
+		f.Close()
+		return err
+	}
+	if err = f.Sync(); err != nil {
+		f.Close()
+		return err
+	}
+	if err = f.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp, path)
+}
+
+func (Linux) WriteFileInPlace(path string, data []byte) error {
+	return writeInPlace(path, data)
+}
+
+func writeInPlace(path string, data []byte) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_TRUNC|os.O_CREATE, 0o644)
+	if err != nil {
+		return err
+	}
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+func (Linux) MkdirAll(path string, perm fs.FileMode) error { return os.MkdirAll(path, perm) }
+func (Linux) Remove(path string) error                     { return os.Remove(path) }
+func (Linux) Symlink(target, path string) error            { return os.Symlink(target, path) }
+func (Linux) Chown(path string, uid, gid int) error        { return os.Chown(path, uid, gid) }
+
+func (Linux) Chmod(path string, mode fs.FileMode) error {
+	// os.Chmod maps fs.ModeSetuid/ModeSetgid to the kernel bits.
+	return os.Chmod(path, mode)
+}
+
+func (Linux) Mount(source, target, fstype string, flags MountFlags, data string) error {
+	return mount(source, target, fstype, flags, data)
+}
+
+func (Linux) Unmount(target string, flags int) error { return unmount(target, flags) }
+
+func (Linux) Sync() { unix.Sync() }
+
+func mount(source, target, fstype string, flags MountFlags, data string) error {
+	err := retryEINTR(func() error { return unix.Mount(source, target, fstype, uintptr(flags), data) })
+	if err != nil {
+		return &MountError{Op: "mount", Source: source, Target: target, FSType: fstype, Flags: flags, Data: data, Err: err}
+	}
+	return nil
+}
+
+func unmount(target string, flags int) error {
+	if err := retryEINTR(func() error { return unix.Unmount(target, flags) }); err != nil {
+		return &MountError{Op: "umount", Target: target, Err: err}
+	}
+	return nil
+}
+
+// retryEINTR repeats a system call interrupted by a signal; Go's runtime
+// sends SIGURG for preemption, so EINTR is not rare.
+func retryEINTR(fn func() error) error {
+	for {
+		err := fn()
+		if !errors.Is(err, syscall.EINTR) {
+			return err
+		}
+	}
+}

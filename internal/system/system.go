@@ -1,0 +1,60 @@
+// Package system is the one seam between the entrypoint and the kernel.
+//
+// Every step reads files and asks the kernel questions through a System, and
+// every change it makes goes through one too. Paths are always the absolute
+// paths the node sees ("/proc/self/uid_map"); an implementation maps them onto
+// its own root. Linux is the real host; Tree is a directory that stands in for
+// one, used to replay a captured host (--dry-run --root) and in tests.
+package system
+
+import (
+	"context"
+	"io/fs"
+	"net/netip"
+	"time"
+)
+
+// System is what a step may read, probe and change.
+type System interface {
+	// Files.
+	ReadFile(path string) ([]byte, error)
+	Stat(path string) (fs.FileInfo, error)
+	Lstat(path string) (fs.FileInfo, error)
+	ReadDir(path string) ([]fs.DirEntry, error)
+	Readlink(path string) (string, error)
+
+	// Probes: facts that files cannot give.
+
+	// FSType names the filesystem holding path the way `stat -f -c %T` does
+	// ("zfs", "fuseblk", "overlayfs", "ext2/ext3", ...).
+	FSType(path string) (string, error)
+	// NofileHard is the hard RLIMIT_NOFILE of this process.
+	NofileHard() (uint64, error)
+	// OverlayTrial mounts an overlay filesystem in a fresh temporary directory
+	// and removes it again; the error says why overlay cannot be mounted.
+	OverlayTrial() error
+	// LookupIP resolves host to addresses of one family ("ip4" or "ip6"),
+	// the way the C library's getaddrinfo would (hosts file, then DNS).
+	LookupIP(ctx context.Context, network, host string) ([]netip.Addr, error)
+	// Run starts argv[0] (never a shell) with argv, feeds it stdin, and
+	// returns its standard output. It is killed after timeout.
+	Run(ctx context.Context, argv []string, stdin []byte, timeout time.Duration) ([]byte, error)
+
+	// Changes.
+
+	// WriteFile replaces path atomically: a temporary file in the same
+	// directory, synced, then renamed over path.
+	WriteFile(path string, data []byte, perm fs.FileMode) error
+	// WriteFileInPlace truncates and rewrites path; for bind-mounted files
+	// such as /etc/resolv.conf, where a rename over the mount point fails.
+	WriteFileInPlace(path string, data []byte) error
+	MkdirAll(path string, perm fs.FileMode) error
+	// Remove removes a file or an empty directory.
+	Remove(path string) error
+	Symlink(target, path string) error
+	Chown(path string, uid, gid int) error
+	Chmod(path string, mode fs.FileMode) error
+	Mount(source, target, fstype string, flags MountFlags, data string) error
+	Unmount(target string, flags int) error
+	Sync()
+}

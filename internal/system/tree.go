@@ -1,0 +1,760 @@
+package system
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net"
+	"net/netip"
+	"os"
+	"path"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/moby/sys/mountinfo"
+	"golang.org/x/sys/unix"
+)
+
+// ProbeDir is the directory inside a Tree that answers the questions files
+// cannot: see Tree.
+const ProbeDir = ".host"
+
+// Tree is a System rooted at a directory that stands in for a host: a
+// captured node (entrypoint --dry-run --root DIR) or a fake one in tests.
+//
+// Files are the files below Root. Mounts are modelled in Root's
+// /proc/self/mountinfo: Mount and Unmount rewrite it the way the kernel
+// would, so planning again after applying sees the new state. Bind mounts of
+// regular files are followed when reading. Every change is recorded, as one
+// line of text, in Changes.
+//
+// Probes are answered from files in Root/.host/ (all optional):
+//
+//	statfs      lines "PATH FSTYPE"; otherwise the fstype of the mount
+//	            holding PATH in mountinfo, named as statfs names it
+//	nofile      the hard RLIMIT_NOFILE (default 1048576)
+//	overlay     "ok" (default), or why a trial overlay mount fails
+//	hosts       lines "NAME ADDR..." answering LookupIP
+//	run/NAME    standard output of the command whose argv[0] base name is NAME;
+//	            run/NAME.fail makes it fail with that text,
+//	            run/NAME.hang makes it hang until its timeout
+type Tree struct {
+	Root string
+
+	// Exec, when set, runs commands instead of the run/ files; tests use
+	// it to model commands that change state (update-alternatives).
+	Exec func(ctx context.Context, argv []string, stdin []byte) ([]byte, error)
+	// Fail, when set, is asked before every change ("write", "rename",
+	// "mount", ...) and its error is returned instead of making it.
+	Fail func(op, path string) error
+
+	mu      sync.Mutex
+	changes []string
+	ran     [][]string
+	binds   map[string]string // file bind mounts: target -> source
+	// unmounted are mount points unmounted here: what the tree holds below
+	// them stood for the unmounted filesystem, so it goes with it.
+	unmounted map[string]bool
+}
+
+var _ System = (*Tree)(nil)
+
+// NewTree returns a Tree rooted at dir.
+func NewTree(dir string) *Tree { return &Tree{Root: dir} }
+
+// Changes returns the changes made so far, one line each, in order.
+func (t *Tree) Changes() []string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return slices.Clone(t.changes)
+}
+
+// Ran returns the argv of every command run so far.
+func (t *Tree) Ran() [][]string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return slices.Clone(t.ran)
+}
+
+func (t *Tree) record(format string, args ...any) {
+	t.mu.Lock()
+	t.changes = append(t.changes, fmt.Sprintf(format, args...))
+	t.mu.Unlock()
+}
+
+func (t *Tree) fail(op, p string) error {
+	if t.Fail == nil {
+		return nil
+	}
+	if err := t.Fail(op, p); err != nil {
+		return &fs.PathError{Op: op, Path: p, Err: err}
+	}
+	return nil
+}
+
+// Path maps a node path onto the tree; ".." cannot leave the root.
+func (t *Tree) Path(p string) string {
+	return filepath.Join(t.Root, filepath.FromSlash(path.Clean("/"+p)))
+}
+
+// resolve follows a file bind mount, as reading through the kernel would.
+func (t *Tree) resolve(p string) string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if src, ok := t.binds[path.Clean(p)]; ok {
+		return src
+	}
+	return p
+}
+
+func (t *Tree) ReadFile(p string) ([]byte, error) {
+	b, err := os.ReadFile(t.Path(t.resolve(p)))
+	return b, t.nodeErr(err)
+}
+
+func (t *Tree) Stat(p string) (fs.FileInfo, error) {
+	fi, err := os.Stat(t.Path(p))
+	return fi, t.nodeErr(err)
+}
+
+func (t *Tree) Lstat(p string) (fs.FileInfo, error) {
+	fi, err := os.Lstat(t.Path(p))
+	return fi, t.nodeErr(err)
+}
+
+func (t *Tree) ReadDir(p string) ([]fs.DirEntry, error) {
+	d, err := os.ReadDir(t.Path(p))
+	return d, t.nodeErr(err)
+}
+
+func (t *Tree) Readlink(p string) (string, error) {
+	l, err := os.Readlink(t.Path(p))
+	return l, t.nodeErr(err)
+}
+
+// nodeErr names the node path rather than the tree path in errors, so that
+// messages read the same as on a real host.
+func (t *Tree) nodeErr(err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		if rel, rerr := filepath.Rel(t.Root, pe.Path); rerr == nil && !strings.HasPrefix(rel, "..") {
+			pe.Path = "/" + filepath.ToSlash(rel)
+			if pe.Path == "/." {
+				pe.Path = "/"
+			}
+		}
+	}
+	return err
+}
+
+func (t *Tree) probe(name string) ([]byte, bool) {
+	b, err := os.ReadFile(filepath.Join(t.Root, ProbeDir, name))
+	if err != nil {
+		return nil, false
+	}
+	return b, true
+}
+
+func (t *Tree) FSType(p string) (string, error) {
+	p = path.Clean(p)
+	if b, ok := t.probe("statfs"); ok {
+		best, bestType := "", ""
+		for _, line := range strings.Split(string(b), "\n") {
+			f := strings.Fields(line)
+			if len(f) == 2 && isUnder(p, f[0]) && len(f[0]) >= len(best) {
+				best, bestType = f[0], f[1]
+			}
+		}
+		if bestType != "" {
+			return bestType, nil
+		}
+	}
+	mounts, err := t.mounts()
+	if err != nil {
+		return "", fmt.Errorf("statfs %s: %w", p, err)
+	}
+	if m := containing(mounts, p); m != nil {
+		return FSTypeFromMountinfo(m.FSType), nil
+	}
+	return "", &fs.PathError{Op: "statfs", Path: p, Err: fs.ErrNotExist}
+}
+
+func (t *Tree) NofileHard() (uint64, error) {
+	b, ok := t.probe("nofile")
+	if !ok {
+		return 1 << 20, nil
+	}
+	s := strings.TrimSpace(string(b))
+	if s == "unlimited" {
+		return unix.RLIM_INFINITY, nil
+	}
+	n, err := strconv.ParseUint(s, 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("%s/nofile: %w", ProbeDir, err)
+	}
+	return n, nil
+}
+
+func (t *Tree) OverlayTrial() error {
+	b, ok := t.probe("overlay")
+	if !ok {
+		return nil
+	}
+	if s := strings.TrimSpace(string(b)); s != "ok" {
+		return errors.New(s)
+	}
+	return nil
+}
+
+func (t *Tree) LookupIP(ctx context.Context, network, host string) ([]netip.Addr, error) {
+	notFound := &net.DNSError{Err: "no such host", Name: host, IsNotFound: true}
+	b, ok := t.probe("hosts")
+	if !ok {
+		return nil, notFound
+	}
+	var out []netip.Addr
+	for _, line := range strings.Split(string(b), "\n") {
+		f := strings.Fields(line)
+		if len(f) < 2 || f[0] != host {
+			continue
+		}
+		if f[1] == "hang" {
+			<-ctx.Done()
+			return nil, ctx.Err()
+		}
+		for _, s := range f[1:] {
+			a, err := netip.ParseAddr(s)
+			if err != nil {
+				continue
+			}
+			if (network == "ip4" && a.Is4()) || (network == "ip6" && a.Is6()) || network == "ip" {
+				out = append(out, a)
+			}
+		}
+	}
+	if len(out) == 0 {
+		return nil, notFound
+	}
+	return out, nil
+}
+
+func (t *Tree) Run(ctx context.Context, argv []string, stdin []byte, timeout time.Duration) ([]byte, error) {
+	if len(argv) == 0 {
+		return nil, errors.New("run: empty argv")
+	}
+	t.mu.Lock()
+	t.ran = append(t.ran, slices.Clone(argv))
+	t.mu.Unlock()
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	if t.Exec != nil {
+		out, err := t.Exec(ctx, argv, stdin)
+		if ctx.Err() == context.DeadlineExceeded {
+			return out, fmt.Errorf("%s: timed out after %s", argv[0], timeout)
+		}
+		return out, err
+	}
+	name := path.Base(argv[0])
+	if _, ok := t.probe("run/" + name + ".hang"); ok {
+		<-ctx.Done()
+		return nil, fmt.Errorf("%s: timed out after %s", argv[0], timeout)
+	}
+	if b, ok := t.probe("run/" + name + ".fail"); ok {
+		return nil, fmt.Errorf("%s: %s", argv[0], strings.TrimSpace(string(b)))
+	}
+	if b, ok := t.probe("run/" + name); ok {
+		return b, nil
+	}
+	return nil, &exec404{name: argv[0]}
+}
+
+type exec404 struct{ name string }
+
+func (e *exec404) Error() string {
+	return fmt.Sprintf("exec: %q: executable file not found in $PATH", e.name)
+}
+func (e *exec404) Unwrap() error { return fs.ErrNotExist }
+
+func (t *Tree) WriteFile(p string, data []byte, perm fs.FileMode) error {
+	if err := t.fail("write", p); err != nil {
+		return err
+	}
+	if t.isMountpoint(p) {
+		// rename(2) over a mount point fails; the kernel says EBUSY.
+		return &fs.PathError{Op: "rename", Path: p, Err: unix.EBUSY}
+	}
+	real := t.Path(p)
+	f, err := os.CreateTemp(filepath.Dir(real), "."+filepath.Base(real)+".tmp-")
+	if err != nil {
+		return t.nodeErr(err)
+	}
+	tmp := f.Name()
+	_, werr := f.Write(data)
+	cerr := f.Close()
+	if err := errors.Join(werr, cerr, os.Chmod(tmp, perm), t.fail("rename", p)); err != nil {
+		os.Remove(tmp)
+		return t.nodeErr(err)
+	}
+	if err := os.Rename(tmp, real); err != nil {
+		os.Remove(tmp)
+		return t.nodeErr(err)
+	}
+	t.record("write %s %#o %s", p, perm.Perm(), describe(data))
+	return nil
+}
+
+func (t *Tree) WriteFileInPlace(p string, data []byte) error {
+	if err := t.fail("write-in-place", p); err != nil {
+		return err
+	}
+	if err := writeInPlace(t.Path(t.resolve(p)), data); err != nil {
+		return t.nodeErr(err)
+	}
+	t.record("write-in-place %s %s", p, describe(data))
+	return nil
+}
+
+// describe summarises file content for the change log: short text in full.
+func describe(data []byte) string {
+	if len(data) <= 120 {
+		return strconv.Quote(string(data))
+	}
+	return fmt.Sprintf("(%d bytes)", len(data))
+}
+
+func (t *Tree) MkdirAll(p string, perm fs.FileMode) error {
+	if err := t.fail("mkdir", p); err != nil {
+		return err
+	}
+	if fi, err := os.Stat(t.Path(p)); err == nil && fi.IsDir() {
+		return nil
+	}
+	if err := os.MkdirAll(t.Path(p), perm); err != nil {
+		return t.nodeErr(err)
+	}
+	t.record("mkdir %s", p)
+	return nil
+}
+
+func (t *Tree) Remove(p string) error {
+	if err := t.fail("remove", p); err != nil {
+		return err
+	}
+	if t.isMountpoint(p) {
+		return &fs.PathError{Op: "remove", Path: p, Err: unix.EBUSY}
+	}
+	t.mu.Lock()
+	wasMount := t.unmounted[path.Clean(p)]
+	t.mu.Unlock()
+	if wasMount {
+		if err := removeContents(t.Path(p)); err != nil {
+			return t.nodeErr(err)
+		}
+	}
+	if err := os.Remove(t.Path(p)); err != nil {
+		return t.nodeErr(err)
+	}
+	t.record("remove %s", p)
+	return nil
+}
+
+func removeContents(dir string) error {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return err
+	}
+	for _, e := range entries {
+		if err := os.RemoveAll(filepath.Join(dir, e.Name())); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (t *Tree) Symlink(target, p string) error {
+	if err := t.fail("symlink", p); err != nil {
+		return err
+	}
+	if err := os.Symlink(target, t.Path(p)); err != nil {
+		return t.nodeErr(err)
+	}
+	t.record("symlink %s -> %s", p, target)
+	return nil
+}
+
+// Chown changes the owner when running as root; otherwise it is only
+// recorded.
+func (t *Tree) Chown(p string, uid, gid int) error {
+	if err := t.fail("chown", p); err != nil {
+		return err
+	}
+	if _, err := os.Stat(t.Path(p)); err != nil {
+		return t.nodeErr(err)
+	}
+	if os.Geteuid() == 0 {
+		if err := os.Chown(t.Path(p), uid, gid); err != nil {
+			return t.nodeErr(err)
+		}
+	}
+	t.record("chown %s %d:%d", p, uid, gid)
+	return nil
+}
+
+func (t *Tree) Chmod(p string, mode fs.FileMode) error {
+	if err := t.fail("chmod", p); err != nil {
+		return err
+	}
+	if err := os.Chmod(t.Path(p), mode); err != nil {
+		return t.nodeErr(err)
+	}
+	t.record("chmod %s %s", p, mode)
+	return nil
+}
+
+func (t *Tree) Sync() { t.record("sync") }
+
+const mountinfoPath = "/proc/self/mountinfo"
+
+func (t *Tree) mounts() ([]*mountinfo.Info, error) {
+	b, err := os.ReadFile(t.Path(mountinfoPath))
+	if err != nil {
+		return nil, t.nodeErr(err)
+	}
+	return mountinfo.GetMountsFromReader(bytes.NewReader(b), nil)
+}
+
+func (t *Tree) isMountpoint(p string) bool {
+	mounts, err := t.mounts()
+	if err != nil {
+		return false
+	}
+	p = path.Clean(p)
+	for _, m := range mounts {
+		if m.Mountpoint == p {
+			return true
+		}
+	}
+	return false
+}
+
+func (t *Tree) Mount(source, target, fstype string, flags MountFlags, data string) error {
+	mErr := func(err error) error {
+		return &MountError{Op: "mount", Source: source, Target: target, FSType: fstype, Flags: flags, Data: data, Err: err}
+	}
+	if err := t.fail("mount", target); err != nil {
+		return mErr(errors.Unwrap(err))
+	}
+	mounts, err := t.mounts()
+	if err != nil {
+		return mErr(err)
+	}
+	target = path.Clean(target)
+	if _, err := os.Stat(t.Path(target)); err != nil {
+		return mErr(unix.ENOENT)
+	}
+	const propagation = Shared | Private | Slave
+	switch {
+	case flags&propagation != 0:
+		if top(mounts, target) == nil {
+			return mErr(unix.EINVAL)
+		}
+		for _, m := range mounts {
+			if m.Mountpoint == target || (flags&Rec != 0 && isUnder(m.Mountpoint, target)) {
+				m.Optional = propagate(m.Optional, flags, mounts)
+			}
+		}
+	case flags&Remount != 0:
+		m := top(mounts, target)
+		if m == nil {
+			return mErr(unix.EINVAL)
+		}
+		m.Options = OptionsFromFlags(flags)
+		if flags&Bind == 0 {
+			// A plain remount changes the superblock, seen by every
+			// mount of it in every namespace.
+			m.VFSOptions = setFirstOption(m.VFSOptions, flags&ReadOnly != 0)
+		}
+	case flags&Bind != 0:
+		src := containing(mounts, source)
+		if src == nil {
+			return mErr(unix.ENOENT)
+		}
+		rel := strings.TrimPrefix(strings.TrimPrefix(path.Clean(source), src.Mountpoint), "/")
+		n := *src
+		n.ID = nextID(mounts)
+		n.Parent = parentID(mounts, target)
+		n.Root = path.Join(src.Root, rel)
+		n.Mountpoint = target
+		mounts = append(mounts, &n)
+		if fi, err := os.Stat(t.Path(source)); err == nil && fi.Mode().IsRegular() {
+			t.mu.Lock()
+			if t.binds == nil {
+				t.binds = map[string]string{}
+			}
+			t.binds[target] = t.resolveLocked(source)
+			t.mu.Unlock()
+		}
+	default:
+		mounts = append(mounts, &mountinfo.Info{
+			ID: nextID(mounts), Parent: parentID(mounts, target), Root: "/",
+			Mountpoint: target, Options: OptionsFromFlags(flags), FSType: fstype,
+			Source: source, VFSOptions: setFirstOption(data, flags&ReadOnly != 0),
+		})
+	}
+	if err := t.writeMounts(mounts); err != nil {
+		return mErr(err)
+	}
+	if source == "" {
+		source = "none"
+	}
+	t.record("mount %s on %s (%s)", source, target, flags)
+	return nil
+}
+
+func (t *Tree) resolveLocked(p string) string {
+	if src, ok := t.binds[path.Clean(p)]; ok {
+		return src
+	}
+	return path.Clean(p)
+}
+
+func (t *Tree) Unmount(target string, flags int) error {
+	if err := t.fail("umount", target); err != nil {
+		return &MountError{Op: "umount", Target: target, Err: errors.Unwrap(err)}
+	}
+	mounts, err := t.mounts()
+	if err != nil {
+		return &MountError{Op: "umount", Target: target, Err: err}
+	}
+	target = path.Clean(target)
+	i := len(mounts) - 1
+	for i >= 0 && mounts[i].Mountpoint != target {
+		i--
+	}
+	if i < 0 {
+		return &MountError{Op: "umount", Target: target, Err: unix.EINVAL}
+	}
+	mounts = slices.Delete(mounts, i, i+1)
+	t.mu.Lock()
+	delete(t.binds, target)
+	if top(mounts, target) == nil {
+		if t.unmounted == nil {
+			t.unmounted = map[string]bool{}
+		}
+		t.unmounted[target] = true
+	}
+	t.mu.Unlock()
+	if err := t.writeMounts(mounts); err != nil {
+		return &MountError{Op: "umount", Target: target, Err: err}
+	}
+	t.record("umount %s", target)
+	return nil
+}
+
+func (t *Tree) writeMounts(mounts []*mountinfo.Info) error {
+	var b strings.Builder
+	for _, m := range mounts {
+		b.WriteString(FormatMountinfo(m))
+		b.WriteByte('\n')
+	}
+	return os.WriteFile(t.Path(mountinfoPath), []byte(b.String()), 0o444)
+}
+
+// FormatMountinfo renders one mountinfo line, escaping as the kernel does.
+func FormatMountinfo(m *mountinfo.Info) string {
+	fields := []string{
+		strconv.Itoa(m.ID), strconv.Itoa(m.Parent),
+		fmt.Sprintf("%d:%d", m.Major, m.Minor),
+		escapeMountinfo(m.Root), escapeMountinfo(m.Mountpoint), m.Options,
+	}
+	if m.Optional != "" {
+		fields = append(fields, m.Optional)
+	}
+	fields = append(fields, "-", m.FSType, escapeMountinfo(m.Source), m.VFSOptions)
+	return strings.Join(fields, " ")
+}
+
+func escapeMountinfo(s string) string {
+	var b strings.Builder
+	for _, c := range []byte(s) {
+		switch c {
+		case ' ', '\t', '\n', '\\':
+			fmt.Fprintf(&b, "\\%03o", c)
+		default:
+			b.WriteByte(c)
+		}
+	}
+	return b.String()
+}
+
+func isUnder(p, dir string) bool {
+	return p == dir || dir == "/" || strings.HasPrefix(p, dir+"/")
+}
+
+// top is the mount visible at mountpoint p: the last one mounted there.
+func top(mounts []*mountinfo.Info, p string) *mountinfo.Info {
+	for i := len(mounts) - 1; i >= 0; i-- {
+		if mounts[i].Mountpoint == p {
+			return mounts[i]
+		}
+	}
+	return nil
+}
+
+// containing is the mount that holds path p: the deepest mount point above
+// it, the latest one where several stack.
+func containing(mounts []*mountinfo.Info, p string) *mountinfo.Info {
+	var best *mountinfo.Info
+	for _, m := range mounts {
+		if isUnder(p, m.Mountpoint) && (best == nil || len(m.Mountpoint) >= len(best.Mountpoint)) {
+			best = m
+		}
+	}
+	return best
+}
+
+func nextID(mounts []*mountinfo.Info) int {
+	id := 0
+	for _, m := range mounts {
+		id = max(id, m.ID)
+	}
+	return id + 1
+}
+
+func parentID(mounts []*mountinfo.Info, target string) int {
+	if m := containing(mounts, target); m != nil {
+		return m.ID
+	}
+	return 0
+}
+
+// propagate rewrites the optional fields of a mountinfo line for a change
+// of propagation type.
+func propagate(optional string, flags MountFlags, mounts []*mountinfo.Info) string {
+	var keep []string
+	shared := false
+	for _, f := range strings.Fields(optional) {
+		switch {
+		case strings.HasPrefix(f, "shared:"):
+			shared = true
+			if flags&Shared != 0 {
+				keep = append(keep, f)
+			}
+		case strings.HasPrefix(f, "master:"):
+			if flags&Private == 0 {
+				keep = append(keep, f)
+			}
+		default:
+			keep = append(keep, f)
+		}
+	}
+	if flags&Shared != 0 && !shared {
+		keep = append([]string{"shared:" + strconv.Itoa(nextPeerGroup(mounts))}, keep...)
+	}
+	return strings.Join(keep, " ")
+}
+
+func nextPeerGroup(mounts []*mountinfo.Info) int {
+	n := 0
+	for _, m := range mounts {
+		for _, f := range strings.Fields(m.Optional) {
+			if v, ok := strings.CutPrefix(f, "shared:"); ok {
+				if i, err := strconv.Atoi(v); err == nil {
+					n = max(n, i)
+				}
+			}
+		}
+	}
+	return n + 1
+}
+
+func setFirstOption(opts string, ro bool) string {
+	want := "rw"
+	if ro {
+		want = "ro"
+	}
+	if opts == "" {
+		return want
+	}
+	first, rest, _ := strings.Cut(opts, ",")
+	if first == "rw" || first == "ro" {
+		if rest == "" {
+			return want
+		}
+		return want + "," + rest
+	}
+	return want + "," + opts
+}
+
+// Environ returns the environment recorded in Root/.host/environ (one
+// KEY=VALUE a line, or NUL-separated as in /proc/PID/environ), and whether
+// that file exists.
+func (t *Tree) Environ() (lookup func(string) (string, bool), ok bool) {
+	b, ok := t.probe("environ")
+	if !ok {
+		return func(string) (string, bool) { return "", false }, false
+	}
+	env := ParseEnviron(b)
+	return func(k string) (string, bool) { v, ok := env[k]; return v, ok }, true
+}
+
+// ParseEnviron parses KEY=VALUE entries separated by NUL bytes, or by
+// newlines when there is no NUL.
+func ParseEnviron(b []byte) map[string]string {
+	sep := "\n"
+	if bytes.IndexByte(b, 0) >= 0 {
+		sep = "\x00"
+	}
+	env := map[string]string{}
+	for _, kv := range strings.Split(string(b), sep) {
+		if k, v, ok := strings.Cut(kv, "="); ok && k != "" {
+			env[k] = v
+		}
+	}
+	return env
+}
+
+// CopyDir copies the tree at src to dst (which may exist): directories,
+// regular files with their mode bits, and symlinks as links.
+func CopyDir(src, dst string) error {
+	return filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, err := filepath.Rel(src, p)
+		if err != nil {
+			return err
+		}
+		target := filepath.Join(dst, rel)
+		info, err := d.Info()
+		if err != nil {
+			return err
+		}
+		switch {
+		case d.IsDir():
+			return os.MkdirAll(target, info.Mode().Perm()|0o700)
+		case info.Mode()&fs.ModeSymlink != 0:
+			link, err := os.Readlink(p)
+			if err != nil {
+				return err
+			}
+			return os.Symlink(link, target)
+		case info.Mode().IsRegular():
+			b, err := os.ReadFile(p)
+			if err != nil {
+				return err
+			}
+			if err := os.WriteFile(target, b, info.Mode().Perm()); err != nil {
+				return err
+			}
+			return os.Chmod(target, info.Mode()&(fs.ModePerm|fs.ModeSetuid|fs.ModeSetgid|fs.ModeSticky))
+		}
+		return fmt.Errorf("%s: cannot copy %s", p, info.Mode().Type())
+	})
+}

@@ -1,0 +1,141 @@
+// Package userns detects a user namespace (rootless Docker or Podman) and
+// validates what a node needs there: enough file descriptors and the cgroup
+// controllers the kubelet uses.
+package userns
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"strconv"
+	"strings"
+
+	"github.com/kind-entrypoint/entrypoint/internal/plan"
+	"github.com/kind-entrypoint/entrypoint/internal/system"
+)
+
+const uidMapPath = "/proc/self/uid_map"
+
+// MinNofile is the hard RLIMIT_NOFILE below which a rootless node is warned
+// about: the kubelet and containerd open many files.
+const MinNofile = 64000
+
+// Required are the cgroup v2 controllers a rootless node needs delegated.
+var Required = []string{"cpu", "memory", "pids"}
+
+// InUserNS reports whether this process runs in a user namespace: anything
+// but the initial namespace's single full mapping "0 0 4294967295".
+func InUserNS(sys system.System) (bool, error) {
+	b, err := sys.ReadFile(uidMapPath)
+	if errors.Is(err, fs.ErrNotExist) {
+		// A kernel without user namespaces has no uid_map.
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	full, err := ParseUIDMap(b)
+	if err != nil {
+		return false, fmt.Errorf("%s: %w", uidMapPath, err)
+	}
+	return !full, nil
+}
+
+// ParseUIDMap reports whether a uid_map is the initial namespace's identity
+// mapping of every uid.
+func ParseUIDMap(b []byte) (full bool, err error) {
+	var lines [][3]uint64
+	for i, line := range strings.Split(string(b), "\n") {
+		f := strings.Fields(line)
+		if len(f) == 0 {
+			continue
+		}
+		if len(f) != 3 {
+			return false, fmt.Errorf("line %d: want 3 fields, got %d", i+1, len(f))
+		}
+		var v [3]uint64
+		for j, s := range f {
+			n, err := strconv.ParseUint(s, 10, 32)
+			if err != nil {
+				return false, fmt.Errorf("line %d: field %d: %w", i+1, j+1, err)
+			}
+			v[j] = n
+		}
+		lines = append(lines, v)
+	}
+	if len(lines) == 0 {
+		// An unwritten map: a new user namespace before its mapping is set.
+		return false, nil
+	}
+	return len(lines) == 1 && lines[0] == [3]uint64{0, 0, 4294967295}, nil
+}
+
+// Facts is what validate_userns checks.
+type Facts struct {
+	NofileHard uint64
+	CgroupV2   bool
+	// Controllers is the content of /sys/fs/cgroup/cgroup.controllers (v2).
+	Controllers string
+}
+
+const controllersPath = "/sys/fs/cgroup/cgroup.controllers"
+
+// Detect reads the facts; call it only in a user namespace.
+func Detect(sys system.System, cgroupV2 bool) (Facts, error) {
+	n, err := sys.NofileHard()
+	if err != nil {
+		return Facts{}, err
+	}
+	f := Facts{NofileHard: n, CgroupV2: cgroupV2}
+	if cgroupV2 {
+		b, err := sys.ReadFile(controllersPath)
+		if err != nil {
+			return Facts{}, err
+		}
+		f.Controllers = strings.TrimSpace(string(b))
+	}
+	return f, nil
+}
+
+// Plan logs the user namespace and its warnings; missing controllers are
+// fatal, all of them named in one error.
+func Plan(f Facts) ([]plan.Action, error) {
+	actions := []plan.Action{plan.Info("running in a user namespace (experimental)")}
+	if f.NofileHard < MinNofile {
+		actions = append(actions, plan.Warning(fmt.Sprintf(
+			"UserNS: expected RLIMIT_NOFILE to be at least %d, got %d", MinNofile, f.NofileHard)))
+	}
+	if !f.CgroupV2 {
+		return actions, nil
+	}
+	if missing := Missing(f.Controllers); len(missing) > 0 {
+		return actions, MissingError(missing)
+	}
+	return actions, nil
+}
+
+// Missing lists the Required controllers absent from a cgroup.controllers
+// line (whole words only: "cpuset" does not provide "cpu").
+func Missing(controllers string) []string {
+	have := map[string]bool{}
+	for _, c := range strings.Fields(controllers) {
+		have[c] = true
+	}
+	var missing []string
+	for _, c := range Required {
+		if !have[c] {
+			missing = append(missing, c)
+		}
+	}
+	return missing
+}
+
+// MissingError is the error for undelegated controllers, in the reference's
+// words when one is missing.
+func MissingError(missing []string) error {
+	if len(missing) == 1 {
+		return fmt.Errorf("UserNS: %s controller needs to be delegated", missing[0])
+	}
+	return fmt.Errorf("UserNS: %s and %s controllers need to be delegated",
+		strings.Join(missing[:len(missing)-1], ", "), missing[len(missing)-1])
+}
