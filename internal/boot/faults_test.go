@@ -1,0 +1,156 @@
+package boot
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/kind-entrypoint/entrypoint/internal/logline"
+	"github.com/kind-entrypoint/entrypoint/internal/system"
+)
+
+// snapshot is a tree's state: every file's content hash and mode, every
+// symlink's target.
+func snapshot(t *testing.T, tree *system.Tree) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	err := filepath.WalkDir(tree.Root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, err := filepath.Rel(tree.Root, p)
+		if err != nil {
+			return err
+		}
+		rel = filepath.Join("/", rel)
+		info, err := d.Info()
+		if err != nil {
+			return err
+		}
+		switch {
+		case info.Mode()&fs.ModeSymlink != 0:
+			l, _ := os.Readlink(p)
+			out[rel] = "-> " + l
+		case info.IsDir():
+			out[rel] = "dir " + info.Mode().String()
+		default:
+			b, err := os.ReadFile(p)
+			if err != nil {
+				return err
+			}
+			out[rel] = fmt.Sprintf("%s %x", info.Mode(), sha256.Sum256(b))
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// everyBootFiles are rewritten on every start by design.
+var everyBootFiles = map[string]bool{"/etc/machine-id": true}
+
+func runOnce(t *testing.T, tree *system.Tree) error {
+	t.Helper()
+	h := detect(t, tree)
+	return Run(context.Background(), h, Steps(), logline.New(io.Discard, logline.Text))
+}
+
+// TestFaultInjection fails each change of each scenario in turn (including
+// between an atomic write's temp file and its rename) and checks that every
+// file is then either as it was or as a clean run leaves it — never partly
+// written, no temp file left — and that a fatal failure exits with a step's
+// code.
+func TestFaultInjection(t *testing.T) {
+	for _, s := range scenarios(t) {
+		t.Run(s.name, func(t *testing.T) {
+			before := snapshot(t, copyRoot(t, s))
+			clean := copyRoot(t, s)
+			var calls []string
+			clean.Fail = func(op, path string) error { calls = append(calls, op+" "+path); return nil }
+			if err := runOnce(t, clean); err != nil {
+				var se *StepError
+				if !errors.As(err, &se) {
+					t.Fatalf("clean run: %v", err)
+				}
+			}
+			after := snapshot(t, clean)
+			if len(calls) == 0 {
+				return
+			}
+			for i := range calls {
+				tree := copyRoot(t, s)
+				n := 0
+				tree.Fail = func(op, path string) error {
+					defer func() { n++ }()
+					if n == i {
+						return errors.New("injected fault")
+					}
+					return nil
+				}
+				err := runOnce(t, tree)
+				if err != nil {
+					if code := ExitCode(err); code < 11 || code > 30 {
+						t.Errorf("fault at %q: exit code %d (%v)", calls[i], code, err)
+					}
+				}
+				for p, got := range snapshot(t, tree) {
+					if strings.Contains(filepath.Base(p), ".tmp-") {
+						t.Errorf("fault at %q: temp file %s left", calls[i], p)
+						continue
+					}
+					// Mounts and directories are made one syscall at a time:
+					// partial progress is expected, and a restart starts
+					// from a fresh mount table. Files must be whole.
+					if p == "/proc/self/mountinfo" || strings.HasPrefix(got, "dir ") {
+						continue
+					}
+					if got != before[p] && got != after[p] && !everyBootFiles[p] {
+						t.Errorf("fault at %q: %s is neither old nor new", calls[i], p)
+					}
+				}
+			}
+		})
+	}
+}
+
+// TestRestartConverges runs the entrypoint twice on one tree: the second run
+// changes nothing but what changes on every boot by design.
+func TestRestartConverges(t *testing.T) {
+	for _, s := range scenarios(t) {
+		t.Run(s.name, func(t *testing.T) {
+			tree := copyRoot(t, s)
+			if err := runOnce(t, tree); err != nil {
+				return // fatal scenarios: nothing to converge
+			}
+			first := snapshot(t, tree)
+			mountsFirst, _ := tree.ReadFile("/proc/self/mountinfo")
+			if err := runOnce(t, tree); err != nil {
+				t.Fatalf("second run: %v", err)
+			}
+			second := snapshot(t, tree)
+			for p := range everyBootFiles {
+				delete(first, p)
+				delete(second, p)
+			}
+			if diff := cmp.Diff(first, second); diff != "" {
+				t.Errorf("second run changed files (-first +second):\n%s", diff)
+			}
+			mountsSecond, _ := tree.ReadFile("/proc/self/mountinfo")
+			if !bytes.Equal(mountsFirst, mountsSecond) {
+				t.Errorf("second run changed mounts:\n%s", cmp.Diff(string(mountsFirst), string(mountsSecond)))
+			}
+		})
+	}
+}
