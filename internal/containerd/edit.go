@@ -58,9 +58,10 @@ func schemaFor(version int64) (schema, bool) {
 			snapshotter: []string{"plugins", "io.containerd.grpc.v1.cri", "containerd", "snapshotter"},
 			restrictOOM: []string{"plugins", "io.containerd.grpc.v1.cri", "restrict_oom_score_adj"},
 		}, true
-	case 3:
+	case 3, 4:
 		// containerd 2.0 split the CRI plugin: image settings and runtime
-		// settings now live in two plugins.
+		// settings now live in two plugins. Version 4 (containerd 2.2)
+		// keeps these keys; kind handles it like 3.
 		return schema{
 			snapshotter: []string{"plugins", "io.containerd.cri.v1.images", "snapshotter"},
 			restrictOOM: []string{"plugins", "io.containerd.cri.v1.runtime", "restrict_oom_score_adj"},
@@ -211,14 +212,14 @@ func decode(b []byte) (map[string]any, error) {
 func configVersion(doc map[string]any, sc *scan) (int64, error) {
 	v, ok := doc["version"]
 	if !ok {
-		return 0, errors.New("unsupported containerd config version 1 (want 2 or 3): there is no top-level version key, which containerd reads as version 1")
+		return 0, errors.New("unsupported containerd config version 1 (want 2, 3 or 4): there is no top-level version key, which containerd reads as version 1")
 	}
 	n, ok := v.(int64)
 	if !ok {
-		return 0, sc.errorAt([]string{"version"}, "unsupported containerd config version %s (want 2 or 3): not an integer", describe(v))
+		return 0, sc.errorAt([]string{"version"}, "unsupported containerd config version %s (want 2, 3 or 4): not an integer", describe(v))
 	}
 	if _, ok := schemaFor(n); !ok {
-		return 0, sc.errorAt([]string{"version"}, "unsupported containerd config version %d (want 2 or 3)", n)
+		return 0, sc.errorAt([]string{"version"}, "unsupported containerd config version %d (want 2, 3 or 4)", n)
 	}
 	return n, nil
 }
