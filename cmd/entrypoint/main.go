@@ -6,12 +6,12 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"os"
+	"time"
 
 	"github.com/kind-entrypoint/entrypoint/internal/boot"
 	"github.com/kind-entrypoint/entrypoint/internal/logline"
@@ -23,6 +23,7 @@ var version = "dev"
 
 const usage = `usage: entrypoint [flags] [--] INIT [ARG...]
        entrypoint --dry-run [--root DIR] [INIT [ARG...]]
+       entrypoint [flags] COMMAND [--dry-run [--root DIR]]
 
 Prepares a kind node container (the steps of kind's node entrypoint, in
 order), then execs INIT with ARGs and the unchanged environment.
@@ -31,55 +32,47 @@ flags:
 `
 
 func main() {
-	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+	os.Exit(dispatch(os.Args[0], os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
 }
 
 func run(args []string, stdout, stderr io.Writer) int {
+	start := time.Now()
 	fl := flag.NewFlagSet("entrypoint", flag.ContinueOnError)
 	fl.SetOutput(stderr)
 	fl.Usage = func() {
 		fmt.Fprint(stderr, usage)
 		fl.PrintDefaults()
+		printCommands(stderr)
 	}
-	dryRun := fl.Bool("dry-run", false, "detect and plan every step, print facts and plan, change nothing")
-	root := fl.String("root", "", "with --dry-run: read /proc, /sys, /etc, /kind from `DIR` (a captured or fake host)")
-	logFormat := fl.String("log-format", "text", "log format: text (INFO:/WARN:/ERROR: lines) or json")
-	showVersion := fl.Bool("version", false, "print the version and exit")
+	var o options
+	o.register(fl)
 	if err := fl.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
 		}
 		return 2
 	}
-	if *showVersion {
+	if o.showVersion {
 		fmt.Fprintln(stdout, "entrypoint", version)
 		return 0
 	}
-	format, err := logline.ParseFormat(*logFormat)
+	format, err := logline.ParseFormat(o.logFormat)
 	if err != nil {
 		fmt.Fprintln(stderr, "entrypoint:", err)
 		return 2
 	}
 	log := logline.New(stderr, format)
 	initArgv := fl.Args()
-	if *root != "" && !*dryRun {
+	if o.root != "" && !o.dryRun {
 		fmt.Fprintln(stderr, "entrypoint: --root needs --dry-run")
 		return 2
 	}
-	if !*dryRun && len(initArgv) == 0 {
+	if !o.dryRun && len(initArgv) == 0 {
 		fl.Usage()
 		return 2
 	}
 
-	var sys system.System = system.Linux{}
-	lookupEnv := os.LookupEnv
-	if *root != "" {
-		tree := system.NewTree(*root)
-		sys = tree
-		if env, ok := tree.Environ(); ok {
-			lookupEnv = env
-		}
-	}
+	sys, lookupEnv := hostSystem(o.root)
 	ctx := context.Background()
 	h, err := boot.Detect(sys, lookupEnv)
 	if err != nil {
@@ -88,29 +81,16 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	steps := boot.Steps()
 
-	if *dryRun {
+	if o.dryRun {
 		results, err := boot.DryRun(ctx, h, steps)
-		if format == logline.JSON {
-			enc := json.NewEncoder(stdout)
-			enc.SetIndent("", "  ")
-			if encErr := enc.Encode(boot.JSONReport(h, results)); encErr != nil {
-				fmt.Fprintln(stderr, "entrypoint:", encErr)
-				return 1
-			}
-		} else if rerr := boot.Render(stdout, h, results); rerr != nil {
-			fmt.Fprintln(stderr, "entrypoint:", rerr)
-			return 1
-		}
-		if err != nil {
-			log.Error(err.Error())
-		}
-		return boot.ExitCode(err)
+		return printDryRun(stdout, stderr, log, format, h, results, err)
 	}
 
 	if err := boot.Run(ctx, h, steps, log); err != nil {
 		log.Error(err.Error())
 		return boot.ExitCode(err)
 	}
+	log.Info(fmt.Sprintf("pre-init finished in %d ms", time.Since(start).Milliseconds()))
 	log.Info("starting init")
 	err = system.Exec(initArgv, os.Environ())
 	log.Error(err.Error())

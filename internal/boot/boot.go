@@ -29,6 +29,14 @@ type Host struct {
 	UserNS bool
 	// CgroupV2: the unified hierarchy is mounted at /sys/fs/cgroup.
 	CgroupV2 bool
+	// Rand is what new identities (machine-id, product_uuid) are drawn
+	// from; nil means crypto/rand. Tests pass a fixed stream so that plans
+	// are stable.
+	Rand io.Reader
+	// ProbeTimeout limits each probe a step runs (an iptables-save, a name
+	// lookup); 0 means the production limit, 5 s. Tests shorten it so that
+	// a hanging probe is tested quickly.
+	ProbeTimeout time.Duration
 }
 
 // Getenv is LookupEnv without the distinction between unset and empty.
@@ -73,7 +81,13 @@ func Detect(sys system.System, lookupEnv func(string) (string, bool)) (*Host, er
 	if err != nil {
 		return nil, err
 	}
-	return &Host{Sys: sys, LookupEnv: lookupEnv, UserNS: in, CgroupV2: v2}, nil
+	h := &Host{Sys: sys, LookupEnv: lookupEnv, UserNS: in, CgroupV2: v2}
+	// A replayed host (system.Tree) may fix its randomness, so that its
+	// plan shows the same new identities every time.
+	if r, ok := sys.(interface{ Rand() (io.Reader, bool) }); ok {
+		h.Rand, _ = r.Rand()
+	}
+	return h, nil
 }
 
 // Run applies every step in order, logging to log.

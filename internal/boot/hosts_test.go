@@ -6,6 +6,7 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -60,6 +61,7 @@ func copyRoot(t *testing.T, s scenario) *system.Tree {
 		t.Fatal(err)
 	}
 	tree := system.NewTree(dst)
+	tree.Exec = fakeCommands(tree)
 	b, err := os.ReadFile(filepath.Join(dst, system.ProbeDir, "modes"))
 	if err != nil {
 		return tree
@@ -119,6 +121,7 @@ func detect(t *testing.T, tree *system.Tree) *Host {
 	if err != nil {
 		t.Fatalf("detect: %v", err)
 	}
+	h.Rand, h.ProbeTimeout = fixedRand(), testProbeTimeout
 	return h
 }
 
@@ -162,6 +165,8 @@ func TestHosts(t *testing.T) {
 			}
 
 			var logs bytes.Buffer
+			h.Rand = fixedRand() // the same identities as the dry run showed
+			probed := len(tree.Ran())
 			err := Run(ctx, h, Steps(), logline.New(&logs, logline.Text))
 			if (err == nil) != (planErr == nil) {
 				t.Fatalf("run: %v, but dry run: %v", err, planErr)
@@ -172,6 +177,16 @@ func TestHosts(t *testing.T) {
 			}
 			changes.WriteString("--- log\n")
 			changes.Write(logs.Bytes())
+			// The commands the run started (probes run concurrently:
+			// sorted, the list is stable).
+			var ran []string
+			for _, argv := range tree.Ran()[probed:] {
+				ran = append(ran, strings.Join(argv, " "))
+			}
+			if len(ran) > 0 {
+				slices.Sort(ran)
+				changes.WriteString("--- commands\n" + strings.Join(ran, "\n") + "\n")
+			}
 			golden(t, filepath.Join(s.dir, "changes.golden"), changes.Bytes())
 			if err != nil {
 				return

@@ -2,26 +2,45 @@ package boot
 
 import (
 	"context"
+	"crypto/rand"
+	"io"
 	"strconv"
+	"time"
 
 	"github.com/kind-entrypoint/entrypoint/internal/cgroupfix"
 	"github.com/kind-entrypoint/entrypoint/internal/containerd"
+	"github.com/kind-entrypoint/entrypoint/internal/identity"
 	"github.com/kind-entrypoint/entrypoint/internal/mounts"
+	"github.com/kind-entrypoint/entrypoint/internal/network"
 	"github.com/kind-entrypoint/entrypoint/internal/plan"
 	"github.com/kind-entrypoint/entrypoint/internal/proxy"
 	"github.com/kind-entrypoint/entrypoint/internal/userns"
 )
 
 // Steps is the entrypoint, in the reference script's order; the order
-// matters (configure* first, so nothing reads the configs half-made).
-// A step's exit code is 10 + its position.
+// matters (configure* first, so nothing reads the configs half-made;
+// select_iptables before enable_network_magic, which edits the rules of
+// the backend it chose). A step's exit code is 10 + its position (1-based).
 func Steps() []Step {
+	// What select_iptables found, for enable_network_magic: the backend
+	// it chose (in a dry run the alternatives are never switched, so it
+	// cannot be read back from them) and that backend's rules.
+	var ipt network.IptablesFacts
 	steps := []Step{
 		{Name: "validate_userns", Plan: validateUserNS},
 		{Name: "configure_containerd", Plan: configureContainerd},
 		{Name: "configure_proxy", Plan: configureProxy},
 		{Name: "fix_mount", Plan: fixMount},
 		{Name: "fix_cgroup", Plan: fixCgroup},
+		{Name: "fix_machine_id", Plan: fixMachineID},
+		{Name: "fix_product_name", Plan: fixProductName},
+		{Name: "fix_product_uuid", Plan: fixProductUUID},
+		{Name: "select_iptables", Plan: func(ctx context.Context, h *Host) ([]Fact, []plan.Action, error) {
+			return selectIptables(ctx, h, &ipt)
+		}},
+		{Name: "enable_network_magic", Plan: func(ctx context.Context, h *Host) ([]Fact, []plan.Action, error) {
+			return enableNetworkMagic(ctx, h, ipt)
+		}},
 	}
 	for i := range steps {
 		steps[i].Code = 11 + i
@@ -86,5 +105,104 @@ func fixCgroup(_ context.Context, h *Host) ([]Fact, []plan.Action, error) {
 	}
 	facts := []Fact{{"current cgroup", f.Current}, {"cgroupns", strconv.FormatBool(f.Current == "/")}}
 	actions, err := cgroupfix.PlanV1(f)
+	return facts, actions, err
+}
+
+// random is h.Rand, or crypto/rand.
+func (h *Host) random() io.Reader {
+	if h.Rand != nil {
+		return h.Rand
+	}
+	return rand.Reader
+}
+
+// probeTimeout is h.ProbeTimeout, or the production limit.
+func (h *Host) probeTimeout() time.Duration {
+	if h.ProbeTimeout > 0 {
+		return h.ProbeTimeout
+	}
+	return network.ProbeTimeout
+}
+
+func fixMachineID(_ context.Context, h *Host) ([]Fact, []plan.Action, error) {
+	f, err := identity.DetectMachineID(h.Sys, h.random())
+	if err != nil {
+		return nil, nil, err
+	}
+	dbus := f.DBus
+	if f.DBusLink != "" {
+		dbus += " -> " + f.DBusLink
+	}
+	return []Fact{{identity.DBusMachineID, dbus}}, identity.PlanMachineID(f), nil
+}
+
+func fixProductName(_ context.Context, h *Host) ([]Fact, []plan.Action, error) {
+	f, err := identity.DetectProductName(h.Sys)
+	if err != nil {
+		return nil, nil, err
+	}
+	return []Fact{dmiFact(f.DMI)}, identity.PlanProductName(f), nil
+}
+
+func fixProductUUID(_ context.Context, h *Host) ([]Fact, []plan.Action, error) {
+	f, err := identity.DetectProductUUID(h.Sys, h.random())
+	if err != nil {
+		return nil, nil, err
+	}
+	current := "missing"
+	if f.Current != nil {
+		current = strconv.Quote(string(f.Current))
+	}
+	facts := []Fact{{identity.ProductUUID, current}}
+	for _, d := range f.DMI {
+		facts = append(facts, dmiFact(d))
+	}
+	return facts, identity.PlanProductUUID(f), nil
+}
+
+func dmiFact(d identity.DMIFile) Fact {
+	v := "absent"
+	if d.Exists {
+		v = "file"
+		if d.Target != d.Path {
+			v += " at " + d.Target
+		}
+		if d.Bound {
+			v += ", bound"
+		}
+	}
+	return Fact{d.Path, v}
+}
+
+func selectIptables(ctx context.Context, h *Host, ipt *network.IptablesFacts) ([]Fact, []plan.Action, error) {
+	f, err := network.DetectIptables(ctx, h.Sys, h.probeTimeout())
+	if err != nil {
+		return nil, nil, err
+	}
+	*ipt = f
+	facts := []Fact{
+		{"legacy", f.Describe(network.Legacy)},
+		{"nft", f.Describe(network.NFT)},
+	}
+	for _, name := range network.Alternatives {
+		link := f.Links[name]
+		if link == "" {
+			link = "unset"
+		}
+		facts = append(facts, Fact{"alternative " + name, link})
+	}
+	return facts, network.PlanIptables(f), nil
+}
+
+func enableNetworkMagic(ctx context.Context, h *Host, ipt network.IptablesFacts) ([]Fact, []plan.Action, error) {
+	f, err := network.DetectMagic(ctx, h.Sys, h.LookupEnv, ipt, h.probeTimeout())
+	if err != nil {
+		return nil, nil, err
+	}
+	var facts []Fact
+	for _, d := range f.Describe() {
+		facts = append(facts, Fact{d[0], d[1]})
+	}
+	actions, err := network.PlanMagic(f)
 	return facts, actions, err
 }

@@ -62,8 +62,8 @@ type V1Facts struct {
 	MiscDir bool
 	// ProcCgroups is /proc/cgroups, read when misc must be hidden.
 	ProcCgroups []byte
-	// Cpuset holds cpuset.cpus and cpuset.mems of each cpuset hierarchy,
-	// by mount point.
+	// Cpuset holds cpuset.cpus and cpuset.mems of each cpuset hierarchy
+	// mounted directly under /sys/fs/cgroup, by mount point.
 	Cpuset map[string][2][]byte
 }
 
@@ -88,7 +88,10 @@ func DetectV1(sys system.System) (V1Facts, error) {
 	}
 	f.Cpuset = map[string][2][]byte{}
 	for _, m := range f.Mounts {
-		if m.FSType != "cgroup" || !hasOption(m.VFSOptions, "cpuset") {
+		// Only a hierarchy's own mount: the kubelet roots' self binds
+		// need nothing, and a bind of the container's cgroup elsewhere
+		// shows the same cgroup as its hierarchy mount (see cpusetOf).
+		if !isCpusetMount(m) || path.Dir(m.Mountpoint) != cgroupRoot {
 			continue
 		}
 		cpus, err := sys.ReadFile(path.Join(m.Mountpoint, "cpuset.cpus"))
@@ -119,6 +122,9 @@ func CPUCgroup(procSelfCgroup []byte) (string, error) {
 		if !ok || id == "" {
 			return "", fmt.Errorf("line %d: want id:controllers:path", i+1)
 		}
+		// The kernel never writes CR, but a captured tree that went
+		// through Windows tools may: it is not part of the path.
+		p = strings.TrimSuffix(p, "\r")
 		for _, c := range strings.Split(controllers, ",") {
 			if c == "cpu" {
 				if !strings.HasPrefix(p, "/") {
@@ -131,17 +137,23 @@ func CPUCgroup(procSelfCgroup []byte) (string, error) {
 	return "", errors.New("no cpu controller")
 }
 
-// FilterProcCgroups drops the misc controller's line from /proc/cgroups.
+// FilterProcCgroups drops the misc controller's line from /proc/cgroups:
+// the line whose first field is "misc", however the fields are separated
+// (the kernel uses tabs; a capture may have spaces), keeping every other
+// line byte for byte.
 func FilterProcCgroups(b []byte) []byte {
-	var out []string
-	lines := strings.SplitAfter(string(b), "\n")
-	for _, l := range lines {
-		if name, _, _ := strings.Cut(strings.TrimLeft(l, " \t"), "\t"); strings.TrimSpace(name) == "misc" {
+	var out strings.Builder
+	for _, l := range strings.SplitAfter(string(b), "\n") {
+		if f := strings.Fields(l); len(f) > 0 && f[0] == "misc" {
 			continue
 		}
-		out = append(out, l)
+		out.WriteString(l)
 	}
-	return []byte(strings.Join(out, ""))
+	return []byte(out.String())
+}
+
+func isCpusetMount(m *mountinfo.Info) bool {
+	return m.FSType == "cgroup" && hasOption(m.VFSOptions, "cpuset")
 }
 
 func hasOption(opts, want string) bool {
@@ -155,9 +167,14 @@ func hasOption(opts, want string) bool {
 
 // PlanV1 returns fix_cgroup's actions on cgroup v1.
 func PlanV1(f V1Facts) ([]plan.Action, error) {
-	p := &v1Planner{f: f, mounted: map[string]bool{}}
+	p := &v1Planner{f: f, mounted: map[string]bool{}, cpuset: map[string][2][]byte{}}
 	for _, m := range f.Mounts {
 		p.mounted[m.Mountpoint] = true
+	}
+	for _, m := range f.Mounts {
+		if v, ok := cpusetOf(f, m); ok {
+			p.cpuset[m.Mountpoint] = v
+		}
 	}
 	actions := []plan.Action{plan.Info("detected cgroup v1")}
 	if f.Current == "/" {
@@ -189,10 +206,13 @@ func PlanV1(f V1Facts) ([]plan.Action, error) {
 	// Docker binds the container's cgroup over each hierarchy's root, but
 	// /proc/self/cgroup still names the full path; bind each hierarchy at
 	// that path too so that the kubelet and cAdvisor find their cgroups.
+	// Only the hierarchies' own mounts, still mounted (not misc, just
+	// removed): after a first run the kubelet roots and these binds are
+	// cgroup mounts too, and binding them again would never end.
 	var binds []*mountinfo.Info
 	for _, m := range f.Mounts {
-		if removed[m.Mountpoint] || (m.FSType != "cgroup" && m.FSType != "cgroup2") ||
-			m.Root == "/" || !isUnder(m.Mountpoint, cgroupRoot) || strings.HasSuffix(m.Mountpoint, m.Root) {
+		if !p.mounted[m.Mountpoint] || (m.FSType != "cgroup" && m.FSType != "cgroup2") ||
+			m.Root == "/" || path.Dir(m.Mountpoint) != cgroupRoot {
 			continue
 		}
 		target := m.Mountpoint + m.Root
@@ -206,8 +226,8 @@ func PlanV1(f V1Facts) ([]plan.Action, error) {
 		b := *m
 		b.Mountpoint = target
 		binds = append(binds, &b)
-		if v, ok := f.Cpuset[m.Mountpoint]; ok {
-			p.f.Cpuset[target] = v
+		if v, ok := p.cpuset[m.Mountpoint]; ok {
+			p.cpuset[target] = v
 		}
 	}
 	actions = append(actions, p.kubeletRoots(p.subsystems(binds))...)
@@ -217,6 +237,29 @@ func PlanV1(f V1Facts) ([]plan.Action, error) {
 type v1Planner struct {
 	f       V1Facts
 	mounted map[string]bool
+	// cpuset: the cpuset.cpus and cpuset.mems a kubelet root under each
+	// cpuset mount point copies (Facts.Cpuset is not changed: Plan is pure).
+	cpuset map[string][2][]byte
+}
+
+// cpusetOf finds the cpuset files of the cgroup mounted at m: read for a
+// hierarchy mount, or those of the hierarchy mount showing the same cgroup
+// (same filesystem, same root) for another mount of it, such as the bind
+// of the container's cgroup at its full path made without cgroupns.
+func cpusetOf(f V1Facts, m *mountinfo.Info) ([2][]byte, bool) {
+	if !isCpusetMount(m) {
+		return [2][]byte{}, false
+	}
+	if v, ok := f.Cpuset[m.Mountpoint]; ok {
+		return v, true
+	}
+	for _, h := range f.Mounts {
+		if v, ok := f.Cpuset[h.Mountpoint]; ok && isCpusetMount(h) &&
+			h.Major == m.Major && h.Minor == m.Minor && h.Root == m.Root {
+			return v, true
+		}
+	}
+	return [2][]byte{}, false
 }
 
 // ofContainer: the mount belongs to the container's cgroup, as the
@@ -264,24 +307,27 @@ func (p *v1Planner) removeMisc(present bool) []plan.Action {
 // roots in every hierarchy: the self bind keeps systemd from removing them
 // before the kubelet starts.
 func (p *v1Planner) kubeletRoots(subsystems []*mountinfo.Info) []plan.Action {
-	var actions []plan.Action
-	if !p.cgroupRootPrivate() {
-		actions = append(actions, plan.Mount("", cgroupRoot, "", system.Rec|system.Private, "").
-			Because("the kubelet roots' binds stay inside the node"))
-	}
+	var roots []plan.Action
 	systemd := false
 	for _, s := range subsystems {
 		systemd = systemd || strings.Contains(s.Mountpoint, systemdDir)
 		for _, r := range KubeletRoots {
-			actions = append(actions, p.kubeletRoot(s.Mountpoint, r)...)
+			roots = append(roots, p.kubeletRoot(s.Mountpoint, r)...)
 		}
 	}
 	// No name=systemd hierarchy (WSL2, hosts without systemd): the systemd
 	// cgroup driver still wants kubelet.slice there.
 	if !systemd {
-		actions = append(actions, p.kubeletRoot(systemdDir, "/kubelet.slice")...)
+		roots = append(roots, p.kubeletRoot(systemdDir, "/kubelet.slice")...)
 	}
-	return actions
+	// Whenever roots are made, even if the mounts look private now: fix_mount
+	// has just made every mount shared (a dry run, planning each step before
+	// the previous one applied, would not see that).
+	if len(roots) == 0 && p.cgroupRootPrivate() {
+		return nil
+	}
+	return append([]plan.Action{plan.Mount("", cgroupRoot, "", system.Rec|system.Private, "").
+		Because("the kubelet roots' binds stay inside the node")}, roots...)
 }
 
 func (p *v1Planner) kubeletRoot(subsystem, root string) []plan.Action {
@@ -291,7 +337,7 @@ func (p *v1Planner) kubeletRoot(subsystem, root string) []plan.Action {
 	}
 	p.mounted[target] = true
 	actions := []plan.Action{plan.Mkdir(target, 0o755)}
-	if v, ok := p.f.Cpuset[subsystem]; ok {
+	if v, ok := p.cpuset[subsystem]; ok {
 		// A cpuset cgroup with empty cpus or mems refuses tasks (ENOSPC).
 		actions = append(actions,
 			plan.WriteInPlace(target+"/cpuset.cpus", v[0]),

@@ -37,7 +37,10 @@ type Facts struct {
 	Mount, Umount Binary
 	// Sys is the mount at /sys, nil when nothing is mounted there.
 	Sys *mountinfo.Info
-	// RootShared: "/" is already a shared mount.
+	// RootShared: making "/" recursively shared would change nothing: every
+	// mount is in a shared peer group already, except those under
+	// /sys/fs/cgroup, which fix_cgroup makes private on purpose afterwards
+	// (counting them would undo that on every run).
 	RootShared bool
 }
 
@@ -69,9 +72,7 @@ func Detect(sys system.System, searchPath string) (Facts, error) {
 		return Facts{}, err
 	}
 	f.Sys = Top(mi, "/sys")
-	if root := Top(mi, "/"); root != nil {
-		f.RootShared = IsShared(root)
-	}
+	f.RootShared = AllShared(mi)
 	return f, nil
 }
 
@@ -97,6 +98,28 @@ func Top(mi []*mountinfo.Info, p string) *mountinfo.Info {
 		}
 	}
 	return nil
+}
+
+// cgroupRoot is where the cgroup hierarchies are mounted.
+const cgroupRoot = "/sys/fs/cgroup"
+
+// AllShared reports whether "/" and every mount outside /sys/fs/cgroup are
+// in a shared peer group: whether `mount --make-rshared /` has nothing left
+// to do for the kubelet's volumes (a shared "/" over a slave /var would
+// still break Bidirectional mount propagation under /var/lib/kubelet).
+func AllShared(mi []*mountinfo.Info) bool {
+	if Top(mi, "/") == nil {
+		return false
+	}
+	for _, m := range mi {
+		if m.Mountpoint == cgroupRoot || strings.HasPrefix(m.Mountpoint, cgroupRoot+"/") {
+			continue
+		}
+		if !IsShared(m) {
+			return false
+		}
+	}
+	return true
 }
 
 // IsShared reports whether a mount is in a shared peer group.
@@ -167,7 +190,9 @@ func Plan(f Facts) []plan.Action {
 	}
 	if f.Mount.FSType == "aufs" {
 		// moby/moby#9547: "Text file busy" running a binary just changed on aufs.
-		actions = append(actions, plan.Info("detected aufs, calling sync"), plan.Sync())
+		// As the reference, on every run; it is harmless, so a restart
+		// is not expected to plan it away.
+		actions = append(actions, plan.Info("detected aufs, calling sync"), plan.Sync().OnEveryBoot())
 	}
 
 	// systemd in a container wants a read-only /sys (systemd.io/CONTAINER_INTERFACE),

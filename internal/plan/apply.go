@@ -26,10 +26,18 @@ func Apply(ctx context.Context, sys system.System, log *logline.Logger, actions 
 		if err == nil {
 			continue
 		}
+		if len(a.Rollback) > 0 {
+			if rerr := Apply(ctx, sys, log, a.Rollback, userNS); rerr != nil {
+				// What was moved aside is not back: never tolerable.
+				return fmt.Errorf("%w; rolling back: %w", err, rerr)
+			}
+		}
 		switch {
 		case a.OnFail == Ignore:
 		case a.OnFail == Warn:
 			log.Warn(failMsg(a, err))
+		case a.OnFail == LogError:
+			log.Error(a.FailMsg + ": " + err.Error())
 		case a.OnFail == TolerateInUserNS && userNS:
 			log.Info(failMsg(a, err))
 		default:

@@ -45,6 +45,9 @@ const (
 	TolerateInUserNS
 	// Ignore goes on silently.
 	Ignore
+	// LogError logs "ERROR: <FailMsg>: <error>" and goes on: a failure the
+	// node survives (after its Rollback) but its operator must see.
+	LogError
 )
 
 func (p Policy) String() string {
@@ -55,6 +58,8 @@ func (p Policy) String() string {
 		return "tolerated-in-userns"
 	case Ignore:
 		return "ignore"
+	case LogError:
+		return "error"
 	}
 	return "fatal"
 }
@@ -76,8 +81,15 @@ type Action struct {
 	Level   logline.Level     // log
 	Reason  string            // why, one line, shown by --dry-run
 	OnFail  Policy
-	// FailMsg is logged when a failure is tolerated (Warn, TolerateInUserNS).
+	// FailMsg is logged when a failure is tolerated (Warn, TolerateInUserNS,
+	// LogError).
 	FailMsg string
+	// Rollback is applied, in order, when this action fails and before its
+	// policy handles the failure: it puts back what earlier actions of the
+	// plan moved aside for this one (the old apiserver certificate when
+	// kubeadm fails). Plans are decided before anything runs, so "undo on
+	// failure" cannot be a later action.
+	Rollback []Action
 	// EveryBoot marks a change made on every start by design (a new
 	// machine-id), so that a restart is not expected to plan it away.
 	EveryBoot bool
@@ -117,6 +129,13 @@ func (a Action) Because(reason string) Action { a.Reason = reason; return a }
 
 // OrWarn makes a failure of a a warning logged as msg.
 func (a Action) OrWarn(msg string) Action { a.OnFail, a.FailMsg = Warn, msg; return a }
+
+// OrError makes a failure of a an ERROR line "msg: error" that does not
+// stop anything.
+func (a Action) OrError(msg string) Action { a.OnFail, a.FailMsg = LogError, msg; return a }
+
+// WithRollback sets the actions applied when a fails (see Action.Rollback).
+func (a Action) WithRollback(rollback ...Action) Action { a.Rollback = rollback; return a }
 
 // OrIgnore makes a failure of a silent.
 func (a Action) OrIgnore() Action { a.OnFail = Ignore; return a }

@@ -63,6 +63,17 @@ func (a Action) String() string {
 		}
 		b.WriteString("]")
 	}
+	if len(a.Rollback) > 0 {
+		b.WriteString(" [rollback:")
+		for i, r := range a.Rollback {
+			if i > 0 {
+				b.WriteByte(';')
+			}
+			b.WriteByte(' ')
+			b.WriteString(r.String())
+		}
+		b.WriteString("]")
+	}
 	if a.EveryBoot {
 		b.WriteString(" [every boot]")
 	}
@@ -125,6 +136,7 @@ type jsonAction struct {
 	Reason    string   `json:"reason,omitempty"`
 	OnFail    string   `json:"on_fail,omitempty"`
 	FailMsg   string   `json:"fail_msg,omitempty"`
+	Rollback  []Action `json:"rollback,omitempty"`
 }
 
 // MarshalJSON renders the action with flags and modes by name.
@@ -133,6 +145,7 @@ func (a Action) MarshalJSON() ([]byte, error) {
 		Op: a.Op, Path: a.Path, Source: a.Source, FSType: a.FSType,
 		Data: string(a.Data), Argv: a.Argv, Stdin: string(a.Stdin),
 		TimeoutMS: a.Timeout.Milliseconds(), Level: string(a.Level), Reason: a.Reason, FailMsg: a.FailMsg,
+		Rollback: a.Rollback,
 	}
 	if a.Op == OpMount {
 		j.Flags = a.Flags.String()

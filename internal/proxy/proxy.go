@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"path"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/kind-entrypoint/entrypoint/internal/plan"
 	"github.com/kind-entrypoint/entrypoint/internal/system"
@@ -98,27 +99,33 @@ func Render(vars []Var) ([]byte, error) {
 }
 
 func check(v Var) error {
-	for i, r := range v.Value {
-		if r < 0x20 || r == 0x7f {
-			return fmt.Errorf("%s: control character %q at byte %d cannot be passed to systemd", v.Name, r, i)
+	for i := 0; i < len(v.Value); i++ {
+		if c := v.Value[i]; c < 0x20 || c == 0x7f {
+			return fmt.Errorf("%s: control character %q at byte %d cannot be passed to systemd", v.Name, c, i)
 		}
+	}
+	// systemd ignores an assignment whose value is not UTF-8
+	// (env_value_is_valid), so the variable would silently be missing.
+	if !utf8.ValidString(v.Value) {
+		return fmt.Errorf("%s: value is not valid UTF-8 and cannot be passed to systemd", v.Name)
 	}
 	return nil
 }
 
-// Quote quotes one word for a systemd DefaultEnvironment= line.
+// Quote quotes one word for a systemd DefaultEnvironment= line. It works on
+// bytes: every byte but '"', '\\' and '%' is written as it is.
 func Quote(s string) string {
 	var b strings.Builder
 	b.WriteByte('"')
-	for _, r := range s {
-		switch r {
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; c {
 		case '"', '\\':
 			b.WriteByte('\\')
-			b.WriteRune(r)
+			b.WriteByte(c)
 		case '%':
 			b.WriteString("%%")
 		default:
-			b.WriteRune(r)
+			b.WriteByte(c)
 		}
 	}
 	b.WriteByte('"')

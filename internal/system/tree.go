@@ -5,7 +5,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
+	"math/rand/v2"
 	"net"
 	"net/netip"
 	"os"
@@ -757,4 +759,24 @@ func CopyDir(src, dst string) error {
 		}
 		return fmt.Errorf("%s: cannot copy %s", p, info.Mode().Type())
 	})
+}
+
+// Rand returns the randomness recorded for this tree: a deterministic
+// stream seeded from Root/.host/random, so that a replayed plan (new
+// machine-id, product_uuid) is the same every time; ok is false without
+// that file.
+func (t *Tree) Rand() (r io.Reader, ok bool) {
+	b, ok := t.probe("random")
+	if !ok {
+		return nil, false
+	}
+	return SeededRand(strings.TrimSpace(string(b))), true
+}
+
+// SeededRand is a deterministic random stream: ChaCha8 keyed with the first
+// 32 bytes of seed.
+func SeededRand(seed string) io.Reader {
+	var key [32]byte
+	copy(key[:], seed)
+	return rand.NewChaCha8(key)
 }

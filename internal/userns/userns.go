@@ -131,9 +131,12 @@ func Missing(controllers string) []string {
 }
 
 // MissingError is the error for undelegated controllers, in the reference's
-// words when one is missing.
+// words when one is missing; nil when none is.
 func MissingError(missing []string) error {
-	if len(missing) == 1 {
+	switch len(missing) {
+	case 0:
+		return nil
+	case 1:
 		return fmt.Errorf("UserNS: %s controller needs to be delegated", missing[0])
 	}
 	return fmt.Errorf("UserNS: %s and %s controllers need to be delegated",

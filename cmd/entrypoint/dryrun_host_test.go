@@ -1,0 +1,397 @@
+package main
+
+// The built binary, run as kind runs it. --dry-run runs on this real machine
+// (must-show 5) and must change nothing: the mount table and every file it
+// reads are compared before and after. Invocations that must refuse to run
+// the steps run in an empty chroot inside new mount and network namespaces,
+// so that a regression which ran them anyway could not touch the machine.
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"debug/elf"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/kind-entrypoint/entrypoint/internal/boot"
+	"github.com/kind-entrypoint/entrypoint/internal/system"
+	"github.com/kind-entrypoint/entrypoint/internal/system/nstest"
+)
+
+func TestMain(m *testing.M) { nstest.Main(m) }
+
+// scenarioDir is the fake host whose golden plan the binary must print.
+const scenarioDir = "../../testdata/hosts/docker-v1-cgroupns"
+
+// buildEntrypoint builds the static binary, as the image does.
+func buildEntrypoint(t *testing.T) string {
+	t.Helper()
+	goTool, err := exec.LookPath("go")
+	if err != nil {
+		t.Fatalf("the go command is needed to build the binary: %v", err)
+	}
+	bin := filepath.Join(t.TempDir(), "entrypoint")
+	cmd := exec.Command(goTool, "build", "-trimpath", "-o", bin, ".")
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	f, err := elf.Open(bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	for _, p := range f.Progs {
+		if p.Type == elf.PT_INTERP || p.Type == elf.PT_DYNAMIC {
+			t.Fatalf("%s is dynamically linked (%s): want a static binary", bin, p.Type)
+		}
+	}
+	return bin
+}
+
+type result struct {
+	code           int
+	stdout, stderr string
+}
+
+func runCmd(t *testing.T, cmd *exec.Cmd) result {
+	t.Helper()
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	var exitErr *exec.ExitError
+	if err != nil && !errors.As(err, &exitErr) {
+		t.Fatalf("%s: %v", cmd, err)
+	}
+	r := result{code: cmd.ProcessState.ExitCode(), stdout: stdout.String(), stderr: stderr.String()}
+	t.Logf("%q: exit %d, %d bytes on stdout, stderr:\n%s", cmd.Args, r.code, len(r.stdout), r.stderr)
+	return r
+}
+
+// sandboxed runs bin with args in an empty root of its own, in new mount
+// and network namespaces.
+func sandboxed(t *testing.T, ctx context.Context, bin string, args ...string) result {
+	t.Helper()
+	root := t.TempDir()
+	b, err := os.ReadFile(bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(root, "entrypoint"), b, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.CommandContext(ctx, "/entrypoint", args...)
+	cmd.Path = "/entrypoint"
+	cmd.SysProcAttr = &syscall.SysProcAttr{Chroot: root, Cloneflags: syscall.CLONE_NEWNS | syscall.CLONE_NEWNET}
+	cmd.Env = []string{}
+	r := runCmd(t, cmd)
+	entries, err := os.ReadDir(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(entries) != 1 {
+		t.Errorf("the refused run changed its root: %d entries, want only the binary", len(entries))
+	}
+	return r
+}
+
+func TestEntrypointBinary(t *testing.T) {
+	nstest.RequireRoot(t)
+	bin := buildEntrypoint(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	var stepNames []string
+	for _, s := range boot.Steps() {
+		stepNames = append(stepNames, s.Name)
+	}
+
+	t.Run("dry-run on this machine", func(t *testing.T) {
+		before := hostState(t)
+		r := runCmd(t, exec.CommandContext(ctx, bin, "--dry-run"))
+		if r.code != 0 {
+			t.Fatalf("exit %d, want 0; stderr:\n%s", r.code, r.stderr)
+		}
+		_, err := os.Stat("/sys/fs/cgroup/cgroup.controllers")
+		cgroup := map[bool]string{true: "v2", false: "v1"}[err == nil]
+		uidMap, err := os.ReadFile("/proc/self/uid_map")
+		if err != nil {
+			t.Fatal(err)
+		}
+		userNS := strings.Join(strings.Fields(string(uidMap)), " ") != "0 0 4294967295"
+		if want := fmt.Sprintf("facts:\n  user namespace: %t\n  cgroup: %s\n", userNS, cgroup); !strings.HasPrefix(r.stdout, want) {
+			t.Errorf("stdout does not start with the facts %q:\n%s", want, r.stdout)
+		}
+		checkSteps(t, r.stdout, stepNames)
+		if strings.Contains(r.stdout, "FATAL") {
+			t.Errorf("a step is fatal on this machine:\n%s", r.stdout)
+		}
+		if diff := cmp.Diff(before, hostState(t)); diff != "" {
+			t.Errorf("--dry-run changed the machine (-before +after):\n%s", diff)
+		}
+	})
+
+	t.Run("dry-run json", func(t *testing.T) {
+		before := hostState(t)
+		r := runCmd(t, exec.CommandContext(ctx, bin, "--dry-run", "--log-format", "json"))
+		if r.code != 0 {
+			t.Fatalf("exit %d, want 0; stderr:\n%s", r.code, r.stderr)
+		}
+		var report struct {
+			UserNS *bool  `json:"user_namespace"`
+			Cgroup string `json:"cgroup"`
+			Steps  []struct {
+				Step    string            `json:"step"`
+				Actions []json.RawMessage `json:"actions"`
+			} `json:"steps"`
+		}
+		dec := json.NewDecoder(strings.NewReader(r.stdout))
+		if err := dec.Decode(&report); err != nil {
+			t.Fatalf("stdout is not JSON: %v\n%s", err, r.stdout)
+		}
+		if dec.More() {
+			t.Errorf("stdout holds more than one JSON value:\n%s", r.stdout)
+		}
+		var got []string
+		for _, s := range report.Steps {
+			got = append(got, s.Step)
+			if s.Actions == nil {
+				t.Errorf("step %s: no actions array", s.Step)
+			}
+		}
+		if report.UserNS == nil || report.Cgroup == "" {
+			t.Errorf("the report lacks the shared facts: %s", r.stdout)
+		}
+		if diff := cmp.Diff(stepNames, got); diff != "" {
+			t.Errorf("steps in the JSON report (-want +got):\n%s", diff)
+		}
+		for _, line := range strings.Split(strings.TrimSpace(r.stderr), "\n") {
+			if line != "" && !json.Valid([]byte(line)) {
+				t.Errorf("stderr line is not JSON: %q", line)
+			}
+		}
+		if diff := cmp.Diff(before, hostState(t)); diff != "" {
+			t.Errorf("--dry-run changed the machine (-before +after):\n%s", diff)
+		}
+	})
+
+	t.Run("dry-run of the fake host matches its golden plan", func(t *testing.T) {
+		root := copyScenarioRoot(t)
+		// The golden was rendered with the test randomness (boot's testSeed).
+		if err := os.WriteFile(filepath.Join(root, system.ProbeDir, "random"), []byte("kind"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		want, err := os.ReadFile(filepath.Join(scenarioDir, "plan.golden"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		cmd := exec.CommandContext(ctx, bin, "--dry-run", "--root", root)
+		cmd.Env = []string{} // the fake host's environment is its .host/environ
+		r := runCmd(t, cmd)
+		wantCode := 0
+		if bytes.Contains(want, []byte("  FATAL: ")) {
+			wantCode = -1 // any failure
+		}
+		if (wantCode == 0) != (r.code == 0) {
+			t.Errorf("exit %d; the golden plan has a fatal step: %t", r.code, wantCode != 0)
+		}
+		if diff := cmp.Diff(string(want), r.stdout); diff != "" {
+			t.Errorf("stdout differs from %s/plan.golden (-want +got):\n%s", scenarioDir, diff)
+		}
+	})
+
+	t.Run("no INIT without --dry-run", func(t *testing.T) {
+		r := sandboxed(t, ctx, bin)
+		if r.code != 2 || !strings.Contains(r.stderr, "usage: entrypoint") {
+			t.Errorf("exit %d, stderr %q; want 2 and the usage", r.code, r.stderr)
+		}
+		if r.stdout != "" {
+			t.Errorf("stdout %q, want nothing", r.stdout)
+		}
+	})
+
+	t.Run("--root without --dry-run", func(t *testing.T) {
+		r := sandboxed(t, ctx, bin, "--root", "/", "/sbin/init")
+		if r.code != 2 || !strings.Contains(r.stderr, "--root") {
+			t.Errorf("exit %d, stderr %q; want 2 and a message naming --root", r.code, r.stderr)
+		}
+	})
+
+	t.Run("--version", func(t *testing.T) {
+		r := sandboxed(t, ctx, bin, "--version")
+		if r.code != 0 || !strings.HasPrefix(r.stdout, "entrypoint ") {
+			t.Errorf("exit %d, stdout %q; want 0 and the version", r.code, r.stdout)
+		}
+	})
+}
+
+// checkSteps checks that out holds "step N NAME:" for every step, in order.
+func checkSteps(t *testing.T, out string, names []string) {
+	t.Helper()
+	var got []string
+	for _, line := range strings.Split(out, "\n") {
+		if strings.HasPrefix(line, "step ") && strings.HasSuffix(line, ":") {
+			got = append(got, strings.TrimSuffix(line, ":"))
+		}
+	}
+	var want []string
+	for i, n := range names {
+		want = append(want, fmt.Sprintf("step %d %s", i+1, n))
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("steps in the dry run (-want +got):\n%s\n%s", diff, out)
+	}
+}
+
+// copyScenarioRoot copies the fake host to a temp dir and applies its
+// .host/modes ("PATH OCTAL-MODE [UID:GID]"), which git cannot store, as the
+// golden test of internal/boot does when it writes plan.golden.
+func copyScenarioRoot(t *testing.T) string {
+	t.Helper()
+	dst := t.TempDir()
+	if err := system.CopyDir(filepath.Join(scenarioDir, "root"), dst); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(filepath.Join(dst, system.ProbeDir, "modes"))
+	if errors.Is(err, fs.ErrNotExist) {
+		return dst
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		f := strings.Fields(line)
+		if len(f) == 0 {
+			continue
+		}
+		if len(f) < 2 {
+			t.Fatalf("modes: %q", line)
+		}
+		mode, err := strconv.ParseUint(f[1], 8, 32)
+		if err != nil {
+			t.Fatalf("modes: %q: %v", line, err)
+		}
+		p := filepath.Join(dst, f[0])
+		if len(f) == 3 {
+			u, g, _ := strings.Cut(f[2], ":")
+			uid, err1 := strconv.Atoi(u)
+			gid, err2 := strconv.Atoi(g)
+			if err := errors.Join(err1, err2); err != nil {
+				t.Fatalf("modes: %q: %v", line, err)
+			}
+			if err := os.Lchown(p, uid, gid); err != nil {
+				t.Fatal(err)
+			}
+		}
+		m := fs.FileMode(mode & 0o777)
+		if mode&0o4000 != 0 {
+			m |= fs.ModeSetuid
+		}
+		if mode&0o2000 != 0 {
+			m |= fs.ModeSetgid
+		}
+		if err := os.Chmod(p, m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dst
+}
+
+// hostState describes what a dry run reads and a real run would change: the
+// mount table, the files of the steps (content hash, mode, owner, or
+// absence), the mount binaries, and /proc/cgroups.
+func hostState(t *testing.T) map[string]string {
+	t.Helper()
+	s := map[string]string{}
+	b, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s["/proc/self/mountinfo"] = string(b)
+	for _, p := range []string{
+		"/etc/containerd/config.toml",
+		"/etc/systemd/system.conf.d",
+		"/etc/systemd/system/multi-user.target.wants",
+		"/etc/machine-id",
+		"/var/lib/dbus/machine-id",
+		"/etc/resolv.conf",
+		"/etc/resolv.conf.original",
+		"/usr/bin/mount",
+		"/usr/bin/umount",
+		"/kind",
+	} {
+		describePath(t, s, p)
+	}
+	// Cgroups come and go on a busy machine (other tests, containers): the
+	// num_cgroups column is left out; a bind over /proc/cgroups shows in the
+	// mount table, and a changed controller list in the other columns.
+	b, err = os.ReadFile("/proc/cgroups")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rows []string
+	for _, line := range strings.Split(string(b), "\n") {
+		f := strings.Fields(line)
+		if len(f) == 4 {
+			f = append(f[:2], f[3])
+		}
+		rows = append(rows, strings.Join(f, " "))
+	}
+	s["/proc/cgroups (no num_cgroups)"] = strings.Join(rows, "\n")
+	return s
+}
+
+// describePath records p and, for a directory, everything in it.
+func describePath(t *testing.T, s map[string]string, p string) {
+	t.Helper()
+	fi, err := os.Lstat(p)
+	if errors.Is(err, fs.ErrNotExist) {
+		s[p] = "absent"
+		return
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := fi.Sys().(*syscall.Stat_t)
+	desc := fmt.Sprintf("%v %d:%d", fi.Mode(), st.Uid, st.Gid)
+	switch {
+	case fi.Mode().IsRegular():
+		b, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		desc += fmt.Sprintf(" sha256 %x", sha256.Sum256(b))
+	case fi.Mode()&fs.ModeSymlink != 0:
+		target, err := os.Readlink(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		desc += " -> " + target
+	case fi.IsDir():
+		entries, err := os.ReadDir(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var names []string
+		for _, e := range entries {
+			names = append(names, e.Name())
+			describePath(t, s, filepath.Join(p, e.Name()))
+		}
+		sort.Strings(names)
+		desc += " [" + strings.Join(names, " ") + "]"
+	}
+	s[p] = desc
+}

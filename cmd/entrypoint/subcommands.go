@@ -1,0 +1,165 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/kind-entrypoint/entrypoint/internal/boot"
+	"github.com/kind-entrypoint/entrypoint/internal/companion"
+	"github.com/kind-entrypoint/entrypoint/internal/logline"
+	"github.com/kind-entrypoint/entrypoint/internal/system"
+)
+
+// dispatch runs a companion command or, by default, the entrypoint.
+func dispatch(argv0 string, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	if cmd, o, rest, ok := commandFor(argv0, args); ok {
+		return runCommand(cmd, o, rest, stdin, stdout, stderr)
+	}
+	return run(args, stdout, stderr)
+}
+
+// commandFor finds the companion command an invocation names: the first
+// argument that is not a flag (an INIT after "--" never is), or the name
+// the binary is called by, so that kind's /kind/bin/NAME.sh can be a link
+// to it. o holds the flags given before the name, rest the arguments after
+// it; ok is false when the entrypoint itself is meant.
+func commandFor(argv0 string, args []string) (cmd companion.Command, o options, rest []string, ok bool) {
+	if cmd, ok := companion.Lookup(strings.TrimSuffix(filepath.Base(argv0), ".sh")); ok {
+		return cmd, options{}, args, true
+	}
+	fl := flag.NewFlagSet("entrypoint", flag.ContinueOnError)
+	fl.SetOutput(io.Discard)
+	o.register(fl)
+	// A parse error is the entrypoint's to report: run parses the same
+	// flags.
+	if err := fl.Parse(args); err != nil {
+		return cmd, o, nil, false
+	}
+	rest = fl.Args()
+	dashdash := len(rest) < len(args) && args[len(args)-len(rest)-1] == "--"
+	if len(rest) == 0 || dashdash {
+		return cmd, o, nil, false
+	}
+	cmd, ok = companion.Lookup(rest[0])
+	return cmd, o, rest[1:], ok
+}
+
+// options are the flags the entrypoint and its commands share.
+type options struct {
+	dryRun      bool
+	root        string
+	logFormat   string
+	showVersion bool
+}
+
+// register defines the flags on fl, with o's values as defaults (a
+// command's flags default to those given before its name).
+func (o *options) register(fl *flag.FlagSet) {
+	if o.logFormat == "" {
+		o.logFormat = string(logline.Text)
+	}
+	fl.BoolVar(&o.dryRun, "dry-run", o.dryRun, "detect and plan every step, print facts and plan, change nothing")
+	fl.StringVar(&o.root, "root", o.root, "with --dry-run: read /proc, /sys, /etc, /kind from `DIR` (a captured or fake host)")
+	fl.StringVar(&o.logFormat, "log-format", o.logFormat, "log format: text (INFO:/WARN:/ERROR: lines) or json")
+	fl.BoolVar(&o.showVersion, "version", o.showVersion, "print the version and exit")
+}
+
+// printCommands lists the companion commands for the usage text.
+func printCommands(w io.Writer) {
+	fmt.Fprintln(w, "\ncommands (each also takes --dry-run, --root DIR and --log-format):")
+	for _, c := range companion.Commands() {
+		fmt.Fprintf(w, "  %-26s %s\n", c.Name, c.Summary)
+	}
+}
+
+// hostSystem is the system the flags select: this machine, or with --root
+// a captured or fake host (and the environment recorded with it).
+func hostSystem(root string) (system.System, func(string) (string, bool)) {
+	if root == "" {
+		return system.Linux{}, os.LookupEnv
+	}
+	tree := system.NewTree(root)
+	if env, ok := tree.Environ(); ok {
+		return tree, env
+	}
+	return tree, os.LookupEnv
+}
+
+// printDryRun prints a dry run's facts and plan and returns the exit code.
+func printDryRun(stdout, stderr io.Writer, log *logline.Logger, format logline.Format, h *boot.Host, results []boot.Result, err error) int {
+	if format == logline.JSON {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		if encErr := enc.Encode(boot.JSONReport(h, results)); encErr != nil {
+			fmt.Fprintln(stderr, "entrypoint:", encErr)
+			return 1
+		}
+	} else if rerr := boot.Render(stdout, h, results); rerr != nil {
+		fmt.Fprintln(stderr, "entrypoint:", rerr)
+		return 1
+	}
+	if err != nil {
+		log.Error(err.Error())
+	}
+	return boot.ExitCode(err)
+}
+
+// runCommand runs a companion command; o holds the flags given before its
+// name, which its own flags may override.
+func runCommand(cmd companion.Command, o options, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	fl := flag.NewFlagSet("entrypoint "+cmd.Name, flag.ContinueOnError)
+	fl.SetOutput(stderr)
+	fl.Usage = func() {
+		fmt.Fprintf(stderr, "usage: entrypoint %s [--dry-run [--root DIR]] [--log-format text|json]\n\n%s.\n\nflags:\n", cmd.Name, cmd.Summary)
+		fl.PrintDefaults()
+	}
+	o.register(fl)
+	if err := fl.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return 2
+	}
+	if o.showVersion {
+		fmt.Fprintln(stdout, "entrypoint", version)
+		return 0
+	}
+	if fl.NArg() > 0 {
+		fmt.Fprintf(stderr, "entrypoint %s: unexpected argument %q\n", cmd.Name, fl.Arg(0))
+		return 2
+	}
+	lf, err := logline.ParseFormat(o.logFormat)
+	if err != nil {
+		fmt.Fprintln(stderr, "entrypoint:", err)
+		return 2
+	}
+	if o.root != "" && !o.dryRun {
+		fmt.Fprintln(stderr, "entrypoint: --root needs --dry-run")
+		return 2
+	}
+	log := logline.New(stderr, lf)
+	sys, lookupEnv := hostSystem(o.root)
+	h, err := boot.Detect(sys, lookupEnv)
+	if err != nil {
+		log.Error(err.Error())
+		return companion.ExitCode
+	}
+	ctx := context.Background()
+	steps := cmd.Steps(stdin)
+	if o.dryRun {
+		results, err := boot.DryRun(ctx, h, steps)
+		return printDryRun(stdout, stderr, log, lf, h, results, err)
+	}
+	if err := boot.Run(ctx, h, steps, log); err != nil {
+		log.Error(err.Error())
+		return boot.ExitCode(err)
+	}
+	return 0
+}

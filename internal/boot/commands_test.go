@@ -1,0 +1,114 @@
+package boot
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/kind-entrypoint/entrypoint/internal/network"
+	"github.com/kind-entrypoint/entrypoint/internal/system"
+)
+
+// testProbeTimeout stands in for the 5 s probe limit, so that a scenario
+// whose probe hangs (root/.host/run/NAME.hang) takes a moment, not 5 s.
+const testProbeTimeout = 150 * time.Millisecond
+
+// fixedRand is the randomness of every test run: the same machine-id and
+// product_uuid each time, so that goldens are stable.
+func fixedRand() io.Reader { return system.SeededRand(testSeed) }
+
+// testSeed is also what a tree's .host/random holds to replay the same
+// identities through the binary (cmd/entrypoint's golden test).
+const testSeed = "kind"
+
+// fakeCommands models, in a tree, the commands whose effects a later step
+// or a second boot must see: update-alternatives switches the link,
+// iptables-MODE-restore makes iptables-MODE-save print what it loaded,
+// kubeadm writes the apiserver pair (and, like the real one, refuses to
+// replace an existing certificate). Everything else is answered from
+// root/.host/run/ as system.Tree does (NAME, NAME.fail, NAME.hang); a
+// NAME.fail or NAME.hang file overrides the model for that command too.
+//
+// The commands change files directly rather than through the Tree: they
+// are other programs, and Tree.Changes records the entrypoint's own
+// changes (the commands it ran are in Tree.Ran).
+func fakeCommands(tree *system.Tree) func(ctx context.Context, argv []string, stdin []byte) ([]byte, error) {
+	probe := func(name string) string { return filepath.Join(tree.Root, system.ProbeDir, "run", name) }
+	return func(ctx context.Context, argv []string, stdin []byte) ([]byte, error) {
+		name := path.Base(argv[0])
+		if _, err := os.Stat(probe(name + ".hang")); err == nil {
+			<-ctx.Done()
+			return nil, ctx.Err()
+		}
+		if b, err := os.ReadFile(probe(name + ".fail")); err == nil {
+			return nil, fmt.Errorf("%s: exit status 1: %s", argv[0], strings.TrimSpace(string(b)))
+		}
+		switch {
+		case name == "update-alternatives":
+			return nil, fakeUpdateAlternatives(tree, argv)
+		case strings.HasPrefix(name, "iptables-") && strings.HasSuffix(name, "-restore"):
+			save := strings.TrimSuffix(name, "-restore") + "-save"
+			return nil, writeAtomic(probe(save), stdin, 0o644)
+		case name == "kubeadm":
+			return nil, fakeKubeadm(tree, argv)
+		}
+		if b, err := os.ReadFile(probe(name)); err == nil {
+			return b, nil
+		}
+		return nil, &fs.PathError{Op: "exec", Path: argv[0], Err: fs.ErrNotExist}
+	}
+}
+
+// fakeUpdateAlternatives handles "--set NAME PATH". It does not model
+// registration: scenarios without /usr/sbin/iptables-* binaries still
+// switch.
+func fakeUpdateAlternatives(tree *system.Tree, argv []string) error {
+	if len(argv) != 4 || argv[1] != "--set" {
+		return fmt.Errorf("update-alternatives: unexpected arguments %q", argv[1:])
+	}
+	link := tree.Path(network.AlternativesDir + "/" + argv[2])
+	if err := os.MkdirAll(filepath.Dir(link), 0o755); err != nil {
+		return err
+	}
+	// Like update-alternatives: a new link renamed over the old one.
+	tmp := link + ".dpkg-tmp"
+	os.Remove(tmp)
+	if err := os.Symlink(argv[3], tmp); err != nil {
+		return err
+	}
+	return os.Rename(tmp, link)
+}
+
+// fakeKubeadm handles the certificate renewal.
+func fakeKubeadm(tree *system.Tree, argv []string) error {
+	if !slices.Equal(argv, network.KubeadmCertsArgv) {
+		return fmt.Errorf("kubeadm: unexpected arguments %q", argv[1:])
+	}
+	if _, err := os.Stat(tree.Path(network.KubeadmConfig)); err != nil {
+		return fmt.Errorf("kubeadm: %w", err)
+	}
+	for _, p := range []string{network.APIServerCert, network.APIServerKey} {
+		if _, err := os.Stat(tree.Path(p)); err == nil {
+			return fmt.Errorf("kubeadm: exit status 1: [certs] %s exists and is not valid for this configuration", p)
+		}
+	}
+	if err := writeAtomic(tree.Path(network.APIServerKey), []byte("-----BEGIN RSA PRIVATE KEY-----\n(new apiserver key)\n-----END RSA PRIVATE KEY-----\n"), 0o600); err != nil {
+		return err
+	}
+	return writeAtomic(tree.Path(network.APIServerCert), []byte("-----BEGIN CERTIFICATE-----\n(new apiserver certificate)\n-----END CERTIFICATE-----\n"), 0o644)
+}
+
+func writeAtomic(p string, data []byte, perm fs.FileMode) error {
+	tmp := p + ".fake-tmp"
+	if err := os.WriteFile(tmp, data, perm); err != nil {
+		return err
+	}
+	return os.Rename(tmp, p)
+}

@@ -1,0 +1,349 @@
+// Package companion holds the node's other scripts as commands of the one
+// binary: kind's image runs them once systemd is up (undo-mount-hacks,
+// create-kubelet-cgroup-v2) or as containerd's createContainer hook
+// (mount-product-files). Each is one step, detected, planned and applied
+// like the entrypoint's own (so --dry-run works for them too).
+package companion
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"path"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/kind-entrypoint/entrypoint/internal/boot"
+	"github.com/kind-entrypoint/entrypoint/internal/cgroupfix"
+	"github.com/kind-entrypoint/entrypoint/internal/identity"
+	"github.com/kind-entrypoint/entrypoint/internal/mounts"
+	"github.com/kind-entrypoint/entrypoint/internal/plan"
+	"github.com/kind-entrypoint/entrypoint/internal/system"
+)
+
+// ExitCode is the status of a companion command that fails.
+const ExitCode = 1
+
+// Command is one companion command.
+type Command struct {
+	Name string
+	// Summary is one line for the usage text.
+	Summary string
+	// Steps returns the command's steps; stdin is its standard input (the
+	// container state, for the OCI hook).
+	Steps func(stdin io.Reader) []boot.Step
+}
+
+// Commands lists the companion commands.
+func Commands() []Command {
+	return []Command{
+		{
+			Name:    "undo-mount-hacks",
+			Summary: "cgroup v1: remove the bind over /proc/cgroups once systemd has read it",
+			Steps:   one("undo-mount-hacks", undoMountHacks),
+		},
+		{
+			Name:    "create-kubelet-cgroup-v2",
+			Summary: "cgroup v2: delegate every controller to /kubelet and /kubelet.slice",
+			Steps:   one("create-kubelet-cgroup-v2", createKubeletCgroupV2),
+		},
+		{
+			Name:    "mount-product-files",
+			Summary: "OCI createContainer hook: give the container the node's product_name and product_uuid",
+			Steps: func(stdin io.Reader) []boot.Step {
+				return one("mount-product-files", func(ctx context.Context, h *boot.Host) ([]boot.Fact, []plan.Action, error) {
+					return mountProductFiles(ctx, h, stdin)
+				})(nil)
+			},
+		},
+	}
+}
+
+// Lookup finds a companion command by name.
+func Lookup(name string) (Command, bool) {
+	for _, c := range Commands() {
+		if c.Name == name {
+			return c, true
+		}
+	}
+	return Command{}, false
+}
+
+func one(name string, p func(context.Context, *boot.Host) ([]boot.Fact, []plan.Action, error)) func(io.Reader) []boot.Step {
+	return func(io.Reader) []boot.Step {
+		return []boot.Step{{Name: name, Code: ExitCode, Plan: p}}
+	}
+}
+
+// ProcCgroups is where fix_cgroup binds /kind/fake-cgroups on cgroup v1.
+const ProcCgroups = "/proc/cgroups"
+
+// undoMountHacks removes the fake /proc/cgroups once systemd has started:
+// it hid the misc controller from systemd, but the kubelet and cAdvisor
+// must see the real file.
+func undoMountHacks(_ context.Context, h *boot.Host) ([]boot.Fact, []plan.Action, error) {
+	if h.CgroupV2 {
+		return []boot.Fact{{Name: "cgroup", Value: "v2: nothing was bound"}}, nil, nil
+	}
+	bound := true // when the mount table cannot be read, try anyway
+	if mi, err := mounts.ReadMountinfo(h.Sys); err == nil {
+		bound = mounts.Top(mi, ProcCgroups) != nil
+	}
+	facts := []boot.Fact{{Name: ProcCgroups + " bound", Value: strconv.FormatBool(bound)}}
+	if !bound {
+		return facts, nil, nil
+	}
+	return facts, []plan.Action{plan.Unmount(ProcCgroups).OrIgnore().Because("systemd has read the fake; show the real one")}, nil
+}
+
+// CgroupRoot is the unified hierarchy; KubeletCgroups are made under it.
+const CgroupRoot = "/sys/fs/cgroup"
+
+// KubeletCgroupFacts is what create-kubelet-cgroup-v2 needs.
+type KubeletCgroupFacts struct {
+	// Controllers are the root's available controllers.
+	Controllers []string
+	// Procs are the PIDs in the root cgroup.
+	Procs []string
+	// Exists and Enabled: whether each cgroup ("/", "/kubelet",
+	// "/kubelet.slice") exists, and its cgroup.subtree_control.
+	Exists  map[string]bool
+	Enabled map[string][]string
+}
+
+// DetectKubeletCgroup reads the facts.
+func DetectKubeletCgroup(sys system.System) (KubeletCgroupFacts, error) {
+	f := KubeletCgroupFacts{Exists: map[string]bool{}, Enabled: map[string][]string{}}
+	b, err := sys.ReadFile(CgroupRoot + "/cgroup.procs")
+	if err != nil {
+		return f, err
+	}
+	for _, pid := range strings.Fields(string(b)) {
+		// A process of another cgroup namespace reads as 0.
+		if pid != "0" {
+			f.Procs = append(f.Procs, pid)
+		}
+	}
+	if b, err = sys.ReadFile(CgroupRoot + "/cgroup.controllers"); err != nil {
+		return f, err
+	}
+	f.Controllers = strings.Fields(string(b))
+	for _, g := range append([]string{"/"}, cgroupfix.KubeletRoots...) {
+		dir := path.Join(CgroupRoot, g)
+		fi, err := sys.Stat(dir)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return f, err
+		}
+		if !fi.IsDir() {
+			return f, fmt.Errorf("%s: not a directory", dir)
+		}
+		f.Exists[g] = true
+		b, err := sys.ReadFile(dir + "/cgroup.subtree_control")
+		if err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return f, err
+		}
+		f.Enabled[g] = strings.Fields(string(b))
+	}
+	return f, nil
+}
+
+// PlanKubeletCgroup enables every available controller for the children of
+// the root, /kubelet and /kubelet.slice, so the kubelet finds them all
+// (hugetlb is not enabled at the root by default). The kernel's "no
+// internal processes" rule refuses that while the root cgroup holds a
+// process: this runs after systemd has moved every process out of it.
+func PlanKubeletCgroup(f KubeletCgroupFacts) ([]plan.Action, error) {
+	if len(f.Procs) > 0 {
+		return nil, fmt.Errorf("%s/cgroup.procs holds processes (PIDs %s): controllers cannot be delegated from a cgroup with processes; run this after systemd has started",
+			CgroupRoot, strings.Join(f.Procs, ", "))
+	}
+	if len(f.Controllers) == 0 {
+		return []plan.Action{plan.Warning(CgroupRoot + "/cgroup.controllers lists no controller; nothing to delegate")}, nil
+	}
+	enable := make([]string, len(f.Controllers))
+	for i, c := range f.Controllers {
+		enable[i] = "+" + c
+	}
+	var actions []plan.Action
+	for _, g := range append([]string{"/"}, cgroupfix.KubeletRoots...) {
+		dir := path.Join(CgroupRoot, g)
+		if !f.Exists[g] {
+			actions = append(actions, plan.Mkdir(dir, 0o755))
+		}
+		if f.Exists[g] && containsAll(f.Enabled[g], f.Controllers) {
+			continue
+		}
+		// cgroupfs files cannot be replaced, only written.
+		actions = append(actions, plan.WriteInPlace(dir+"/cgroup.subtree_control", []byte(strings.Join(enable, " "))))
+	}
+	return actions, nil
+}
+
+func containsAll(have, want []string) bool {
+	for _, w := range want {
+		if !slices.Contains(have, w) {
+			return false
+		}
+	}
+	return true
+}
+
+func createKubeletCgroupV2(_ context.Context, h *boot.Host) ([]boot.Fact, []plan.Action, error) {
+	if !h.CgroupV2 {
+		return nil, nil, errors.New("this node has cgroup v1 (no " + CgroupRoot + "/cgroup.controllers): create-kubelet-cgroup-v2 is for cgroup v2 only")
+	}
+	f, err := DetectKubeletCgroup(h.Sys)
+	if err != nil {
+		return nil, nil, err
+	}
+	facts := []boot.Fact{
+		{Name: "controllers", Value: strings.Join(f.Controllers, " ")},
+		{Name: "processes in the root cgroup", Value: strconv.Itoa(len(f.Procs))},
+	}
+	actions, err := PlanKubeletCgroup(f)
+	return facts, actions, err
+}
+
+// ProductFile is a /kind/product_* file to copy into a container.
+type ProductFile struct {
+	Name string // "product_name"
+	Data []byte
+	Mode fs.FileMode
+}
+
+// ProductBind is a DMI file of the node to hide in the container.
+type ProductBind struct {
+	DMI    string // the node path, /sys/class/dmi/id/product_uuid
+	Source string // the copy in the container's root
+	Target string // the DMI file in the container's root
+	// Missing says why the bind cannot be made ("" when it can).
+	Missing string
+}
+
+// ProductFacts is what mount-product-files needs.
+type ProductFacts struct {
+	Rootfs  string
+	Files   []ProductFile
+	Binds   []ProductBind
+	Inherit system.MountFlags
+}
+
+// maxState bounds the container state read from stdin; it is a few hundred
+// bytes.
+const maxState = 1 << 20
+
+// ParseState returns the bundle directory from the OCI container state
+// (runtime-spec, runtime.md#state) a hook reads on stdin.
+func ParseState(r io.Reader) (string, error) {
+	var state struct {
+		Bundle string `json:"bundle"`
+	}
+	if err := json.NewDecoder(io.LimitReader(r, maxState)).Decode(&state); err != nil {
+		return "", fmt.Errorf("container state on stdin: %w", err)
+	}
+	switch {
+	case state.Bundle == "":
+		return "", errors.New("container state on stdin: no bundle")
+	case !path.IsAbs(state.Bundle) || path.Clean(state.Bundle) == "/":
+		return "", fmt.Errorf("container state on stdin: bundle %q is not an absolute directory", state.Bundle)
+	}
+	return path.Clean(state.Bundle), nil
+}
+
+// dmiProducts are the DMI files bound, and the /kind file each shows.
+var dmiProducts = []struct{ dmi, file string }{
+	{identity.DMIProductName, "product_name"},
+	{identity.DMIProductUUID, "product_uuid"},
+	{identity.DMIVirtualProductUUID, "product_uuid"},
+}
+
+// DetectProductFiles reads the facts for the container in bundle.
+func DetectProductFiles(sys system.System, bundle string) (ProductFacts, error) {
+	f := ProductFacts{Rootfs: path.Join(bundle, "rootfs")}
+	entries, err := sys.ReadDir("/kind")
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return f, err
+	}
+	for _, e := range entries {
+		if !strings.HasPrefix(e.Name(), "product_") {
+			continue
+		}
+		p := "/kind/" + e.Name()
+		fi, err := sys.Stat(p)
+		if err != nil {
+			return f, err
+		}
+		if !fi.Mode().IsRegular() {
+			continue
+		}
+		b, err := sys.ReadFile(p)
+		if err != nil {
+			return f, err
+		}
+		f.Files = append(f.Files, ProductFile{Name: e.Name(), Data: b, Mode: fi.Mode().Perm()})
+	}
+	for _, d := range dmiProducts {
+		fi, err := sys.Stat(d.dmi)
+		if err != nil || !fi.Mode().IsRegular() {
+			continue // the node has no such DMI file: nothing to hide
+		}
+		b := ProductBind{DMI: d.dmi, Source: path.Join(f.Rootfs, d.file), Target: path.Join(f.Rootfs, d.dmi)}
+		if !slices.ContainsFunc(f.Files, func(p ProductFile) bool { return p.Name == d.file }) {
+			b.Missing = "/kind/" + d.file + " does not exist"
+		} else if _, err := sys.Stat(b.Target); err != nil {
+			b.Missing = err.Error()
+		}
+		f.Binds = append(f.Binds, b)
+	}
+	if mi, err := mounts.ReadMountinfo(sys); err == nil {
+		f.Inherit = identity.InheritedFlags(mi, f.Rootfs+"/product_name")
+	}
+	return f, nil
+}
+
+// PlanProductFiles copies the node's product files into the container and
+// binds them over its DMI files. Each container gets its own copy: all
+// containers bound to one file shared its mount, which made reading it slow
+// enough to time containers out (the reason for kind's hook).
+func PlanProductFiles(f ProductFacts) []plan.Action {
+	var actions []plan.Action
+	for _, p := range f.Files {
+		actions = append(actions, plan.WriteFile(path.Join(f.Rootfs, p.Name), p.Data, p.Mode))
+	}
+	for _, b := range f.Binds {
+		if b.Missing != "" {
+			// A failing hook fails the container: skip, and say why.
+			actions = append(actions, plan.Warning(fmt.Sprintf("not hiding %s in the container: %s", b.DMI, b.Missing)))
+			continue
+		}
+		actions = append(actions, identity.BindReadOnly(b.Source, b.Target, f.Inherit)...)
+	}
+	return actions
+}
+
+func mountProductFiles(_ context.Context, h *boot.Host, stdin io.Reader) ([]boot.Fact, []plan.Action, error) {
+	if stdin == nil {
+		return nil, nil, errors.New("no container state on stdin")
+	}
+	bundle, err := ParseState(stdin)
+	if err != nil {
+		return nil, nil, err
+	}
+	f, err := DetectProductFiles(h.Sys, bundle)
+	if err != nil {
+		return nil, nil, err
+	}
+	var names []string
+	for _, p := range f.Files {
+		names = append(names, p.Name)
+	}
+	facts := []boot.Fact{{Name: "bundle", Value: bundle}, {Name: "product files", Value: strings.Join(names, " ")}}
+	return facts, PlanProductFiles(f), nil
+}

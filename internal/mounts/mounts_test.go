@@ -1,0 +1,467 @@
+package mounts
+
+import (
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+	"github.com/moby/sys/mountinfo"
+
+	"github.com/kind-entrypoint/entrypoint/internal/plan"
+	"github.com/kind-entrypoint/entrypoint/internal/system"
+)
+
+func parseMounts(t *testing.T, lines ...string) []*mountinfo.Info {
+	t.Helper()
+	mi, err := mountinfo.GetMountsFromReader(strings.NewReader(strings.Join(lines, "\n")+"\n"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return mi
+}
+
+const (
+	rootLine = "1042 975 0:94 / / rw,relatime master:482 - overlay overlay rw,lowerdir=/l,upperdir=/u,workdir=/w"
+	sysLine  = "1046 1042 0:99 / /sys rw,nosuid,nodev,noexec,relatime - sysfs sysfs rw"
+	sysRO    = "1046 1042 0:99 / /sys ro,nosuid,nodev,noexec,relatime - sysfs sysfs rw"
+	varLine  = "1064 1042 254:0 /volumes/x/_data /var rw,relatime master:1 - ext4 /dev/vda rw"
+
+	setuidRoot = fs.ModeSetuid | 0o755
+)
+
+var (
+	intro     = plan.Info("ensuring we can execute mount/umount even with userns-remap")
+	remountLn = plan.Info("remounting /sys read-only")
+	sharedLn  = plan.Info("making mounts shared")
+	rshared   = plan.Mount("", "/", "", system.Rec|system.Shared, "").Because("mount propagation for the kubelet's volumes")
+	emptyNil  = cmpopts.EquateEmpty()
+)
+
+func sysRemount(flags system.MountFlags) plan.Action {
+	return plan.Mount("", "/sys", "", flags, "").
+		Because("systemd expects a read-only /sys in a container").
+		ToleratedInUserNS("UserNS: ignoring mount fail")
+}
+
+const sysFlags = system.Remount | system.Bind | system.ReadOnly | system.NoSuid | system.NoDev | system.NoExec | system.RelAtime
+
+func bin(name string, uid, gid int, mode fs.FileMode, fstype string) Binary {
+	return Binary{Name: name, Path: "/usr/bin/" + name, UID: uid, GID: gid, Mode: mode, FSType: fstype}
+}
+
+func TestPlan(t *testing.T) {
+	sys := parseMounts(t, sysLine)[0]
+	ro := parseMounts(t, sysRO)[0]
+	tests := []struct {
+		name string
+		f    Facts
+		want []plan.Action
+	}{
+		{
+			name: "image as built: setuid root binaries, rw /sys, / not shared",
+			f: Facts{
+				Mount: bin("mount", 0, 0, setuidRoot, "overlayfs"), Umount: bin("umount", 0, 0, setuidRoot, "overlayfs"),
+				Sys: sys,
+			},
+			want: []plan.Action{
+				intro,
+				plan.Chmod("/usr/bin/mount", 0o755), plan.Chmod("/usr/bin/umount", 0o755),
+				remountLn, sysRemount(sysFlags),
+				sharedLn, rshared,
+			},
+		},
+		{
+			name: "userns-remap: owned by the remapped root",
+			f: Facts{
+				Mount: bin("mount", 165536, 165536, setuidRoot, "overlayfs"), Umount: bin("umount", 165536, 165536, setuidRoot, "overlayfs"),
+				Sys: sys, RootShared: true,
+			},
+			want: []plan.Action{
+				intro,
+				plan.Chown("/usr/bin/mount", 0, 0), plan.Chmod("/usr/bin/mount", 0o755),
+				plan.Chown("/usr/bin/umount", 0, 0), plan.Chmod("/usr/bin/umount", 0o755),
+				remountLn, sysRemount(sysFlags),
+				sharedLn,
+			},
+		},
+		{
+			name: "owner unmapped in the user namespace (65534), group root, setgid only",
+			f: Facts{
+				Mount: bin("mount", 65534, 0, fs.ModeSetgid|0o755, "overlayfs"), Umount: bin("umount", 0, 65534, 0o755, "overlayfs"),
+				Sys: ro, RootShared: true,
+			},
+			want: []plan.Action{
+				intro,
+				plan.Chown("/usr/bin/mount", 0, 0), plan.Chmod("/usr/bin/mount", 0o755),
+				plan.Chown("/usr/bin/umount", 0, 0),
+				remountLn, sharedLn,
+			},
+		},
+		{
+			name: "sticky and odd permission bits kept",
+			f: Facts{
+				Mount: bin("mount", 0, 0, fs.ModeSetuid|fs.ModeSticky|0o750, "ext2/ext3"), Umount: bin("umount", 0, 0, 0o700, "ext2/ext3"),
+				Sys: ro, RootShared: true,
+			},
+			want: []plan.Action{
+				intro, plan.Chmod("/usr/bin/mount", fs.ModeSticky|0o750),
+				remountLn, sharedLn,
+			},
+		},
+		{
+			name: "already fixed: logs only",
+			f: Facts{
+				Mount: bin("mount", 0, 0, 0o755, "overlayfs"), Umount: bin("umount", 0, 0, 0o755, "overlayfs"),
+				Sys: ro, RootShared: true,
+			},
+			want: []plan.Action{intro, remountLn, sharedLn},
+		},
+		{
+			name: "aufs: sync on every boot",
+			f: Facts{
+				Mount: bin("mount", 0, 0, 0o755, "aufs"), Umount: bin("umount", 0, 0, 0o755, "aufs"),
+				Sys: sys,
+			},
+			want: []plan.Action{
+				intro,
+				plan.Info("detected aufs, calling sync"), plan.Sync().OnEveryBoot(),
+				remountLn, sysRemount(sysFlags),
+				sharedLn, rshared,
+			},
+		},
+		{
+			name: "umount on aufs does not matter, mount's filesystem does",
+			f: Facts{
+				Mount: bin("mount", 0, 0, 0o755, "overlayfs"), Umount: bin("umount", 0, 0, 0o755, "aufs"),
+				Sys: ro, RootShared: true,
+			},
+			want: []plan.Action{intro, remountLn, sharedLn},
+		},
+		{
+			name: "mount missing on PATH",
+			f: Facts{
+				Mount: Binary{Name: "mount"}, Umount: bin("umount", 0, 0, setuidRoot, "overlayfs"),
+				Sys: sys, RootShared: true,
+			},
+			want: []plan.Action{
+				intro,
+				plan.Warning("mount not found on PATH; leaving it as it is"),
+				plan.Chmod("/usr/bin/umount", 0o755),
+				remountLn, sysRemount(sysFlags),
+				sharedLn,
+			},
+		},
+		{
+			name: "nothing mounted at /sys",
+			f: Facts{
+				Mount: bin("mount", 0, 0, 0o755, "overlayfs"), Umount: bin("umount", 0, 0, 0o755, "overlayfs"),
+			},
+			want: []plan.Action{
+				intro,
+				remountLn, plan.Warning("nothing is mounted at /sys; not remounting it"),
+				sharedLn, rshared,
+			},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if diff := cmp.Diff(tt.want, Plan(tt.f), emptyNil); diff != "" {
+				t.Errorf("Plan (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestSysReadOnly(t *testing.T) {
+	tests := []struct {
+		line string
+		want system.MountFlags
+	}{
+		// Docker --privileged: the flags a remount must repeat.
+		{sysLine, sysFlags},
+		{"1 0 0:5 / /sys rw,relatime - sysfs sysfs rw", system.Remount | system.Bind | system.ReadOnly | system.RelAtime},
+		{"1 0 0:5 / /sys rw,nosuid,nodev,noexec,noatime - sysfs sysfs rw", system.Remount | system.Bind | system.ReadOnly | system.NoSuid | system.NoDev | system.NoExec | system.NoAtime},
+		{"1 0 0:5 / /sys rw,nosuid,nodev,noexec,strictatime,nodiratime - sysfs sysfs rw", system.Remount | system.Bind | system.ReadOnly | system.NoSuid | system.NoDev | system.NoExec | system.StrictAt | system.NoDirAt},
+		{"1 0 0:5 / /sys rw - sysfs sysfs rw", system.Remount | system.Bind | system.ReadOnly},
+		// Superblock options (after " - ") are not per-mount flags.
+		{"1 0 0:5 / /sys rw,relatime - sysfs sysfs ro,nosuid", system.Remount | system.Bind | system.ReadOnly | system.RelAtime},
+	}
+	for _, tt := range tests {
+		m := parseMounts(t, tt.line)[0]
+		got := SysReadOnly(m)
+		want := sysRemount(tt.want)
+		if diff := cmp.Diff(want, got, emptyNil); diff != "" {
+			t.Errorf("SysReadOnly(%q) (-want +got):\n%s", tt.line, diff)
+		}
+		if got.Flags.String() != tt.want.String() {
+			t.Errorf("flags print %q, want %q", got.Flags, tt.want)
+		}
+	}
+	// The rendering a dry run shows for Docker's /sys.
+	const want = "mount none on /sys (remount,bind,ro,nosuid,nodev,noexec,relatime) [on failure: tolerated-in-userns \"UserNS: ignoring mount fail\"]  # systemd expects a read-only /sys in a container"
+	if got := SysReadOnly(parseMounts(t, sysLine)[0]).String(); got != want {
+		t.Errorf("rendered\n %s\nwant\n %s", got, want)
+	}
+}
+
+func TestAllShared(t *testing.T) {
+	tests := []struct {
+		name  string
+		lines []string
+		want  bool
+	}{
+		{"fresh Docker node: slaves", []string{rootLine, sysLine, varLine}, false},
+		{"everything shared", []string{
+			"1 0 0:94 / / rw,relatime shared:1 master:482 - overlay overlay rw",
+			"2 1 0:99 / /sys rw,nosuid shared:2 - sysfs sysfs rw",
+			"3 1 254:0 /v /var rw,relatime shared:3 master:1 - ext4 /dev/vda rw",
+		}, true},
+		{"/ shared over a slave /var", []string{
+			"1 0 0:94 / / rw,relatime shared:1 - overlay overlay rw",
+			"3 1 254:0 /v /var rw,relatime master:1 - ext4 /dev/vda rw",
+		}, false},
+		{"cgroup mounts made private by fix_cgroup do not count", []string{
+			"1 0 0:94 / / rw,relatime shared:1 - overlay overlay rw",
+			"2 1 0:40 / /sys/fs/cgroup rw,nosuid - tmpfs tmpfs rw",
+			"3 2 0:26 / /sys/fs/cgroup/memory rw,nosuid - cgroup cgroup rw,memory",
+			"4 3 0:26 /kubelet /sys/fs/cgroup/memory/kubelet rw,nosuid - cgroup cgroup rw,memory",
+		}, true},
+		{"/sys/fs/cgroupfoo is not under /sys/fs/cgroup", []string{
+			"1 0 0:94 / / rw,relatime shared:1 - overlay overlay rw",
+			"2 1 0:40 / /sys/fs/cgroupfoo rw,nosuid - tmpfs tmpfs rw",
+		}, false},
+		{"no / at all", []string{"2 1 0:99 / /sys rw,nosuid shared:2 - sysfs sysfs rw"}, false},
+	}
+	for _, tt := range tests {
+		if got := AllShared(parseMounts(t, tt.lines...)); got != tt.want {
+			t.Errorf("%s: AllShared = %t, want %t", tt.name, got, tt.want)
+		}
+	}
+}
+
+func TestIsShared(t *testing.T) {
+	for optional, want := range map[string]bool{
+		"":                    false,
+		"master:1":            false,
+		"shared:12":           true,
+		"shared:12 master:1":  true,
+		"master:1 shared:12":  true,
+		"propagate_from:3":    false,
+		"unbindable":          false,
+		"sharedx:1 master:12": false,
+	} {
+		if got := IsShared(&mountinfo.Info{Optional: optional}); got != want {
+			t.Errorf("IsShared(%q) = %t, want %t", optional, got, want)
+		}
+	}
+}
+
+func TestTop(t *testing.T) {
+	mi := parseMounts(t, rootLine, sysLine, "1100 1046 0:99 / /sys ro,nosuid,nodev,noexec,relatime - sysfs sysfs rw")
+	if got := Top(mi, "/sys"); got == nil || got.ID != 1100 {
+		t.Errorf("Top(/sys) = %+v, want the last mount there (1100)", got)
+	}
+	if got := Top(mi, "/proc"); got != nil {
+		t.Errorf("Top(/proc) = %+v, want nil", got)
+	}
+	if !IsReadOnly(Top(mi, "/sys")) || IsReadOnly(mi[1]) {
+		t.Error("IsReadOnly: want the ro mount read-only and the rw one not")
+	}
+}
+
+// tree lays out files (mode per path) and a mount table under a temp dir.
+func tree(t *testing.T, files map[string]fs.FileMode, mountinfo string, extra map[string]string) *system.Tree {
+	t.Helper()
+	dir := t.TempDir()
+	write := func(p, content string, mode fs.FileMode) {
+		full := filepath.Join(dir, p)
+		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if mode.IsDir() {
+			if err := os.MkdirAll(full, mode.Perm()); err != nil {
+				t.Fatal(err)
+			}
+			return
+		}
+		if err := os.WriteFile(full, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		m := mode.Perm()
+		if mode&fs.ModeSetuid != 0 {
+			m |= os.ModeSetuid
+		}
+		if err := os.Chmod(full, m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for p, mode := range files {
+		write(p, "#!/bin/true\n", mode)
+	}
+	for p, content := range extra {
+		write(p, content, 0o644)
+	}
+	write("proc/self/mountinfo", mountinfo, 0o444)
+	return system.NewTree(dir)
+}
+
+func TestDetect(t *testing.T) {
+	mi := strings.Join([]string{rootLine, sysLine, varLine}, "\n") + "\n"
+	tests := []struct {
+		name       string
+		files      map[string]fs.FileMode
+		extra      map[string]string
+		searchPath string
+		wantMount  Binary
+		wantUmount Binary
+	}{
+		{
+			name:       "Debian image, default PATH",
+			files:      map[string]fs.FileMode{"usr/bin/mount": setuidRoot, "usr/bin/umount": setuidRoot},
+			wantMount:  bin("mount", 0, 0, setuidRoot, "overlayfs"),
+			wantUmount: bin("umount", 0, 0, setuidRoot, "overlayfs"),
+		},
+		{
+			name: "PATH order; directories, non-executables and relative entries skipped",
+			files: map[string]fs.FileMode{
+				"usr/local/sbin/mount": fs.ModeDir | 0o755,
+				"usr/sbin/mount":       0o644,
+				"cwd/mount":            0o755,
+				"sbin/mount":           0o755,
+				"usr/bin/mount":        setuidRoot,
+				"usr/bin/umount":       setuidRoot,
+			},
+			searchPath: "/usr/local/sbin:cwd:/usr/sbin:/sbin:/usr/bin",
+			wantMount:  Binary{Name: "mount", Path: "/sbin/mount", Mode: 0o755, FSType: "overlayfs"},
+			wantUmount: bin("umount", 0, 0, setuidRoot, "overlayfs"),
+		},
+		{
+			name:       "statfs answers for aufs",
+			files:      map[string]fs.FileMode{"usr/bin/mount": setuidRoot, "usr/bin/umount": setuidRoot},
+			extra:      map[string]string{".host/statfs": "/ aufs\n"},
+			wantMount:  bin("mount", 0, 0, setuidRoot, "aufs"),
+			wantUmount: bin("umount", 0, 0, setuidRoot, "aufs"),
+		},
+		{
+			name:       "none on PATH",
+			files:      map[string]fs.FileMode{"opt/mount": 0o755},
+			searchPath: "/usr/bin:/bin",
+			wantMount:  Binary{Name: "mount"},
+			wantUmount: Binary{Name: "umount"},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tr := tree(t, tt.files, mi, tt.extra)
+			f, err := Detect(tr, tt.searchPath)
+			if err != nil {
+				t.Fatal(err)
+			}
+			uid := os.Geteuid()
+			for _, b := range []*Binary{&tt.wantMount, &tt.wantUmount} {
+				if b.Path != "" {
+					// Files a test creates belong to whoever runs it.
+					b.UID, b.GID = uid, os.Getegid()
+				}
+			}
+			if diff := cmp.Diff(tt.wantMount, f.Mount); diff != "" {
+				t.Errorf("mount (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(tt.wantUmount, f.Umount); diff != "" {
+				t.Errorf("umount (-want +got):\n%s", diff)
+			}
+			if f.Sys == nil || f.Sys.Options != "rw,nosuid,nodev,noexec,relatime" || f.RootShared {
+				t.Errorf("Sys %+v, RootShared %t; want Docker's /sys and a root not yet shared", f.Sys, f.RootShared)
+			}
+		})
+	}
+}
+
+// TestDetectRootShared: "/" alone being shared is not enough, the volumes
+// under it must be too; cgroup mounts made private by fix_cgroup do not count.
+func TestDetectRootShared(t *testing.T) {
+	tests := []struct {
+		name  string
+		lines []string
+		want  bool
+	}{
+		{"/ shared over a slave /var", []string{
+			"1 0 0:94 / / rw,relatime shared:1 master:482 - overlay overlay rw",
+			"3 1 254:0 /v /var rw,relatime master:1 - ext4 /dev/vda rw",
+		}, false},
+		{"after fix_mount and fix_cgroup", []string{
+			"1 0 0:94 / / rw,relatime shared:1 master:482 - overlay overlay rw",
+			"3 1 254:0 /v /var rw,relatime shared:2 master:1 - ext4 /dev/vda rw",
+			"4 1 0:40 / /sys/fs/cgroup rw,nosuid - tmpfs tmpfs rw",
+			"5 4 0:26 /kubelet /sys/fs/cgroup/memory/kubelet rw,nosuid - cgroup cgroup rw,memory",
+		}, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f, err := Detect(tree(t, nil, strings.Join(tt.lines, "\n")+"\n", nil), "/nowhere")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if f.RootShared != tt.want {
+				t.Errorf("RootShared = %t, want %t", f.RootShared, tt.want)
+			}
+		})
+	}
+}
+
+func TestDetectOwner(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("chown to another owner needs root")
+	}
+	tr := tree(t, map[string]fs.FileMode{"usr/bin/mount": setuidRoot, "usr/bin/umount": setuidRoot}, rootLine+"\n", nil)
+	if err := os.Lchown(tr.Path("/usr/bin/mount"), 65534, 65534); err != nil {
+		t.Fatal(err)
+	}
+	// chown clears the setuid bit; the image had it and the owner.
+	if err := os.Chmod(tr.Path("/usr/bin/mount"), os.ModeSetuid|0o755); err != nil {
+		t.Fatal(err)
+	}
+	f, err := Detect(tr, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(bin("mount", 65534, 65534, setuidRoot, "overlayfs"), f.Mount); diff != "" {
+		t.Errorf("mount (-want +got):\n%s", diff)
+	}
+	want := []plan.Action{
+		intro,
+		plan.Chown("/usr/bin/mount", 0, 0), plan.Chmod("/usr/bin/mount", 0o755),
+		plan.Chmod("/usr/bin/umount", 0o755),
+		remountLn, plan.Warning("nothing is mounted at /sys; not remounting it"),
+		sharedLn, rshared,
+	}
+	if diff := cmp.Diff(want, Plan(f), emptyNil); diff != "" {
+		t.Errorf("Plan (-want +got):\n%s", diff)
+	}
+}
+
+func TestDetectErrors(t *testing.T) {
+	// No binaries: the Tree's statfs answer would read mountinfo first.
+	tr := tree(t, nil, "garbage\n", nil)
+	if _, err := Detect(tr, ""); err == nil || !strings.Contains(err.Error(), "/proc/self/mountinfo") {
+		t.Errorf("Detect with a garbage mountinfo: %v, want an error naming /proc/self/mountinfo", err)
+	}
+	if err := os.Remove(tr.Path("/proc/self/mountinfo")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Detect(tr, ""); err == nil || err.Error() != "open /proc/self/mountinfo: no such file or directory" {
+		t.Errorf("Detect without mountinfo: %v", err)
+	}
+}
+
+func TestDescribe(t *testing.T) {
+	f := Facts{Mount: bin("mount", 0, 0, setuidRoot, "overlayfs"), Umount: Binary{Name: "umount"}}
+	const want = "/usr/bin/mount 0:0 urwxr-xr-x on overlayfs, umount not found"
+	if got := f.Describe(); got != want {
+		t.Errorf("Describe = %q, want %q", got, want)
+	}
+}

@@ -1,0 +1,551 @@
+package network
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net/netip"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/kind-entrypoint/entrypoint/internal/plan"
+	"github.com/kind-entrypoint/entrypoint/internal/system"
+)
+
+// Names and files enable_network_magic uses.
+const (
+	// DockerHostName resolves to the Docker host where Docker provides it
+	// (Docker Desktop, or --add-host=host.docker.internal:host-gateway).
+	DockerHostName     = "host.docker.internal"
+	DNSSearchEnv       = "KIND_DNS_SEARCH"
+	ResolvConf         = "/etc/resolv.conf"
+	ResolvConfOriginal = "/etc/resolv.conf.original"
+	ProcNetRoute       = "/proc/net/route"
+	OldIPv4            = "/kind/old-ipv4"
+	OldIPv6            = "/kind/old-ipv6"
+	KubeadmConfig      = "/kind/kubeadm.conf"
+	APIServerCert      = "/etc/kubernetes/pki/apiserver.crt"
+	APIServerKey       = "/etc/kubernetes/pki/apiserver.key"
+
+	procHostname = "/proc/sys/kernel/hostname"
+	etcHostname  = "/etc/hostname"
+)
+
+// NodeConfigFiles hold the node's own address once kubeadm has run; after a
+// restart that changed it, each one present is rewritten. kubelet.conf is
+// the later upstream addition (kind after v0.23.0).
+var NodeConfigFiles = []string{
+	"/etc/kubernetes/manifests/etcd.yaml",
+	"/etc/kubernetes/manifests/kube-apiserver.yaml",
+	"/etc/kubernetes/manifests/kube-controller-manager.yaml",
+	"/etc/kubernetes/manifests/kube-scheduler.yaml",
+	"/etc/kubernetes/controller-manager.conf",
+	"/etc/kubernetes/scheduler.conf",
+	"/etc/kubernetes/kubelet.conf",
+	KubeadmConfig,
+	"/var/lib/kubelet/kubeadm-flags.env",
+}
+
+// KubeadmCertsArgv regenerates the API server's serving certificate for the
+// addresses in kind's kubeadm config.
+var KubeadmCertsArgv = []string{"kubeadm", "init", "phase", "certs", "apiserver", "--config", KubeadmConfig}
+
+// File is a file's content and permission bits.
+type File struct {
+	Path string
+	Data []byte
+	Mode fs.FileMode
+}
+
+// MagicFacts is what enable_network_magic needs.
+type MagicFacts struct {
+	// Mode is the iptables backend select_iptables chose.
+	Mode Mode
+
+	// DockerHost is the first IPv4 address of host.docker.internal.
+	DockerHost    netip.Addr
+	DockerHostErr error
+	// Gateway is the IPv4 default route's gateway.
+	Gateway    netip.Addr
+	GatewayErr error
+
+	// Rules is the output of Mode's iptables-save.
+	Rules    []byte
+	RulesErr error
+
+	// Resolv is /etc/resolv.conf, nil when it does not exist.
+	Resolv         *File
+	OriginalExists bool
+	// Search is KIND_DNS_SEARCH, nil when unset.
+	Search *string
+
+	Hostname string
+	// IPv4 and IPv6 are the node's first usable address of each family,
+	// invalid when it has none (the Err fields say why).
+	IPv4, IPv6       netip.Addr
+	IPv4Err, IPv6Err error
+	// OldIPv4 and OldIPv6 are the addresses recorded at the last boot
+	// (blanks trimmed), nil when there is no record.
+	OldIPv4, OldIPv6 *string
+
+	// Files are the NodeConfigFiles present, Cert and Key the API server's
+	// pair (nil when missing); read only when an old address is recorded.
+	Files     []File
+	Cert, Key *File
+}
+
+// DetectMagic reads the facts, for the backend select_iptables chose from
+// ipt. The rules are the ones its iptables-save printed there (nothing
+// has changed them since); only when it was not run is it run again. The
+// name lookups (and that iptables-save) run concurrently, each limited to
+// timeout.
+func DetectMagic(ctx context.Context, sys system.System, lookupEnv func(string) (string, bool), ipt IptablesFacts, timeout time.Duration) (MagicFacts, error) {
+	mode := ipt.Mode()
+	f := MagicFacts{Mode: mode}
+	if v, ok := lookupEnv(DNSSearchEnv); ok {
+		f.Search = &v
+	}
+	var err error
+	if f.Hostname, err = hostname(sys); err != nil {
+		return f, err
+	}
+
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		f.DockerHost, f.DockerHostErr = lookupFirst(ctx, sys, timeout, "ip4", DockerHostName, false)
+	})
+	if f.Hostname != "" {
+		wg.Go(func() { f.IPv4, f.IPv4Err = lookupFirst(ctx, sys, timeout, "ip4", f.Hostname, true) })
+		wg.Go(func() { f.IPv6, f.IPv6Err = lookupFirst(ctx, sys, timeout, "ip6", f.Hostname, true) })
+	} else {
+		f.IPv4Err = errors.New("the node has no hostname")
+		f.IPv6Err = f.IPv4Err
+	}
+	var saved bool
+	if f.Rules, f.RulesErr, saved = ipt.SavedRules(mode); !saved {
+		wg.Go(func() { f.Rules, f.RulesErr = sys.Run(ctx, []string{mode.SaveCommand()}, nil, timeout) })
+	}
+	err = f.readFiles(sys)
+	wg.Wait()
+	return f, err
+}
+
+// readFiles reads what DetectMagic needs from files, while its probes run.
+func (f *MagicFacts) readFiles(sys system.System) error {
+	if route, err := sys.ReadFile(ProcNetRoute); err != nil {
+		f.GatewayErr = err
+	} else if f.Gateway, err = DefaultGatewayV4(route); err != nil {
+		f.GatewayErr = fmt.Errorf("%s: %w", ProcNetRoute, err)
+	}
+	var err error
+	if f.Resolv, err = readFile(sys, ResolvConf); err != nil {
+		return err
+	}
+	if _, err := sys.Lstat(ResolvConfOriginal); err == nil {
+		f.OriginalExists = true
+	} else if !notExist(err) {
+		return err
+	}
+	if f.OldIPv4, err = readRecord(sys, OldIPv4); err != nil {
+		return err
+	}
+	if f.OldIPv6, err = readRecord(sys, OldIPv6); err != nil {
+		return err
+	}
+	if f.OldIPv4 == nil && f.OldIPv6 == nil {
+		// First boot: nothing can hold an old address yet.
+		return nil
+	}
+	for _, p := range NodeConfigFiles {
+		file, err := readFile(sys, p)
+		if err != nil {
+			return err
+		}
+		if file != nil {
+			f.Files = append(f.Files, *file)
+		}
+	}
+	if f.Cert, err = readFile(sys, APIServerCert); err != nil {
+		return err
+	}
+	f.Key, err = readFile(sys, APIServerKey)
+	return err
+}
+
+// hostname is the kernel's hostname, as hostname(1) prints it; /etc/hostname
+// when /proc does not say (a captured tree).
+func hostname(sys system.System) (string, error) {
+	for _, p := range []string{procHostname, etcHostname} {
+		b, err := sys.ReadFile(p)
+		if notExist(err) {
+			continue
+		}
+		if err != nil {
+			return "", err
+		}
+		name, _, _ := strings.Cut(string(b), "\n")
+		if name = strings.TrimSpace(name); name != "" {
+			return name, nil
+		}
+	}
+	return "", nil
+}
+
+// lookupFirst returns the first address of network ("ip4" or "ip6") for
+// host. With nodeAddr it skips what cannot be the node's own address:
+// loopback (Debian's 127.0.1.1 HOSTNAME line), unspecified and IPv4-mapped
+// addresses.
+func lookupFirst(ctx context.Context, sys system.System, timeout time.Duration, network, host string, nodeAddr bool) (netip.Addr, error) {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	addrs, err := sys.LookupIP(ctx, network, host)
+	if errors.Is(err, context.DeadlineExceeded) {
+		return netip.Addr{}, fmt.Errorf("looking up %s: timed out after %s", host, timeout)
+	}
+	if err != nil {
+		return netip.Addr{}, err
+	}
+	for _, a := range addrs {
+		a = a.WithZone("")
+		if (network == "ip4") != a.Is4() || a.Is4In6() {
+			continue
+		}
+		if nodeAddr && (a.IsLoopback() || a.IsUnspecified()) {
+			continue
+		}
+		return a, nil
+	}
+	return netip.Addr{}, fmt.Errorf("%s has no usable %s address", host, strings.TrimPrefix(network, "ip"))
+}
+
+// HostIP is the address pods reach the Docker host's DNS by, and where it
+// comes from: host.docker.internal unless that is missing or loopback (the
+// node's loopback is not the host's), else the default gateway.
+func (f MagicFacts) HostIP() (netip.Addr, string) {
+	if f.DockerHost.IsValid() && !f.DockerHost.IsLoopback() {
+		return f.DockerHost, DockerHostName
+	}
+	why := fmt.Sprintf("%s: %v", DockerHostName, f.DockerHostErr)
+	if f.DockerHost.IsValid() {
+		why = fmt.Sprintf("%s is loopback %s", DockerHostName, f.DockerHost)
+	}
+	if f.Gateway.IsValid() {
+		return f.Gateway, "default gateway; " + why
+	}
+	return netip.Addr{}, fmt.Sprintf("%s; default gateway: %v", why, f.GatewayErr)
+}
+
+// Describe lists the facts for --dry-run.
+func (f MagicFacts) Describe() [][2]string {
+	ip, source := f.HostIP()
+	out := [][2]string{{"host IP", fmt.Sprintf("%s (%s)", show(ip), source)}}
+	if f.RulesErr != nil {
+		out = append(out, [2]string{"iptables rules", fmt.Sprintf("%s failed: %v", f.Mode.SaveCommand(), f.RulesErr)})
+	} else {
+		out = append(out, [2]string{"iptables rules", fmt.Sprintf("%d (%s)", CountRules(f.Rules), f.Mode.SaveCommand())})
+	}
+	search := "unset"
+	if f.Search != nil {
+		search = fmt.Sprintf("%q", *f.Search)
+	}
+	out = append(out, [2]string{DNSSearchEnv, search}, [2]string{"hostname", f.Hostname})
+	for _, a := range []struct {
+		name string
+		addr netip.Addr
+		err  error
+		old  *string
+	}{{"IPv4", f.IPv4, f.IPv4Err, f.OldIPv4}, {"IPv6", f.IPv6, f.IPv6Err, f.OldIPv6}} {
+		v := show(a.addr)
+		if a.err != nil {
+			v += " (" + a.err.Error() + ")"
+		}
+		if a.old != nil {
+			v += fmt.Sprintf(", recorded %q", *a.old)
+		}
+		out = append(out, [2]string{a.name, v})
+	}
+	return out
+}
+
+func show(a netip.Addr) string {
+	if !a.IsValid() {
+		return "none"
+	}
+	return a.String()
+}
+
+// PlanMagic makes Docker's embedded DNS usable from pods and follows a
+// change of the node's address. It returns the actions decided before a
+// fatal problem along with it.
+func PlanMagic(f MagicFacts) ([]plan.Action, error) {
+	var actions []plan.Action
+	hostIP, source := f.HostIP()
+	if !hostIP.IsValid() {
+		actions = append(actions, plan.Warning(fmt.Sprintf(
+			"found no address of the Docker host (%s); leaving the DNS rules and %s as they are", source, ResolvConf)))
+	} else {
+		a, served, err := planDNSRules(f, hostIP)
+		actions = append(actions, a...)
+		if err != nil {
+			return actions, err
+		}
+		a, err = planResolvConf(f, hostIP, served)
+		actions = append(actions, a...)
+		if err != nil {
+			return actions, err
+		}
+	}
+	a, err := planAddressChange(f)
+	return append(actions, a...), err
+}
+
+// planDNSRules points Docker's embedded-DNS rules at the host IP; see
+// RewriteDockerDNS. served reports whether the rules, once applied, take
+// DNS queries for the host IP to Docker's server: only then may
+// resolv.conf name the host IP instead of 127.0.0.11.
+func planDNSRules(f MagicFacts, hostIP netip.Addr) (actions []plan.Action, served bool, err error) {
+	if f.RulesErr != nil {
+		return []plan.Action{plan.Error(fmt.Sprintf(
+			"cannot read the iptables rules, so pods cannot use Docker's DNS: %v", f.RulesErr))}, false, nil
+	}
+	out, changed := RewriteDockerDNS(f.Rules, hostIP.String())
+	served = dnatsToEmbeddedDNS(out)
+	if !changed {
+		return nil, served, nil
+	}
+	return []plan.Action{
+		// Fatal on failure: resolv.conf, rewritten next, must not name
+		// an address no rule serves.
+		plan.Run([]string{f.Mode.RestoreCommand()}, out, CommandTimeout).
+			Because(fmt.Sprintf("Docker's DNS rules for %s now serve pods via %s", dockerEmbeddedDNS, hostIP)),
+	}, served, nil
+}
+
+// dnatsToEmbeddedDNS reports whether iptables-save output has a rule
+// sending packets to Docker's embedded DNS server.
+func dnatsToEmbeddedDNS(save []byte) bool {
+	for line := range bytes.Lines(save) {
+		if line[0] != '-' {
+			continue
+		}
+		r := parseRule(strings.TrimRight(string(line), "\r\n"))
+		for i := range r.args {
+			if r.arg(i) == "--to-destination" {
+				if to := r.arg(i + 1); to == dockerEmbeddedDNS || strings.HasPrefix(to, dockerEmbeddedDNS+":") {
+					return true
+				}
+			}
+		}
+	}
+	return false
+}
+
+// namesEmbeddedDNS reports whether resolv.conf has a nameserver line for
+// Docker's embedded DNS server.
+func namesEmbeddedDNS(resolv []byte) bool {
+	for line := range bytes.Lines(resolv) {
+		f := strings.Fields(string(line))
+		if len(f) > 1 && f[0] == "nameserver" && f[1] == dockerEmbeddedDNS {
+			return true
+		}
+	}
+	return false
+}
+
+// planResolvConf keeps the original and rewrites /etc/resolv.conf in place:
+// Docker bind-mounts it, and a rename over a mount point fails.
+func planResolvConf(f MagicFacts, hostIP netip.Addr, served bool) ([]plan.Action, error) {
+	if f.Resolv == nil {
+		return []plan.Action{plan.Warning(ResolvConf + " does not exist; not rewriting it")}, nil
+	}
+	if namesEmbeddedDNS(f.Resolv.Data) && !served {
+		// The rules were saved from a backend Docker did not write to
+		// (its save hung or failed): pointing the node at the host IP
+		// would break the node's own DNS too.
+		return []plan.Action{plan.Error(fmt.Sprintf(
+			"the %s rules send nothing to %s; leaving %s as it is", f.Mode, dockerEmbeddedDNS, ResolvConf))}, nil
+	}
+	out, err := RewriteResolvConf(f.Resolv.Data, hostIP.String(), f.Search)
+	if err != nil {
+		return nil, fmt.Errorf("rewrite %s: %w", ResolvConf, err)
+	}
+	changed := !bytes.Equal(out, f.Resolv.Data)
+	var actions []plan.Action
+	// The copy is of what Docker wrote: after a restart the file is
+	// already rewritten, and the first boot's copy is the one to keep.
+	if changed || !f.OriginalExists {
+		actions = append(actions, plan.WriteFile(ResolvConfOriginal, f.Resolv.Data, f.Resolv.Mode))
+	}
+	if changed {
+		actions = append(actions, plan.WriteInPlace(ResolvConf, out).
+			Because("a bind mount: rewritten in place"))
+	}
+	return actions, nil
+}
+
+// replacement is one address change to make in the node's files.
+type replacement struct{ old, new string }
+
+// planAddressChange follows a change of the node's addresses since the last
+// boot (Docker gives a restarted container a new address), in the node's
+// config files and the API server's certificate, and records the current
+// addresses.
+func planAddressChange(f MagicFacts) ([]plan.Action, error) {
+	var actions []plan.Action
+	var changes []replacement
+	var records []plan.Action
+	for _, fam := range []struct {
+		name    string
+		cur     netip.Addr
+		curErr  error
+		old     *string
+		file    string
+		is4     bool
+		missing func(msg string) error // nil: an ERROR line is enough
+	}{
+		{"IPv4", f.IPv4, f.IPv4Err, f.OldIPv4, OldIPv4, true, func(msg string) error { return errors.New(msg) }},
+		{"IPv6", f.IPv6, f.IPv6Err, f.OldIPv6, OldIPv6, false, nil},
+	} {
+		actions = append(actions, plan.Info(fmt.Sprintf("detected %s address: %s", fam.name, show(fam.cur))))
+		if fam.old != nil {
+			old := *fam.old
+			actions = append(actions, plan.Info(fmt.Sprintf("detected old %s address: %s", fam.name, old)))
+			oldAddr, err := netip.ParseAddr(old)
+			switch {
+			case err != nil || oldAddr.Is4() != fam.is4 || oldAddr.Zone() != "":
+				actions = append(actions, plan.Error(fmt.Sprintf(
+					"%s: %q is not an %s address; not following an address change", fam.file, clip(old), fam.name)))
+			case oldAddr.Is4In6():
+				// The reference recorded getent ahostsv6's IPv4-mapped
+				// answer on IPv4-only networks: no IPv6 address at all.
+				actions = append(actions, plan.Info(fmt.Sprintf(
+					"%s: %s is IPv4-mapped, not an IPv6 address; ignoring it", fam.file, old)))
+			case !fam.cur.IsValid():
+				msg := fmt.Sprintf("have an old %s address (%s) but no current %s address for %q (%v)",
+					fam.name, old, fam.name, f.Hostname, fam.curErr)
+				if fam.missing != nil {
+					return actions, fam.missing(msg)
+				}
+				actions = append(actions, plan.Error(msg+"; leaving the node's files as they are"))
+			case oldAddr != fam.cur:
+				if _, _, err := ReplaceAddress(nil, old, fam.cur.String()); err != nil {
+					actions = append(actions, plan.Error(fmt.Sprintf(
+						"%s: cannot replace %s with %s: %v", fam.file, old, fam.cur, err)))
+					break
+				}
+				changes = append(changes, replacement{old, fam.cur.String()})
+			}
+		}
+		if fam.cur.IsValid() && (fam.old == nil || *fam.old != fam.cur.String()) {
+			records = append(records, plan.WriteFile(fam.file, []byte(fam.cur.String()), 0o644).
+				Because("the address to follow after a restart"))
+		}
+	}
+
+	for _, file := range f.Files {
+		data, total := file.Data, 0
+		var done []string
+		for _, c := range changes {
+			out, n, err := ReplaceAddress(data, c.old, c.new)
+			if err != nil {
+				return actions, fmt.Errorf("%s: %w", file.Path, err)
+			}
+			if n > 0 {
+				data, total = out, total+n
+				done = append(done, fmt.Sprintf("%s -> %s", c.old, c.new))
+			}
+		}
+		if total > 0 {
+			places := "places"
+			if total == 1 {
+				places = "place"
+			}
+			actions = append(actions, plan.WriteFile(file.Path, data, file.Mode).
+				Because(fmt.Sprintf("%s (%d %s)", strings.Join(done, ", "), total, places)))
+		}
+	}
+	actions = append(actions, records...)
+	if len(changes) > 0 {
+		actions = append(actions, planCertRenewal(f)...)
+	}
+	return actions, nil
+}
+
+// planCertRenewal regenerates the API server's certificate, whose SANs hold
+// the old address. kubeadm will not replace an existing certificate, so the
+// old pair is moved aside first (kept as .old) and put back if kubeadm
+// fails: a certificate for the old address still lets the node boot, none
+// at all does not.
+func planCertRenewal(f MagicFacts) []plan.Action {
+	if f.Cert == nil || f.Key == nil {
+		return nil // not a control-plane node
+	}
+	hasConfig := false
+	for _, file := range f.Files {
+		hasConfig = hasConfig || file.Path == KubeadmConfig
+	}
+	if !hasConfig {
+		return []plan.Action{plan.Error(fmt.Sprintf(
+			"cannot regenerate the API server certificate for the new address: %s does not exist", KubeadmConfig))}
+	}
+	restoreCert := plan.WriteFile(f.Cert.Path, f.Cert.Data, f.Cert.Mode)
+	restoreKey := plan.WriteFile(f.Key.Path, f.Key.Data, f.Key.Mode)
+	return []plan.Action{
+		plan.Info("clearing and regenerating the certificate for serving the Kubernetes API"),
+		plan.WriteFile(f.Cert.Path+".old", f.Cert.Data, f.Cert.Mode).Because("keep the old pair until a new one exists"),
+		plan.WriteFile(f.Key.Path+".old", f.Key.Data, f.Key.Mode),
+		plan.Remove(f.Cert.Path).Because("kubeadm refuses to replace an existing certificate"),
+		plan.Remove(f.Key.Path).WithRollback(restoreCert),
+		plan.Run(KubeadmCertsArgv, nil, KubeadmTimeout).
+			OrError("kept the old API server certificate, which does not cover the new address; regenerating it failed").
+			WithRollback(restoreCert, restoreKey),
+	}
+}
+
+// readFile reads a regular file and its permission bits; nil when missing.
+func readFile(sys system.System, p string) (*File, error) {
+	fi, err := sys.Stat(p)
+	if notExist(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s: not a regular file (%s)", p, fi.Mode().Type())
+	}
+	b, err := sys.ReadFile(p)
+	if err != nil {
+		return nil, err
+	}
+	return &File{Path: p, Data: b, Mode: fi.Mode().Perm()}, nil
+}
+
+// readRecord reads a recorded address, blanks trimmed; nil when missing.
+func readRecord(sys system.System, p string) (*string, error) {
+	b, err := sys.ReadFile(p)
+	if notExist(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	s := strings.TrimSpace(string(b))
+	return &s, nil
+}
+
+func notExist(err error) bool {
+	return errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR)
+}
+
+// clip shortens garbage for a log line.
+func clip(s string) string {
+	if len(s) > 60 {
+		return s[:60] + "..."
+	}
+	return s
+}

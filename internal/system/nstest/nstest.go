@@ -1,0 +1,245 @@
+// Package nstest runs privileged tests in namespaces of their own, and checks
+// that a test binary leaves the machine's mount table as it found it.
+//
+// A test calls Unshare at its start: its goroutine is locked to its OS thread
+// for good, and that thread alone moves into the new namespaces. When the
+// test function returns, the goroutine exits still locked, so the Go runtime
+// ends the thread and with it the namespaces; the rest of the process never
+// leaves the machine's namespaces. Inside, read the mount table from
+// /proc/thread-self/mountinfo (ThreadMountinfo): /proc/self names the main
+// thread, which stays in the original namespace.
+//
+// A package with such tests wires its TestMain to Main. This package imports
+// neither system nor mounts, so that their own tests may import it.
+package nstest
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"runtime"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/moby/sys/mountinfo"
+	"golang.org/x/sys/unix"
+)
+
+// Main is TestMain for a package with privileged tests; it does not return.
+func Main(m *testing.M) { os.Exit(Run(m)) }
+
+// Run runs the tests and returns the exit code: m.Run's, or 1 when the mount
+// table of the process's original namespace, or of PID 1's, differs in any
+// way afterwards. That is what guarantees the machine's own /sys and mounts
+// were not touched, whatever a test did in its namespaces.
+func Run(m *testing.M) int {
+	// The main goroutine keeps the main thread to itself, so no test's
+	// goroutine can ever run, and unshare, on it: /proc/self shows the main
+	// thread's namespaces, and a locked main thread is parked rather than
+	// ended when its goroutine exits, so it would stay in the test's
+	// namespaces for the rest of the run.
+	runtime.LockOSThread()
+	before := snapshot()
+	code := m.Run()
+	if diff := diffSnapshots(before, snapshot()); diff != "" {
+		fmt.Fprintf(os.Stderr, "FAIL: the machine's mount table changed while these tests ran (- before, + after):\n%s", diff)
+		if code == 0 {
+			code = 1
+		}
+	}
+	return code
+}
+
+// mountTables are the files Run compares before and after the tests.
+var mountTables = []string{"/proc/self/mountinfo", "/proc/1/mountinfo"}
+
+// othersMounts are where container engines mount and unmount on their own
+// (a container of the e2e tier starting or stopping meanwhile); the tests
+// here never mount there, so those lines are left out of the comparison.
+var othersMounts = []string{"/var/lib/docker/", "/run/docker/", "/var/lib/containerd/", "/run/containerd/", "/run/netns/"}
+
+func snapshot() map[string]string {
+	s := map[string]string{}
+	for _, p := range mountTables {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			// Unreadable (not root): compare the error, which stays
+			// the same; the privileged tests fail on their own.
+			s[p] = "error: " + err.Error()
+			continue
+		}
+		var keep []string
+		for _, line := range strings.Split(string(b), "\n") {
+			if f := strings.Fields(line); len(f) > 4 && slices.ContainsFunc(othersMounts, func(dir string) bool {
+				return strings.HasPrefix(f[4], dir)
+			}) {
+				continue
+			}
+			keep = append(keep, line)
+		}
+		s[p] = strings.Join(keep, "\n")
+	}
+	return s
+}
+
+func diffSnapshots(before, after map[string]string) string {
+	var b strings.Builder
+	for _, p := range mountTables {
+		if before[p] == after[p] {
+			continue
+		}
+		fmt.Fprintf(&b, "%s:\n%s", p, DiffLines(before[p], after[p]))
+	}
+	return b.String()
+}
+
+// DiffLines lists the lines only in a ("- ") and only in b ("+ "), in order;
+// "" when a and b are equal. Mount tables are short: quadratic is fine.
+func DiffLines(a, b string) string {
+	if a == b {
+		return ""
+	}
+	al, bl := strings.Split(a, "\n"), strings.Split(b, "\n")
+	count := func(lines []string) map[string]int {
+		m := map[string]int{}
+		for _, l := range lines {
+			m[l]++
+		}
+		return m
+	}
+	ac, bc := count(al), count(bl)
+	var out strings.Builder
+	for _, l := range al {
+		if bc[l] > 0 {
+			bc[l]--
+			continue
+		}
+		fmt.Fprintf(&out, "- %s\n", l)
+	}
+	for _, l := range bl {
+		if ac[l] > 0 {
+			ac[l]--
+			continue
+		}
+		fmt.Fprintf(&out, "+ %s\n", l)
+	}
+	if out.Len() == 0 {
+		// Same lines, another order.
+		fmt.Fprintf(&out, "(same lines, reordered)\n- %q\n+ %q\n", a, b)
+	}
+	return out.String()
+}
+
+// RequireRoot fails the test unless it runs as root. Privileged tests are
+// never skipped for want of privilege: CI runs go test as root, and a silent
+// skip would hide that this tier did not run.
+func RequireRoot(t testing.TB) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Fatalf("privileged test: needs root (euid %d); run go test as root, as CI does (this tier fails rather than skips)", os.Geteuid())
+	}
+}
+
+// Unshare moves the calling test goroutine into new namespaces (CLONE_NEWNS,
+// CLONE_NEWNET, ...) for the rest of the test, Cleanup functions included.
+// With CLONE_NEWNS, "/" is first made recursively private, so nothing the
+// test mounts propagates out. Call it from the test's own goroutine, before
+// anything else; do not call t.Run or t.Parallel afterwards (a subtest runs
+// on another goroutine, outside the namespaces).
+func Unshare(t testing.TB, flags int) {
+	t.Helper()
+	RequireRoot(t)
+	// Never unlocked: the thread ends with the test goroutine.
+	runtime.LockOSThread()
+	if unix.Gettid() == unix.Getpid() {
+		t.Fatal("nstest: the test runs on the main thread; its TestMain must call nstest.Main (which keeps the main thread)")
+	}
+	hostMnt := nsLink(t, "/proc/self/ns/mnt")
+	if err := unix.Unshare(flags); err != nil {
+		if errors.Is(err, unix.EINVAL) {
+			t.Skipf("kernel lacks a namespace type asked for (unshare %#x: %v)", flags, err)
+		}
+		t.Fatalf("unshare %#x: %v", flags, err)
+	}
+	if flags&unix.CLONE_NEWNS == 0 {
+		return
+	}
+	if nsLink(t, "/proc/thread-self/ns/mnt") == hostMnt {
+		t.Fatal("nstest: still in the original mount namespace after unshare")
+	}
+	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
+		t.Fatalf("make / rprivate in the test's mount namespace: %v", err)
+	}
+}
+
+func nsLink(t testing.TB, p string) string {
+	t.Helper()
+	s, err := os.Readlink(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// ThreadMountinfo parses the mount table of the calling thread's mount
+// namespace. Call it from a goroutine that Unshare locked.
+func ThreadMountinfo(t testing.TB) []*mountinfo.Info {
+	t.Helper()
+	b, err := os.ReadFile("/proc/thread-self/mountinfo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	mi, err := mountinfo.GetMountsFromReader(bytes.NewReader(b), nil)
+	if err != nil {
+		t.Fatalf("/proc/thread-self/mountinfo: %v", err)
+	}
+	return mi
+}
+
+// Top is the mount visible at mountpoint p (the last one there), or nil.
+func Top(mi []*mountinfo.Info, p string) *mountinfo.Info {
+	for i := len(mi) - 1; i >= 0; i-- {
+		if mi[i].Mountpoint == p {
+			return mi[i]
+		}
+	}
+	return nil
+}
+
+// OnHost runs fn on another OS thread and waits for it. Called from a test
+// that Unshare moved, fn sees the machine's own namespaces: every thread
+// but a locked one is in them, and a locked thread runs only its goroutine.
+func OnHost(fn func()) {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		fn()
+	}()
+	<-done
+}
+
+// HostMountLine returns the line of the original namespace's
+// /proc/self/mountinfo for mountpoint p ("" when none), read on a host
+// thread.
+func HostMountLine(t testing.TB, p string) string {
+	t.Helper()
+	var line string
+	var err error
+	OnHost(func() {
+		var b []byte
+		if b, err = os.ReadFile("/proc/self/mountinfo"); err != nil {
+			return
+		}
+		for _, l := range strings.Split(string(b), "\n") {
+			if f := strings.Fields(l); len(f) > 4 && f[4] == p {
+				line = l
+			}
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return line
+}
