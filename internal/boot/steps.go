@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"io"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/kind-entrypoint/entrypoint/internal/cgroupfix"
@@ -71,7 +72,7 @@ func configureContainerd(_ context.Context, h *Host) ([]Fact, []plan.Action, err
 	}
 	facts := []Fact{
 		{"filesystem of /kind", f.KindFSType},
-		{"snapshotter", f.Snapshotter + " (" + f.SnapshotterSource + ")"},
+		{"snapshotter", strings.TrimSpace(f.Snapshotter + " (" + f.SnapshotterSource + ")")},
 	}
 	actions, err := containerd.Plan(f)
 	return facts, actions, err
