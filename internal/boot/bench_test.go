@@ -22,6 +22,7 @@ func BenchmarkDetectPlan(b *testing.B) {
 		}
 		b.Run(e.Name(), func(b *testing.B) {
 			tree := system.NewTree(filepath.Join(hostsDir, e.Name(), "root"))
+			tree.Exec = fakeCommands(tree)
 			env, _ := tree.Environ()
 			ctx := context.Background()
 			steps := Steps()
@@ -31,6 +32,7 @@ func BenchmarkDetectPlan(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
+				h.Rand, h.ProbeTimeout = fixedRand(), testProbeTimeout
 				DryRun(ctx, h, steps)
 			}
 		})
