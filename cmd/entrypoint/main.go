@@ -92,6 +92,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	log.Info(fmt.Sprintf("pre-init finished in %d ms", time.Since(start).Milliseconds()))
 	log.Info("starting init")
+	log.Settle()
 	err = system.Exec(initArgv, os.Environ())
 	log.Error(err.Error())
 	if errors.Is(err, os.ErrNotExist) {

@@ -47,8 +47,9 @@ type Logger struct {
 }
 
 type sink struct {
-	mu sync.Mutex
-	w  io.Writer
+	mu   sync.Mutex
+	w    io.Writer
+	last time.Time // when the last line was written
 }
 
 // New returns a Logger writing to w in format f.
@@ -104,4 +105,5 @@ func (l *Logger) write(lv Level, msg string, d time.Duration) {
 	l.out.mu.Lock()
 	defer l.out.mu.Unlock()
 	l.out.w.Write(line)
+	l.out.last = time.Now()
 }

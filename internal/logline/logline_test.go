@@ -3,8 +3,13 @@ package logline
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
+	"io"
+	"os"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 func TestText(t *testing.T) {
@@ -49,5 +54,47 @@ func TestParseFormat(t *testing.T) {
 	}
 	if f, err := ParseFormat("json"); err != nil || f != JSON {
 		t.Error("json refused")
+	}
+}
+
+func TestSettle(t *testing.T) {
+	// Not a terminal: no wait.
+	f, err := os.CreateTemp(t.TempDir(), "log")
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := New(f, Text)
+	l.Info("x")
+	if d := l.Settle(); d != 0 {
+		t.Errorf("waited %v on a plain file", d)
+	}
+	// A pty: waits until TTYSettle has passed since the last line.
+	master, err := os.OpenFile("/dev/ptmx", os.O_RDWR|unix.O_NOCTTY, 0)
+	if err != nil {
+		t.Fatalf("open /dev/ptmx: %v", err)
+	}
+	defer master.Close()
+	if err := unix.IoctlSetPointerInt(int(master.Fd()), unix.TIOCSPTLCK, 0); err != nil {
+		t.Fatal(err)
+	}
+	n, err := unix.IoctlGetInt(int(master.Fd()), unix.TIOCGPTN)
+	if err != nil {
+		t.Fatal(err)
+	}
+	slave, err := os.OpenFile(fmt.Sprintf("/dev/pts/%d", n), os.O_RDWR|unix.O_NOCTTY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer slave.Close()
+	go io.Copy(io.Discard, master)
+	l = New(slave, Text)
+	l.Info("detected cgroup v1")
+	start := time.Now()
+	d := l.Settle()
+	if d <= 0 || d > TTYSettle || time.Since(start) < d {
+		t.Errorf("waited %v on a pty (want up to %v)", d, TTYSettle)
+	}
+	if d := l.Settle(); d != 0 {
+		t.Errorf("second settle waited %v", d)
 	}
 }

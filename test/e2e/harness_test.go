@@ -1,0 +1,419 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"os/exec"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+)
+
+const (
+	// namePrefix starts every container and network name of the tier;
+	// run.sh removes leftovers of interrupted runs by it.
+	namePrefix = "kind-ep-e2e-"
+	// labelKey marks every container and network the tests create.
+	labelKey = "kind-entrypoint-e2e"
+	// bakedMachineID is the id test/e2e/node/Dockerfile writes into both
+	// /etc/machine-id and /var/lib/dbus/machine-id.
+	bakedMachineID = "deadbeefdeadbeefdeadbeefdeadbeef"
+	// bootLimit is how long a node may take to reach `running`.
+	bootLimit = 60 * time.Second
+	// tierBudget is the whole e2e tier's limit on CI (2 cores).
+	tierBudget = 15 * time.Minute
+)
+
+var (
+	nodeImage = envOr("E2E_NODE_IMAGE", "kind-entrypoint-e2e/node:dev")
+	cacheDir  = envOr("E2E_CACHE_DIR", "/var/cache/kind-entrypoint-e2e")
+	runID     = newRunID()
+
+	machineIDRe = regexp.MustCompile(`^[0-9a-f]{32}\n$`)
+	uuidRe      = regexp.MustCompile(`^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\n?$`)
+)
+
+func envOr(key, def string) string {
+	if v := os.Getenv(key); v != "" {
+		return v
+	}
+	return def
+}
+
+func newRunID() string {
+	b := make([]byte, 3)
+	if _, err := rand.Read(b); err != nil {
+		panic(err)
+	}
+	return hex.EncodeToString(b)
+}
+
+// TestMain checks what every test needs and, after the run, the tier's time
+// budget: the tier (run.sh exports its start as E2E_TIER_START, so image
+// builds count) must finish within tierBudget.
+func TestMain(m *testing.M) {
+	if out, err := dockerCmd(30*time.Second, "info", "--format", "{{.ServerVersion}}"); err != nil {
+		fmt.Fprintf(os.Stderr, "FAIL: no Docker daemon answers (run test/e2e/run.sh): %v\n", err)
+		os.Exit(1)
+	} else {
+		fmt.Fprintf(os.Stderr, "e2e: docker %s, node image %s, run %s\n", strings.TrimSpace(out), nodeImage, runID)
+	}
+	if _, err := dockerCmd(30*time.Second, "image", "inspect", nodeImage); err != nil {
+		fmt.Fprintf(os.Stderr, "FAIL: node image %s missing (run test/e2e/run.sh): %v\n", nodeImage, err)
+		os.Exit(1)
+	}
+	hostSys := hostSysOptions()
+	code := m.Run()
+	if after := hostSysOptions(); after != hostSys {
+		fmt.Fprintf(os.Stderr, "FAIL: the host's /sys mount changed during the tier: %q -> %q\n", hostSys, after)
+		code = 1
+	}
+	if s := os.Getenv("E2E_TIER_START"); s != "" {
+		var start int64
+		if _, err := fmt.Sscan(s, &start); err == nil {
+			took := time.Since(time.Unix(start, 0)).Round(time.Second)
+			fmt.Fprintf(os.Stderr, "e2e: tier took %v so far (budget %v)\n", took, tierBudget)
+			if took > tierBudget {
+				fmt.Fprintf(os.Stderr, "FAIL: the e2e tier took %v, over its %v budget\n", took, tierBudget)
+				code = 1
+			}
+		}
+	}
+	os.Exit(code)
+}
+
+// hostSysOptions returns the per-mount and superblock options of the host's
+// /sys: a plain remount inside a node that shared its superblock would show
+// here (see ENV.md, "Never remount a shared superblock").
+func hostSysOptions() string {
+	data, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		return "unreadable: " + err.Error()
+	}
+	mounts, err := parseMountinfo(string(data))
+	if err != nil {
+		return "unparsable: " + err.Error()
+	}
+	for _, m := range mounts {
+		if m.MountPoint == "/sys" {
+			return m.Options + " " + m.SuperOptions
+		}
+	}
+	return "none"
+}
+
+// dockerCmd runs the docker CLI with a fixed argv and returns its stdout;
+// the error carries stderr.
+func dockerCmd(timeout time.Duration, args ...string) (string, error) {
+	return dockerStdin(timeout, nil, args...)
+}
+
+func dockerStdin(timeout time.Duration, stdin []byte, args ...string) (string, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "docker", args...)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if stdin != nil {
+		cmd.Stdin = bytes.NewReader(stdin)
+	}
+	err := cmd.Run()
+	if ctx.Err() != nil {
+		err = fmt.Errorf("timed out after %v: %w", timeout, ctx.Err())
+	}
+	if err != nil {
+		return stdout.String(), fmt.Errorf("docker %s: %w: %s", strings.Join(args, " "), err, strings.TrimSpace(stderr.String()))
+	}
+	return stdout.String(), nil
+}
+
+// mustDocker is dockerCmd that fails the test on error.
+func mustDocker(t testing.TB, args ...string) string {
+	t.Helper()
+	out, err := dockerCmd(2*time.Minute, args...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// network is a user-defined Docker network: kind's nodes need one for
+// Docker's embedded DNS.
+type network struct {
+	Name    string
+	Gateway string // IPv4 gateway: the "host IP" the entrypoint finds
+}
+
+// newNetwork creates a network removed when the test ends.
+func newNetwork(t testing.TB, suffix string, extra ...string) *network {
+	t.Helper()
+	name := namePrefix + runID + "-" + suffix
+	args := append([]string{"network", "create", "--label", labelKey + "=" + runID}, extra...)
+	mustDocker(t, append(args, name)...)
+	t.Cleanup(func() {
+		if _, err := dockerCmd(time.Minute, "network", "rm", name); err != nil {
+			t.Errorf("cleanup: %v", err)
+		}
+	})
+	gw := strings.Fields(mustDocker(t, "network", "inspect", "-f", "{{range .IPAM.Config}}{{.Gateway}} {{end}}", name))
+	n := &network{Name: name}
+	for _, g := range gw {
+		if !strings.Contains(g, ":") {
+			n.Gateway = g
+		}
+	}
+	if n.Gateway == "" {
+		t.Fatalf("network %s has no IPv4 gateway: %q", name, gw)
+	}
+	return n
+}
+
+// nodeOpts changes the kind flags of a node.
+type nodeOpts struct {
+	cgroupns string   // default "private", as kind passes
+	env      []string // KEY=VALUE
+	extra    []string // more docker run flags, before the image
+}
+
+type node struct {
+	t       testing.TB
+	Name    string
+	Network *network
+}
+
+// kindRunArgs are the flags kind (pkg/cluster/internal/providers/docker,
+// provision.go) gives `docker run` for a node, less labels and ports.
+func kindRunArgs(name, networkName, cgroupns string) []string {
+	return []string{
+		"--detach", "--tty",
+		"--hostname", name,
+		"--network", networkName,
+		"--privileged",
+		"--security-opt", "seccomp=unconfined",
+		"--security-opt", "apparmor=unconfined",
+		"--tmpfs", "/tmp",
+		"--tmpfs", "/run",
+		"--volume", "/var",
+		"--volume", "/lib/modules:/lib/modules:ro",
+		"--restart=on-failure:1",
+		"--init=false",
+		"--cgroupns=" + cgroupns,
+	}
+}
+
+// startNode runs a node container the way kind does and registers its
+// removal (with its /var volume); when the test failed, the node's logs,
+// failed units and journal are dumped first.
+func startNode(t testing.TB, net *network, suffix string, o nodeOpts) *node {
+	t.Helper()
+	if o.cgroupns == "" {
+		o.cgroupns = "private"
+	}
+	name := namePrefix + runID + "-" + suffix
+	args := append([]string{"run", "--name", name, "--label", labelKey + "=" + runID}, kindRunArgs(name, net.Name, o.cgroupns)...)
+	for _, e := range o.env {
+		args = append(args, "--env", e)
+	}
+	args = append(args, o.extra...)
+	args = append(args, nodeImage)
+	n := &node{t: t, Name: name, Network: net}
+	t.Cleanup(func() {
+		if t.Failed() {
+			n.dump()
+		}
+		if _, err := dockerCmd(2*time.Minute, "rm", "--force", "--volumes", name); err != nil {
+			t.Errorf("cleanup: %v", err)
+		}
+	})
+	mustDocker(t, args...)
+	return n
+}
+
+// waitRunning waits for `systemctl is-system-running` to say running and
+// fails the test when it does not.
+func (n *node) waitRunning() time.Duration {
+	n.t.Helper()
+	took, problem := pollRunning(n.Name)
+	if problem != "" {
+		n.t.Fatalf("%s: %s", n.Name, problem)
+	}
+	n.t.Logf("%s: systemd running after %v", n.Name, took.Round(time.Millisecond))
+	return took
+}
+
+// pollRunning waits up to bootLimit for `systemctl is-system-running` to say
+// running; it returns what went wrong, or "". degraded ends the wait at once,
+// naming the failed units. Safe to call from any goroutine.
+func pollRunning(name string) (time.Duration, string) {
+	start := time.Now()
+	var state string
+	for time.Since(start) < bootLimit {
+		out, _ := dockerCmd(20*time.Second, "exec", name, "systemctl", "is-system-running")
+		state = strings.TrimSpace(out)
+		switch state {
+		case "running":
+			return time.Since(start), ""
+		case "degraded":
+			failed, _ := dockerCmd(time.Minute, "exec", name, "systemctl", "--failed", "--no-legend", "--plain", "--no-pager")
+			return 0, "systemd degraded, failed units:\n" + failed
+		}
+		if st, err := dockerCmd(20*time.Second, "inspect", "-f", "{{.State.Status}}", name); err == nil && strings.TrimSpace(st) == "exited" {
+			return 0, fmt.Sprintf("container exited before systemd was running (last state %q)", state)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	return 0, fmt.Sprintf("systemd not running after %v (last state %q)", bootLimit, state)
+}
+
+// exec runs argv in the node and fails the test on error.
+func (n *node) exec(argv ...string) string {
+	n.t.Helper()
+	out, err := n.execErr(argv...)
+	if err != nil {
+		n.t.Fatal(err)
+	}
+	return out
+}
+
+func (n *node) execErr(argv ...string) (string, error) {
+	return dockerCmd(time.Minute, append([]string{"exec", n.Name}, argv...)...)
+}
+
+// writeFile writes data to path in the node (through tee: no shell).
+func (n *node) writeFile(path, data string) {
+	n.t.Helper()
+	if _, err := dockerStdin(time.Minute, []byte(data), "exec", "-i", n.Name, "tee", path); err != nil {
+		n.t.Fatal(err)
+	}
+}
+
+// readFile returns a file of the node.
+func (n *node) readFile(path string) string {
+	n.t.Helper()
+	return n.exec("cat", path)
+}
+
+// logs returns the container's log (the entrypoint's lines and systemd's
+// console output), with the tty's carriage returns removed.
+//
+// Lines the entrypoint writes shortly before init starts can
+// be missing from `docker logs`. systemd, starting as PID 1, resets
+// /dev/console (reset_terminal_fd ends with tcflush(TCIOFLUSH)); on a pty
+// that discards what Docker's log reader has not read yet. The entrypoint's
+// whole run takes ~30 ms, so on a loaded host a reader that lags that much
+// loses lines: seen here with -parallel 4 on 2 cores, for the reference bash
+// script and for our binary ("INFO: starting init" gone). kind itself waits
+// for "detected cgroup v1" in that log. So the tests that assert log lines
+// run sequentially, before the parallel ones, on an otherwise idle Docker.
+func (n *node) logs() string {
+	n.t.Helper()
+	out, err := dockerCmd(time.Minute, "logs", n.Name)
+	if err != nil {
+		n.t.Fatal(err)
+	}
+	return strings.ReplaceAll(out, "\r", "")
+}
+
+// ip returns the node's IPv4 address on its network.
+func (n *node) ip() string {
+	n.t.Helper()
+	out := mustDocker(n.t, "inspect", "-f", fmt.Sprintf("{{(index .NetworkSettings.Networks %q).IPAddress}}", n.Network.Name), n.Name)
+	ip := strings.TrimSpace(out)
+	if ip == "" {
+		n.t.Fatalf("%s: no IPv4 address on %s", n.Name, n.Network.Name)
+	}
+	return ip
+}
+
+// mounts returns init's mount table in the node.
+func (n *node) mounts() []mountInfo {
+	n.t.Helper()
+	ms, err := parseMountinfo(n.readFile("/proc/1/mountinfo"))
+	if err != nil {
+		n.t.Fatal(err)
+	}
+	return ms
+}
+
+// dump logs what explains a failure: the container log, failed units and
+// the journal's tail.
+func (n *node) dump() {
+	n.t.Helper()
+	logs, err := dockerCmd(time.Minute, "logs", "--tail", "300", n.Name)
+	n.t.Logf("=== %s: docker logs (err %v)\n%s", n.Name, err, strings.ReplaceAll(logs, "\r", ""))
+	for _, argv := range [][]string{
+		{"systemctl", "--failed", "--no-pager"},
+		{"journalctl", "--no-pager", "-n", "150"},
+	} {
+		out, err := n.execErr(argv...)
+		n.t.Logf("=== %s: %s (err %v)\n%s", n.Name, strings.Join(argv, " "), err, out)
+	}
+}
+
+// requireLines fails unless text holds each wanted line (after trimming).
+func requireLines(t testing.TB, what, text string, want ...string) {
+	t.Helper()
+	have := map[string]bool{}
+	for _, l := range strings.Split(text, "\n") {
+		have[strings.TrimSpace(l)] = true
+	}
+	for _, w := range want {
+		if !have[w] {
+			t.Errorf("%s: no line %q in:\n%s", what, w, text)
+		}
+	}
+}
+
+// requireContains fails unless text contains each wanted string.
+func requireContains(t testing.TB, what, text string, want ...string) {
+	t.Helper()
+	for _, w := range want {
+		if !strings.Contains(text, w) {
+			t.Errorf("%s: %q not found in:\n%s", what, w, text)
+		}
+	}
+}
+
+// entrypointLines returns the INFO:/WARN:/ERROR: lines of a log.
+func entrypointLines(log string) []string {
+	var out []string
+	for _, l := range strings.Split(log, "\n") {
+		if strings.HasPrefix(l, "INFO: ") || strings.HasPrefix(l, "WARN: ") || strings.HasPrefix(l, "ERROR: ") {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+// natRules returns the nat table of the iptables backend that holds
+// Docker's DNS rules in the node (the node's own alternative may or may not
+// point there yet), and that backend's name.
+func (n *node) natRules() (rules, mode string) {
+	n.t.Helper()
+	for _, m := range []string{"nft", "legacy"} {
+		out, err := n.execErr("iptables-"+m+"-save", "-t", "nat")
+		if err == nil && strings.Contains(out, "DOCKER_OUTPUT") {
+			return out, m
+		}
+	}
+	n.t.Fatalf("%s: no iptables backend holds Docker's DOCKER_OUTPUT chain", n.Name)
+	return "", ""
+}
+
+// ruleLines returns the "-A ..." lines of an iptables-save text.
+func ruleLines(save string) []string {
+	var out []string
+	for _, l := range strings.Split(save, "\n") {
+		if strings.HasPrefix(l, "-A ") {
+			out = append(out, l)
+		}
+	}
+	return out
+}

@@ -1,0 +1,134 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// kindVersion is the kind CLI the node image must satisfy as a client.
+const kindVersion = "v0.23.0"
+
+// kindBinary returns kind's CLI, built from the Go module proxy once into
+// the cache dir.
+func kindBinary(t *testing.T) string {
+	t.Helper()
+	dir := filepath.Join(cacheDir, "kind-"+kindVersion)
+	bin := filepath.Join(dir, "kind")
+	if fi, err := os.Stat(bin); err == nil && fi.Mode().IsRegular() {
+		return bin
+	}
+	goTool, err := exec.LookPath("go")
+	if err != nil {
+		goTool = "/usr/local/go/bin/go"
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	start := time.Now()
+	cmd := exec.CommandContext(ctx, goTool, "install", "sigs.k8s.io/kind@"+kindVersion)
+	cmd.Dir = t.TempDir() // outside this module: go install pkg@version needs none
+	cmd.Env = append(os.Environ(), "GOBIN="+dir, "GOFLAGS=", "CGO_ENABLED=0")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go install sigs.k8s.io/kind@%s: %v\n%s", kindVersion, err, out)
+	}
+	t.Logf("built kind %s in %v", kindVersion, time.Since(start).Round(time.Second))
+	return bin
+}
+
+// TestKindCreateCluster: the real kind CLI starts our nodes with its own
+// flags and waits for our log line. The image ships no kubeadm, so creation
+// must get through "Preparing nodes" and "Writing configuration" and stop
+// only at kubeadm init.
+//
+// Not parallel: kind waits 30s for a log line of each node (see
+// node.logs).
+func TestKindCreateCluster(t *testing.T) {
+	kind := kindBinary(t)
+	cluster := namePrefix + runID
+	netName := namePrefix + runID + "-kind"
+	cfg := filepath.Join(t.TempDir(), "kind.yaml")
+	if err := os.WriteFile(cfg, []byte(`kind: Cluster
+apiVersion: kind.x-k8s.io/v1alpha4
+nodes:
+- role: control-plane
+- role: worker
+- role: worker
+`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	env := append(os.Environ(),
+		// our own network, not the user's "kind" one
+		"KIND_EXPERIMENTAL_DOCKER_NETWORK="+netName,
+	)
+	t.Cleanup(func() {
+		if t.Failed() {
+			for _, role := range []string{"control-plane", "worker", "worker2"} {
+				(&node{t: t, Name: cluster + "-" + role}).dump()
+			}
+		}
+		del := exec.Command(kind, "delete", "cluster", "--name", cluster)
+		del.Env = env
+		if out, err := del.CombinedOutput(); err != nil {
+			t.Errorf("kind delete cluster: %v\n%s", err, out)
+		}
+		if _, err := dockerCmd(time.Minute, "network", "rm", netName); err != nil {
+			t.Errorf("cleanup: %v", err)
+		}
+	})
+
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	// --retain: keep the nodes after the expected failure, to look at them.
+	cmd := exec.CommandContext(ctx, kind, "create", "cluster", "--name", cluster,
+		"--image", nodeImage, "--config", cfg, "--retain", "--wait", "0s")
+	cmd.Env = env
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	start := time.Now()
+	err := cmd.Run()
+	t.Logf("kind create cluster (%v):\n%s", time.Since(start).Round(time.Millisecond), out.String())
+	var exit *exec.ExitError
+	if err == nil {
+		t.Fatal("kind create cluster succeeded, but the test image has no kubeadm: what ran?")
+	} else if !errors.As(err, &exit) {
+		t.Fatalf("kind create cluster: %v", err)
+	}
+	text := out.String()
+	requireContains(t, "kind output", text,
+		"✓ Preparing nodes",
+		"✓ Writing configuration",
+		"✗ Starting control-plane",
+		`"kubeadm": executable file not found`,
+	)
+	for _, bad := range []string{"✗ Preparing nodes", "✗ Writing configuration"} {
+		if strings.Contains(text, bad) {
+			t.Errorf("kind output has %q", bad)
+		}
+	}
+
+	// The nodes kind started ("Preparing nodes" passed, so kind saw our log
+	// line in each): systemd is up, each has its own identity, and kind
+	// wrote its kubeadm config into each.
+	net := &network{Name: netName}
+	ids := map[string]string{}
+	for _, role := range []string{"control-plane", "worker", "worker2"} {
+		n := &node{t: t, Name: cluster + "-" + role, Network: net}
+		n.waitRunning()
+		if _, err := n.execErr("test", "-s", "/kind/kubeadm.conf"); err != nil {
+			t.Errorf("%s: kind wrote no /kind/kubeadm.conf: %v", n.Name, err)
+		}
+		id := n.readFile("/etc/machine-id")
+		if other, dup := ids[id]; dup {
+			t.Errorf("%s and %s share machine-id %q", other, n.Name, strings.TrimSpace(id))
+		}
+		ids[id] = n.Name
+	}
+}

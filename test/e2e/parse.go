@@ -1,0 +1,219 @@
+// Package e2e holds the end-to-end tier: real kind node containers in Docker,
+// started with kind's own `docker run` flags from an image that carries the
+// entrypoint binary, then asserted from outside (docker logs, docker exec).
+//
+// The tests need Docker and images built by test/e2e/run.sh, so they are
+// behind the e2e build tag:
+//
+//	bash test/e2e/run.sh        # what `make e2e` runs
+//
+// This file holds the pure parsers the tests use; they are unit-tested
+// without the tag.
+package e2e
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+// mountInfo is one line of /proc/PID/mountinfo (proc(5)).
+type mountInfo struct {
+	ID, Parent   int
+	Root         string
+	MountPoint   string
+	Options      string   // per-mount options
+	Optional     []string // e.g. shared:3 master:2
+	FSType       string
+	Source       string
+	SuperOptions string // superblock options
+}
+
+// hasOption reports whether the comma-separated list opts holds opt.
+func hasOption(opts, opt string) bool {
+	for _, o := range strings.Split(opts, ",") {
+		if o == opt {
+			return true
+		}
+	}
+	return false
+}
+
+// parseMountinfo parses the text of /proc/PID/mountinfo.
+func parseMountinfo(s string) ([]mountInfo, error) {
+	var out []mountInfo
+	for n, line := range strings.Split(s, "\n") {
+		if strings.TrimSpace(line) == "" {
+			continue
+		}
+		f := strings.Fields(line)
+		sep := -1
+		for i := 6; i < len(f); i++ {
+			if f[i] == "-" {
+				sep = i
+				break
+			}
+		}
+		if len(f) < 7 || sep < 0 || sep+3 > len(f) {
+			return nil, fmt.Errorf("mountinfo line %d: malformed: %q", n+1, line)
+		}
+		id, err1 := strconv.Atoi(f[0])
+		parent, err2 := strconv.Atoi(f[1])
+		if err := errors.Join(err1, err2); err != nil {
+			return nil, fmt.Errorf("mountinfo line %d: %w", n+1, err)
+		}
+		m := mountInfo{
+			ID: id, Parent: parent,
+			Root:       unescapeOctal(f[3]),
+			MountPoint: unescapeOctal(f[4]),
+			Options:    f[5],
+			Optional:   f[6:sep],
+			FSType:     f[sep+1],
+			Source:     unescapeOctal(f[sep+2]),
+		}
+		if sep+3 < len(f) {
+			m.SuperOptions = f[sep+3]
+		}
+		out = append(out, m)
+	}
+	return out, nil
+}
+
+// unescapeOctal undoes the kernel's \NNN escaping of space, tab, newline and
+// backslash in mountinfo paths.
+func unescapeOctal(s string) string {
+	if !strings.Contains(s, `\`) {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] == '\\' && i+4 <= len(s) {
+			if v, err := strconv.ParseUint(s[i+1:i+4], 8, 8); err == nil {
+				b.WriteByte(byte(v))
+				i += 3
+				continue
+			}
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
+}
+
+// parseShowEnvironment parses `systemctl show-environment`: one KEY=VALUE a
+// line, the value bare when it is plain and shell-quoted otherwise (systemd
+// 252 writes $'...' with C escapes; '...' and "..." are accepted too).
+func parseShowEnvironment(s string) (map[string]string, error) {
+	env := map[string]string{}
+	for n, line := range strings.Split(s, "\n") {
+		if line == "" {
+			continue
+		}
+		key, raw, ok := strings.Cut(line, "=")
+		if !ok || key == "" {
+			return nil, fmt.Errorf("show-environment line %d: no KEY=: %q", n+1, line)
+		}
+		val, err := unquoteShellWord(raw)
+		if err != nil {
+			return nil, fmt.Errorf("show-environment line %d (%s): %w", n+1, key, err)
+		}
+		env[key] = val
+	}
+	return env, nil
+}
+
+// unquoteShellWord undoes shell quoting of one word: bare text, '...',
+// "..." and $'...' (ANSI-C) pieces, concatenated.
+func unquoteShellWord(s string) (string, error) {
+	var b strings.Builder
+	for i := 0; i < len(s); {
+		switch {
+		case strings.HasPrefix(s[i:], "$'"):
+			n, err := ansiC(s[i+2:], &b)
+			if err != nil {
+				return "", err
+			}
+			i += 2 + n
+		case s[i] == '\'':
+			end := strings.IndexByte(s[i+1:], '\'')
+			if end < 0 {
+				return "", fmt.Errorf("unterminated '...' in %q", s)
+			}
+			b.WriteString(s[i+1 : i+1+end])
+			i += end + 2
+		case s[i] == '"':
+			j := i + 1
+			for ; j < len(s) && s[j] != '"'; j++ {
+				if s[j] == '\\' && j+1 < len(s) && strings.IndexByte("\\\"$`", s[j+1]) >= 0 {
+					j++
+				}
+				b.WriteByte(s[j])
+			}
+			if j >= len(s) {
+				return "", fmt.Errorf(`unterminated "..." in %q`, s)
+			}
+			i = j + 1
+		case s[i] == '\\' && i+1 < len(s):
+			b.WriteByte(s[i+1])
+			i += 2
+		default:
+			b.WriteByte(s[i])
+			i++
+		}
+	}
+	return b.String(), nil
+}
+
+// ansiC decodes the body of a $'...' word up to its closing quote into b and
+// returns how many bytes of s it used, the quote included.
+func ansiC(s string, b *strings.Builder) (int, error) {
+	simple := map[byte]byte{'a': '\a', 'b': '\b', 'e': 0x1b, 'E': 0x1b, 'f': '\f', 'n': '\n',
+		'r': '\r', 't': '\t', 'v': '\v', '\\': '\\', '\'': '\'', '"': '"', '?': '?'}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c == '\'' {
+			return i + 1, nil
+		}
+		if c != '\\' {
+			b.WriteByte(c)
+			continue
+		}
+		i++
+		if i >= len(s) {
+			break
+		}
+		if r, ok := simple[s[i]]; ok {
+			b.WriteByte(r)
+			continue
+		}
+		switch {
+		case s[i] == 'x':
+			j := i + 1
+			for j < len(s) && j < i+3 && isHex(s[j]) {
+				j++
+			}
+			if j == i+1 {
+				return 0, fmt.Errorf(`bad \x escape in $'%s`, s)
+			}
+			v, _ := strconv.ParseUint(s[i+1:j], 16, 8)
+			b.WriteByte(byte(v))
+			i = j - 1
+		case s[i] >= '0' && s[i] <= '7':
+			j := i
+			for j < len(s) && j < i+3 && s[j] >= '0' && s[j] <= '7' {
+				j++
+			}
+			v, _ := strconv.ParseUint(s[i:j], 8, 8)
+			b.WriteByte(byte(v))
+			i = j - 1
+		default:
+			b.WriteByte('\\')
+			b.WriteByte(s[i])
+		}
+	}
+	return 0, fmt.Errorf("unterminated $'...' in %q", s)
+}
+
+func isHex(c byte) bool {
+	return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F')
+}

@@ -1,0 +1,271 @@
+//go:build linux
+
+// Command runtimeshim is an OCI runtime wrapper for hosts whose capability
+// bounding set is smaller than the full set Docker grants --privileged
+// containers.
+//
+// Why: runc asks the kernel for every capability listed in the container's
+// config.json. When the host (here: a sandboxed VM whose bounding set lacks
+// CAP_SYS_RESOURCE) cannot hold one of them, `docker run --privileged` fails
+// with "unable to apply caps: operation not permitted". Docker has no knob to
+// say "privileged, minus what the host lacks", so this wrapper drops from the
+// OCI spec every capability that its own bounding set lacks and then execs the
+// real runc with the original arguments.
+//
+// It is registered in /etc/docker/daemon.json under "runtimes" and made the
+// "default-runtime" by test/e2e/run.sh, only on hosts that need it.
+//
+// Rewritten documents:
+//   - create/run: BUNDLE/config.json, key process.capabilities.
+//   - exec --process FILE: FILE, key capabilities (a bare OCI Process).
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+)
+
+// capNames maps a capability's bit number to its OCI name
+// (linux/capability.h order).
+var capNames = [...]string{
+	"CAP_CHOWN", "CAP_DAC_OVERRIDE", "CAP_DAC_READ_SEARCH", "CAP_FOWNER",
+	"CAP_FSETID", "CAP_KILL", "CAP_SETGID", "CAP_SETUID", "CAP_SETPCAP",
+	"CAP_LINUX_IMMUTABLE", "CAP_NET_BIND_SERVICE", "CAP_NET_BROADCAST",
+	"CAP_NET_ADMIN", "CAP_NET_RAW", "CAP_IPC_LOCK", "CAP_IPC_OWNER",
+	"CAP_SYS_MODULE", "CAP_SYS_RAWIO", "CAP_SYS_CHROOT", "CAP_SYS_PTRACE",
+	"CAP_SYS_PACCT", "CAP_SYS_ADMIN", "CAP_SYS_BOOT", "CAP_SYS_NICE",
+	"CAP_SYS_RESOURCE", "CAP_SYS_TIME", "CAP_SYS_TTY_CONFIG", "CAP_MKNOD",
+	"CAP_LEASE", "CAP_AUDIT_WRITE", "CAP_AUDIT_CONTROL", "CAP_SETFCAP",
+	"CAP_MAC_OVERRIDE", "CAP_MAC_ADMIN", "CAP_SYSLOG", "CAP_WAKE_ALARM",
+	"CAP_BLOCK_SUSPEND", "CAP_AUDIT_READ", "CAP_PERFMON", "CAP_BPF",
+	"CAP_CHECKPOINT_RESTORE",
+}
+
+// capSets are the members of an OCI LinuxCapabilities object.
+var capSets = []string{"bounding", "effective", "permitted", "inheritable", "ambient"}
+
+// runcGlobalValueFlags are runc's global options that take a value as the
+// next argument; they must be skipped when looking for the subcommand.
+var runcGlobalValueFlags = map[string]bool{
+	"--root": true, "--log": true, "--log-format": true, "--criu": true, "--rootless": true,
+}
+
+func main() {
+	if err := run(os.Args[1:]); err != nil {
+		fmt.Fprintf(os.Stderr, "runtimeshim: %v\n", err)
+		os.Exit(1)
+	}
+}
+
+func run(args []string) error {
+	runc, err := findRunc()
+	if err != nil {
+		return err
+	}
+	status, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return err
+	}
+	bounding, err := parseCapBnd(string(status))
+	if err != nil {
+		return err
+	}
+	if doc, key := specToEdit(args); doc != "" {
+		if err := dropMissingCaps(doc, key, bounding); err != nil {
+			return err
+		}
+	}
+	argv := append([]string{runc}, args...)
+	return syscall.Exec(runc, argv, os.Environ())
+}
+
+// findRunc returns the real runc. RUNTIMESHIM_RUNC overrides the search.
+func findRunc() (string, error) {
+	if p := os.Getenv("RUNTIMESHIM_RUNC"); p != "" {
+		return p, nil
+	}
+	self, _ := os.Executable()
+	for _, p := range []string{"/usr/sbin/runc", "/usr/bin/runc", "/usr/local/sbin/runc", "/usr/local/bin/runc"} {
+		if p == self {
+			continue
+		}
+		if fi, err := os.Stat(p); err == nil && fi.Mode().IsRegular() {
+			return p, nil
+		}
+	}
+	p, err := exec.LookPath("runc")
+	if err != nil {
+		return "", fmt.Errorf("find runc: %w", err)
+	}
+	return p, nil
+}
+
+// parseCapBnd returns the CapBnd mask of a /proc/PID/status text.
+func parseCapBnd(status string) (uint64, error) {
+	for _, line := range strings.Split(status, "\n") {
+		v, ok := strings.CutPrefix(line, "CapBnd:")
+		if !ok {
+			continue
+		}
+		mask, err := strconv.ParseUint(strings.TrimSpace(v), 16, 64)
+		if err != nil {
+			return 0, fmt.Errorf("parse CapBnd %q: %w", strings.TrimSpace(v), err)
+		}
+		return mask, nil
+	}
+	return 0, errors.New("no CapBnd line in /proc/self/status")
+}
+
+// specToEdit finds, in a runc command line, the JSON document holding
+// capabilities and the key of the capabilities object inside it
+// ("" when it is the document's top level process). It returns "" when
+// the command carries no capabilities.
+func specToEdit(args []string) (doc string, processKey string) {
+	i := 0
+	for i < len(args) {
+		a := args[i]
+		if !strings.HasPrefix(a, "-") {
+			break
+		}
+		if runcGlobalValueFlags[a] {
+			i++
+		}
+		i++
+	}
+	if i >= len(args) {
+		return "", ""
+	}
+	sub, rest := args[i], args[i+1:]
+	switch sub {
+	case "create", "run":
+		bundle := flagValue(rest, "--bundle", "-b")
+		if bundle == "" {
+			bundle = "."
+		}
+		return filepath.Join(bundle, "config.json"), "process"
+	case "exec":
+		if p := flagValue(rest, "--process", "-p"); p != "" {
+			return p, ""
+		}
+	}
+	return "", ""
+}
+
+// flagValue returns the value of a flag given as "--name V", "--name=V",
+// "-n V" or "-n=V".
+func flagValue(args []string, long, short string) string {
+	for i, a := range args {
+		for _, name := range []string{long, short} {
+			if a == name && i+1 < len(args) {
+				return args[i+1]
+			}
+			if v, ok := strings.CutPrefix(a, name+"="); ok {
+				return v
+			}
+		}
+		if a == "--" {
+			break
+		}
+	}
+	return ""
+}
+
+// dropMissingCaps rewrites path so that no capability set names a capability
+// outside bounding. processKey selects the process object ("" = top level).
+func dropMissingCaps(path, processKey string, bounding uint64) error {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	out, changed, err := filterCaps(data, processKey, bounding)
+	if err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	if !changed {
+		return nil
+	}
+	return replaceFile(path, out)
+}
+
+// filterCaps is the pure part of dropMissingCaps.
+func filterCaps(data []byte, processKey string, bounding uint64) ([]byte, bool, error) {
+	var doc map[string]any
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber() // keep 64-bit integers (rlimits, memory limits) exact
+	if err := dec.Decode(&doc); err != nil {
+		return nil, false, err
+	}
+	proc := doc
+	if processKey != "" {
+		p, ok := doc[processKey].(map[string]any)
+		if !ok {
+			return data, false, nil
+		}
+		proc = p
+	}
+	caps, ok := proc["capabilities"].(map[string]any)
+	if !ok {
+		return data, false, nil
+	}
+	missing := map[string]bool{}
+	for bit, name := range capNames {
+		if bounding&(1<<uint(bit)) == 0 {
+			missing[name] = true
+		}
+	}
+	changed := false
+	for _, set := range capSets {
+		list, ok := caps[set].([]any)
+		if !ok {
+			continue
+		}
+		kept := make([]any, 0, len(list))
+		for _, c := range list {
+			if s, ok := c.(string); ok && missing[s] {
+				changed = true
+				continue
+			}
+			kept = append(kept, c)
+		}
+		caps[set] = kept
+	}
+	if !changed {
+		return data, false, nil
+	}
+	out, err := json.Marshal(doc)
+	return out, true, err
+}
+
+// replaceFile writes data to a temporary file beside path, keeping path's
+// mode, and renames it over path.
+func replaceFile(path string, data []byte) error {
+	mode := os.FileMode(0o600)
+	if fi, err := os.Stat(path); err == nil {
+		mode = fi.Mode().Perm()
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(path), ".runtimeshim-*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name())
+	if _, err := tmp.Write(data); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Chmod(mode); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp.Name(), path)
+}
