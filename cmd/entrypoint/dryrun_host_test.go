@@ -19,7 +19,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"sort"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -256,56 +255,13 @@ func checkSteps(t *testing.T, out string, names []string) {
 	}
 }
 
-// copyScenarioRoot copies the fake host to a temp dir and applies its
-// .host/modes ("PATH OCTAL-MODE [UID:GID]"), which git cannot store, as the
-// golden test of internal/boot does when it writes plan.golden.
+// copyScenarioRoot copies the fake host to a temp dir as a fresh clone
+// holds it, as the golden test of internal/boot does (system.CopyScenario).
 func copyScenarioRoot(t *testing.T) string {
 	t.Helper()
 	dst := t.TempDir()
-	if err := system.CopyDir(filepath.Join(scenarioDir, "root"), dst); err != nil {
+	if err := system.CopyScenario(filepath.Join(scenarioDir, "root"), dst); err != nil {
 		t.Fatal(err)
-	}
-	b, err := os.ReadFile(filepath.Join(dst, system.ProbeDir, "modes"))
-	if errors.Is(err, fs.ErrNotExist) {
-		return dst
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		f := strings.Fields(line)
-		if len(f) == 0 {
-			continue
-		}
-		if len(f) < 2 {
-			t.Fatalf("modes: %q", line)
-		}
-		mode, err := strconv.ParseUint(f[1], 8, 32)
-		if err != nil {
-			t.Fatalf("modes: %q: %v", line, err)
-		}
-		p := filepath.Join(dst, f[0])
-		if len(f) == 3 {
-			u, g, _ := strings.Cut(f[2], ":")
-			uid, err1 := strconv.Atoi(u)
-			gid, err2 := strconv.Atoi(g)
-			if err := errors.Join(err1, err2); err != nil {
-				t.Fatalf("modes: %q: %v", line, err)
-			}
-			if err := os.Lchown(p, uid, gid); err != nil {
-				t.Fatal(err)
-			}
-		}
-		m := fs.FileMode(mode & 0o777)
-		if mode&0o4000 != 0 {
-			m |= fs.ModeSetuid
-		}
-		if mode&0o2000 != 0 {
-			m |= fs.ModeSetgid
-		}
-		if err := os.Chmod(p, m); err != nil {
-			t.Fatal(err)
-		}
 	}
 	return dst
 }

@@ -7,7 +7,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 
@@ -51,42 +50,16 @@ func scenarios(t *testing.T) []scenario {
 	return out
 }
 
-// copyRoot copies a scenario's root to a temp dir and applies root/.host/modes
-// ("PATH OCTAL-MODE [UID:GID]" lines), which git cannot store (setuid bits,
-// owners).
+// copyRoot copies a scenario's root to a temp dir as a fresh clone holds
+// it, with root/.host/modes applied (see system.CopyScenario).
 func copyRoot(t *testing.T, s scenario) *system.Tree {
 	t.Helper()
 	dst := fastTempDir(t)
-	if err := system.CopyDir(filepath.Join(s.dir, "root"), dst); err != nil {
+	if err := system.CopyScenario(filepath.Join(s.dir, "root"), dst); err != nil {
 		t.Fatal(err)
 	}
 	tree := system.NewTree(dst)
 	tree.Exec = fakeCommands(tree)
-	b, err := os.ReadFile(filepath.Join(dst, system.ProbeDir, "modes"))
-	if err != nil {
-		return tree
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		f := strings.Fields(line)
-		if len(f) < 2 {
-			continue
-		}
-		mode, err := strconv.ParseUint(f[1], 8, 32)
-		if err != nil {
-			t.Fatalf("modes: %q: %v", line, err)
-		}
-		if len(f) == 3 {
-			uid, gid, _ := strings.Cut(f[2], ":")
-			u, _ := strconv.Atoi(uid)
-			g, _ := strconv.Atoi(gid)
-			if err := os.Lchown(tree.Path(f[0]), u, g); err != nil {
-				t.Fatalf("modes: chown needs root: %v", err)
-			}
-		}
-		if err := chmodSpecial(tree.Path(f[0]), uint32(mode)); err != nil {
-			t.Fatal(err)
-		}
-	}
 	return tree
 }
 
@@ -101,17 +74,6 @@ func fastTempDir(t *testing.T) string {
 	}
 	t.Cleanup(func() { os.RemoveAll(dir) })
 	return dir
-}
-
-func chmodSpecial(p string, mode uint32) error {
-	m := os.FileMode(mode & 0o777)
-	if mode&0o4000 != 0 {
-		m |= os.ModeSetuid
-	}
-	if mode&0o2000 != 0 {
-		m |= os.ModeSetgid
-	}
-	return os.Chmod(p, m)
 }
 
 func detect(t *testing.T, tree *system.Tree) *Host {

@@ -780,3 +780,78 @@ func SeededRand(seed string) io.Reader {
 	copy(key[:], seed)
 	return rand.NewChaCha8(key)
 }
+
+// CopyScenario copies a fake host kept in git (testdata/hosts/NAME/root)
+// to dst as a fresh clone would hold it, whatever the working tree's modes:
+// files 0644, or 0755 when executable, directories 0755. Then it applies
+// root/.host/modes, lines "PATH OCTAL-MODE [UID:GID]", for what git cannot
+// store (setuid bits, 0600 keys, owners; owners need root).
+func CopyScenario(src, dst string) error {
+	if err := CopyDir(src, dst); err != nil {
+		return err
+	}
+	err := filepath.WalkDir(dst, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.Type()&fs.ModeSymlink != 0 {
+			return err
+		}
+		info, err := d.Info()
+		if err != nil {
+			return err
+		}
+		mode := fs.FileMode(0o644)
+		if d.IsDir() || info.Mode()&0o100 != 0 {
+			mode = 0o755
+		}
+		return os.Chmod(p, mode)
+	})
+	if err != nil {
+		return err
+	}
+	b, err := os.ReadFile(filepath.Join(dst, ProbeDir, "modes"))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	for i, line := range strings.Split(string(b), "\n") {
+		f := strings.Fields(line)
+		if len(f) == 0 {
+			continue
+		}
+		bad := func(err error) error { return fmt.Errorf("%s/modes: line %d: %q: %w", ProbeDir, i+1, line, err) }
+		if len(f) < 2 || len(f) > 3 {
+			return bad(errors.New("want PATH OCTAL-MODE [UID:GID]"))
+		}
+		mode, err := strconv.ParseUint(f[1], 8, 32)
+		if err != nil || mode > 0o7777 {
+			return bad(errors.New("bad mode"))
+		}
+		p := filepath.Join(dst, filepath.FromSlash(path.Clean("/"+f[0])))
+		if len(f) == 3 {
+			u, g, _ := strings.Cut(f[2], ":")
+			uid, err1 := strconv.Atoi(u)
+			gid, err2 := strconv.Atoi(g)
+			if err := errors.Join(err1, err2); err != nil {
+				return bad(err)
+			}
+			if err := os.Lchown(p, uid, gid); err != nil {
+				return bad(err)
+			}
+		}
+		m := fs.FileMode(mode & 0o777)
+		if mode&0o4000 != 0 {
+			m |= fs.ModeSetuid
+		}
+		if mode&0o2000 != 0 {
+			m |= fs.ModeSetgid
+		}
+		if mode&0o1000 != 0 {
+			m |= fs.ModeSticky
+		}
+		if err := os.Chmod(p, m); err != nil {
+			return bad(err)
+		}
+	}
+	return nil
+}
