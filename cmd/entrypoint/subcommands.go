@@ -19,6 +19,9 @@ import (
 
 // dispatch runs a companion command or, by default, the entrypoint.
 func dispatch(argv0 string, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	if t, rest, ok := toolFor(args); ok { // check, capture: check.go, capture.go
+		return t.run(rest, stdout, stderr)
+	}
 	if cmd, o, rest, ok := commandFor(argv0, args); ok {
 		return runCommand(cmd, o, rest, stdin, stdout, stderr)
 	}
@@ -76,6 +79,9 @@ func printCommands(w io.Writer) {
 	fmt.Fprintln(w, "\ncommands (each also takes --dry-run, --root DIR and --log-format):")
 	for _, c := range companion.Commands() {
 		fmt.Fprintf(w, "  %-26s %s\n", c.Name, c.Summary)
+	}
+	for _, t := range tools() {
+		fmt.Fprintf(w, "  %-26s %s\n", t.name, t.summary)
 	}
 }
 

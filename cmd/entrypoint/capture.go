@@ -1,0 +1,126 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/kind-entrypoint/entrypoint/internal/capture"
+	"github.com/kind-entrypoint/entrypoint/internal/check"
+	"github.com/kind-entrypoint/entrypoint/internal/logline"
+)
+
+const captureUsage = `usage: entrypoint capture -o FILE.tar.gz [--root DIR]
+
+Archives every file the entrypoint's dry run and check read on this host,
+and the answers to their probes (.host/), so that
+    mkdir DIR && tar -xzpf FILE.tar.gz -C DIR && entrypoint --dry-run --root DIR
+replays the same plan elsewhere. Private keys are never archived (an empty
+file records that one exists); proxy credentials are redacted. Changes
+nothing. .host/CAPTURE lists what went in, .host/plan and .host/check.json
+are what the host itself said. FILE "-" is standard output.
+
+flags:
+`
+
+func runCapture(args []string, stdout, stderr io.Writer) int {
+	fl := flag.NewFlagSet("entrypoint capture", flag.ContinueOnError)
+	fl.SetOutput(stderr)
+	fl.Usage = func() {
+		fmt.Fprint(stderr, captureUsage)
+		fl.PrintDefaults()
+	}
+	out := fl.String("o", "", "write the archive to `FILE` (.tar.gz)")
+	root := fl.String("root", "", "capture the captured or fake host in `DIR` instead of this machine")
+	if err := fl.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return 2
+	}
+	if fl.NArg() > 0 || *out == "" {
+		fl.Usage()
+		return 2
+	}
+	if *root != "" {
+		if fi, err := os.Stat(*root); err != nil || !fi.IsDir() {
+			fmt.Fprintf(stderr, "entrypoint capture: --root %s: not a directory\n", *root)
+			return 2
+		}
+	}
+	log := logline.New(stderr, logline.Text)
+	sys, lookupEnv := hostSystem(*root)
+	rec := capture.NewRecorder(sys)
+	env := rec.Env(lookupEnv)
+	ctx := context.Background()
+	planText, planErr := capture.DryRun(ctx, rec, env, 0)
+	if planErr != nil {
+		log.Info("the dry run stops here: " + planErr.Error() + " (captured all the same)")
+	}
+	rep := check.Run(ctx, check.Options{Sys: rec, LookupEnv: env, Live: *root == ""})
+	var rows bytes.Buffer
+	if err := check.WriteJSON(&rows, rep.Rows); err != nil {
+		log.Error(err.Error())
+		return 1
+	}
+
+	var archive bytes.Buffer
+	items, err := capture.Archive(&archive, rec, capture.Options{Extra: map[string][]byte{
+		"plan":       planText,
+		"check.json": rows.Bytes(),
+	}})
+	if err != nil {
+		log.Error("capture: " + err.Error())
+		return 1
+	}
+	if err := writeOut(*out, archive.Bytes(), stdout); err != nil {
+		log.Error("capture: " + err.Error())
+		return 1
+	}
+	files := 0
+	for _, it := range items {
+		switch {
+		case strings.Contains(it.What, "PRIVATE KEY"):
+			log.Info(it.Path + ": a private key, not archived: an empty file records that it exists")
+		case strings.Contains(it.What, "redacted"):
+			log.Info(it.Path + ": " + it.What)
+		}
+		if !strings.HasPrefix(it.Path, ".host/") && !strings.HasPrefix(it.What, "absent") {
+			files++
+		}
+	}
+	log.Info(fmt.Sprintf("captured %d paths and the probe answers into %s (.host/%s lists them)", files, *out, capture.ManifestFile))
+	return 0
+}
+
+// writeOut writes the archive to path atomically (a temp file renamed over
+// it), or to stdout for "-".
+func writeOut(path string, data []byte, stdout io.Writer) error {
+	if path == "-" {
+		_, err := stdout.Write(data)
+		return err
+	}
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-")
+	if err != nil {
+		return err
+	}
+	tmp := f.Name()
+	_, werr := f.Write(data)
+	serr := f.Sync()
+	cerr := f.Close()
+	if err := errors.Join(werr, serr, cerr, os.Chmod(tmp, 0o600)); err != nil {
+		os.Remove(tmp)
+		return err
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		os.Remove(tmp)
+		return err
+	}
+	return nil
+}

@@ -1,0 +1,137 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/kind-entrypoint/entrypoint/internal/check"
+	"github.com/kind-entrypoint/entrypoint/internal/podnet"
+)
+
+// tool is a command for reporting on a node (check, capture), as opposed
+// to the companion commands that change it.
+type tool struct {
+	name, summary string
+	run           func(args []string, stdout, stderr io.Writer) int
+}
+
+func tools() []tool {
+	return []tool{
+		{"check", "tell whether this host can run a kind node: one row per requirement (changes nothing)", runCheck},
+		{"capture", "archive what the entrypoint reads here, to replay it with --dry-run --root", runCapture},
+	}
+}
+
+// toolFor finds the tool named by the first argument, and returns the
+// arguments after its name.
+//
+// The entrypoint's own flags before a tool's name are refused: taken as
+// INIT, the name would make the entrypoint run every step for real
+// (`entrypoint --log-format=json check`).
+func toolFor(args []string) (tool, []string, bool) {
+	lookup := func(name string) (tool, bool) {
+		for _, t := range tools() {
+			if t.name == name {
+				return t, true
+			}
+		}
+		return tool{}, false
+	}
+	if len(args) == 0 {
+		return tool{}, nil, false
+	}
+	if t, ok := lookup(args[0]); ok {
+		return t, args[1:], true
+	}
+	fl := flag.NewFlagSet("entrypoint", flag.ContinueOnError)
+	fl.SetOutput(io.Discard)
+	var o options
+	o.register(fl)
+	if err := fl.Parse(args); err != nil {
+		return tool{}, nil, false
+	}
+	rest := fl.Args()
+	dashdash := len(rest) < len(args) && args[len(args)-len(rest)-1] == "--"
+	if len(rest) == 0 || dashdash {
+		return tool{}, nil, false
+	}
+	t, ok := lookup(rest[0])
+	if !ok {
+		return tool{}, nil, false
+	}
+	refuse := func(_ []string, _, stderr io.Writer) int {
+		fmt.Fprintf(stderr, "entrypoint: %s takes its flags after its name: entrypoint %s [flags]\n", t.name, t.name)
+		return 2
+	}
+	return tool{name: t.name, summary: t.summary, run: refuse}, nil, true
+}
+
+const checkUsage = `usage: entrypoint check [--json] [--root DIR] [--no-pod-network]
+
+Checks every requirement of a kind node on this host (or a captured one),
+and prints one row each: pass, warn or fail, what was observed, and a hint.
+Changes nothing (as root, the pod-network preflight adds a veth pair and a
+network namespace for a few milliseconds, and removes them).
+
+exit status: 0 every row passes, 1 some warn, 2 one fails, 3 check could not run.
+
+flags:
+`
+
+func runCheck(args []string, stdout, stderr io.Writer) int {
+	fl := flag.NewFlagSet("entrypoint check", flag.ContinueOnError)
+	fl.SetOutput(stderr)
+	fl.Usage = func() {
+		fmt.Fprint(stderr, checkUsage)
+		fl.PrintDefaults()
+	}
+	jsonOut := fl.Bool("json", false, "print the rows as one JSON array of {name, status, observed, hint}")
+	root := fl.String("root", "", "check the captured or fake host in `DIR` instead of this machine")
+	noPodNet := fl.Bool("no-pod-network", false, "skip the pod-network preflight")
+	if err := fl.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return check.ExitUsage
+	}
+	if fl.NArg() > 0 {
+		fmt.Fprintf(stderr, "entrypoint check: unexpected argument %q\n", fl.Arg(0))
+		return check.ExitUsage
+	}
+	if *root != "" {
+		if fi, err := os.Stat(*root); err != nil || !fi.IsDir() {
+			fmt.Fprintf(stderr, "entrypoint check: --root %s: not a directory\n", *root)
+			return check.ExitUsage
+		}
+	}
+	sys, lookupEnv := hostSystem(*root)
+	o := check.Options{Sys: sys, LookupEnv: lookupEnv, Live: *root == ""}
+	if *root == "" && !*noPodNet {
+		status, _ := os.ReadFile("/proc/self/status")
+		if podnet.Capable(os.Geteuid(), status) {
+			o.PodNetwork = func(ctx context.Context) (string, error) {
+				res, err := podnet.Preflight(ctx, podnet.Options{})
+				if err != nil {
+					return "", err
+				}
+				return res.Summary(), nil
+			}
+		} else if !*jsonOut {
+			fmt.Fprintln(stderr, "entrypoint check: pod-network preflight skipped: it needs root with CAP_NET_ADMIN and CAP_SYS_ADMIN")
+		}
+	}
+	rep := check.Run(context.Background(), o)
+	write := check.WriteText
+	if *jsonOut {
+		write = check.WriteJSON
+	}
+	if err := write(stdout, rep.Rows); err != nil {
+		fmt.Fprintln(stderr, "entrypoint check:", err)
+		return check.ExitUsage
+	}
+	return check.ExitCode(rep.Rows)
+}

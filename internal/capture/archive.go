@@ -1,0 +1,538 @@
+package capture
+
+import (
+	"archive/tar"
+	"bytes"
+	"compress/gzip"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"maps"
+	"os"
+	"path"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/kind-entrypoint/entrypoint/internal/boot"
+	"github.com/kind-entrypoint/entrypoint/internal/proxy"
+	"github.com/kind-entrypoint/entrypoint/internal/system"
+)
+
+// ManifestFile is the archive's table of contents, in its .host/ dir: for
+// every path read, what was archived and why.
+const ManifestFile = "CAPTURE"
+
+// DryRun detects and plans every step through rec, as
+// `entrypoint --dry-run` does, and returns the rendered plan; err is why
+// the plan is incomplete (a fatal step, or detection that failed), which
+// is what a capture of a node that will not boot is for: the caller
+// archives anyway. probeTimeout 0 is the production limit.
+func DryRun(ctx context.Context, rec *Recorder, lookupEnv func(string) (string, bool), probeTimeout time.Duration) ([]byte, error) {
+	h, err := boot.Detect(rec, lookupEnv)
+	if err != nil {
+		return []byte("detect: " + err.Error() + "\n"), err
+	}
+	h.ProbeTimeout = probeTimeout
+	results, err := boot.DryRun(ctx, h, boot.Steps())
+	var b bytes.Buffer
+	if rerr := boot.Render(&b, h, results); rerr != nil {
+		return nil, rerr
+	}
+	return b.Bytes(), err
+}
+
+// Options are what an archive holds besides the recorded reads.
+type Options struct {
+	// Time stamps every entry; zero means now. A fixed time makes the
+	// archive's bytes reproducible.
+	Time time.Time
+	// Extra are more files for .host/ (the plan as the node printed it,
+	// check's report), by name. Private keys and URL credentials are
+	// scrubbed from them as from the files archived.
+	Extra map[string][]byte
+}
+
+// Item is one line of the manifest.
+type Item struct {
+	Path string // a node path, or .host/NAME
+	What string
+}
+
+// Archive writes, as a gzipped tar, every path rec recorded (read from the
+// system it wraps) and its probe answers as .host/ files, in the layout
+// system.Tree replays. It returns the manifest it wrote to .host/CAPTURE.
+//
+// What goes in, for a path read:
+//   - read (ReadFile): the file as read, except private keys (*.key, or
+//     PEM "PRIVATE KEY" content), archived empty: that they exist is all a
+//     plan uses. Proxy credentials in the systemd proxy drop-in are
+//     redacted, as they are in .host/environ.
+//   - only stat'ed: an empty file with the mode and owner (the mount
+//     binaries: their content is never read).
+//   - lstat'ed or readlink'ed symlinks: the link itself. Symlinks met
+//     otherwise are followed and archived as what they lead to, so that
+//     the tree never points outside itself; links under /proc (self,
+//     net, ...) always are.
+//   - listed (ReadDir): the directory's entries, empty.
+//   - devices, sockets, FIFOs: an empty file (existence only).
+//   - missing: nothing, as on the node.
+func Archive(w io.Writer, rec *Recorder, o Options) ([]Item, error) {
+	if o.Time.IsZero() {
+		o.Time = time.Now()
+	}
+	b := &builder{sys: rec.sys, preserve: map[string]bool{}, entries: map[string]*entry{}, mtime: o.Time.Truncate(time.Second)}
+	paths := rec.Paths()
+	for p, a := range paths {
+		if a&(Lstat|Link) != 0 {
+			b.preserve[path.Clean(p)] = true
+		}
+	}
+	for _, p := range slices.Sorted(maps.Keys(paths)) {
+		if err := b.add(p, paths[p], 0); err != nil {
+			return nil, err
+		}
+	}
+	if err := b.probes(rec.Probes()); err != nil {
+		return nil, err
+	}
+	for _, name := range slices.Sorted(maps.Keys(o.Extra)) {
+		b.probeFile(name, b.scrub(o.Extra[name]), "")
+	}
+	b.manifestFile()
+	return b.items, b.write(w)
+}
+
+type entry struct {
+	hdr  tar.Header
+	data []byte
+}
+
+type builder struct {
+	sys      system.System
+	preserve map[string]bool
+	entries  map[string]*entry // by node path
+	items    []Item
+	mtime    time.Time
+	// keys are the private keys read: what scrub removes from the
+	// extra files (a dry run shows a short file's content in full).
+	keys [][]byte
+}
+
+// scrub removes private keys and URL credentials from an extra file (the
+// rendered plan shows up to 200 bytes of a file written, quoted).
+func (b *builder) scrub(data []byte) []byte {
+	s := string(data)
+	for _, k := range b.keys {
+		if len(k) == 0 {
+			continue
+		}
+		quoted := strconv.Quote(string(k))
+		s = strings.ReplaceAll(s, quoted[1:len(quoted)-1], "(private key, not archived)")
+		s = strings.ReplaceAll(s, string(k), "(private key, not archived)")
+	}
+	return []byte(RedactURLCredentials(s))
+}
+
+func (b *builder) note(p, format string, args ...any) {
+	b.items = append(b.items, Item{Path: p, What: fmt.Sprintf(format, args...)})
+}
+
+// maxLinks bounds the symlinks followed for one path, as the kernel does.
+const maxLinks = 40
+
+func underProc(p string) bool { return p == "/proc" || strings.HasPrefix(p, "/proc/") }
+
+// resolveDir adds the directories (and kept symlinks) leading to d and
+// returns where d's content is in the archive.
+func (b *builder) resolveDir(d string, hops int) (string, error) {
+	d = path.Clean("/" + d)
+	if d == "/" {
+		return "/", nil
+	}
+	parent, err := b.resolveDir(path.Dir(d), hops)
+	if err != nil {
+		return "", err
+	}
+	cur := path.Join(parent, path.Base(d))
+	fi, err := b.sys.Lstat(cur)
+	if err != nil {
+		return cur, nil // missing: what is under it is missing too
+	}
+	if fi.Mode()&fs.ModeSymlink != 0 && b.preserve[cur] && !underProc(cur) {
+		target, err := b.sys.Readlink(cur)
+		if err != nil {
+			return "", err
+		}
+		b.put(cur, fi, nil, target)
+		if hops++; hops > maxLinks {
+			return "", &fs.PathError{Op: "capture", Path: d, Err: syscall.ELOOP}
+		}
+		if !path.IsAbs(target) {
+			target = path.Join(path.Dir(cur), target)
+		}
+		return b.resolveDir(target, hops)
+	}
+	if fi, err = b.sys.Stat(cur); err == nil && fi.IsDir() {
+		b.put(cur, fi, nil, "")
+	}
+	return cur, nil
+}
+
+// add archives node path p, read as a says.
+func (b *builder) add(p string, a Access, hops int) error {
+	p = path.Clean("/" + p)
+	if p == "/" {
+		return nil
+	}
+	dir, err := b.resolveDir(path.Dir(p), hops)
+	if err != nil {
+		return err
+	}
+	loc := path.Join(dir, path.Base(p))
+	fi, err := b.sys.Lstat(loc)
+	if err != nil {
+		b.note(p, "absent (%s)", a)
+		return nil
+	}
+	if fi.Mode()&fs.ModeSymlink != 0 {
+		if a&(Lstat|Link) != 0 && !underProc(loc) {
+			target, err := b.sys.Readlink(loc)
+			if err != nil {
+				return err
+			}
+			b.put(loc, fi, nil, target)
+			b.note(p, "symlink -> %s (%s)", target, a)
+			if rest := a &^ (Lstat | Link); rest != 0 {
+				// Also read through the link: archive where it leads.
+				if hops++; hops > maxLinks {
+					return &fs.PathError{Op: "capture", Path: p, Err: syscall.ELOOP}
+				}
+				if !path.IsAbs(target) {
+					target = path.Join(path.Dir(loc), target)
+				}
+				return b.add(target, rest, hops)
+			}
+			return nil
+		}
+		if fi, err = b.sys.Stat(loc); err != nil {
+			b.note(p, "absent: a dangling symlink (%s)", a)
+			return nil
+		}
+	}
+	switch {
+	case fi.IsDir():
+		b.put(loc, fi, nil, "")
+		if a&List == 0 {
+			b.note(p, "directory (%s)", a)
+			return nil
+		}
+		entries, err := b.sys.ReadDir(loc)
+		if err != nil {
+			return err
+		}
+		for _, e := range entries {
+			child := path.Join(loc, e.Name())
+			cfi, err := b.sys.Lstat(child)
+			if err != nil {
+				continue
+			}
+			if cfi.Mode()&fs.ModeSymlink != 0 {
+				target, err := b.sys.Readlink(child)
+				if err != nil {
+					return err
+				}
+				b.put(child, cfi, nil, target)
+			} else {
+				b.put(child, cfi, []byte{}, "")
+			}
+		}
+		b.note(p, "directory, its %d entries listed, their content not archived (%s)", len(entries), a)
+	case fi.Mode().IsRegular() && a&Read != 0:
+		data, err := b.sys.ReadFile(loc)
+		if err != nil {
+			b.note(p, "unreadable: %v (%s)", err, a)
+			return nil
+		}
+		switch {
+		case IsPrivateKey(p, data):
+			b.keys = append(b.keys, data)
+			b.put(loc, fi, []byte{}, "")
+			b.note(p, "PRIVATE KEY, NOT ARCHIVED: an empty file records only that it exists")
+			return nil
+		case p == proxy.DropIn:
+			if red := RedactURLCredentials(string(data)); red != string(data) {
+				data = []byte(red)
+				b.put(loc, fi, data, "")
+				b.note(p, "file, proxy credentials redacted (%s)", a)
+				return nil
+			}
+		}
+		b.put(loc, fi, data, "")
+		b.note(p, "file (%s)", a)
+	case fi.Mode().IsRegular():
+		b.put(loc, fi, []byte{}, "")
+		b.note(p, "metadata only: mode and owner, content not read (%s)", a)
+	default:
+		b.put(loc, fi, []byte{}, "")
+		b.note(p, "%s: archived as an empty file, existence only (%s)", fi.Mode().Type(), a)
+	}
+	return nil
+}
+
+// put adds an entry for node path p: a directory, a symlink to target
+// (target != ""), or a regular file holding data. The first entry for a
+// path wins.
+func (b *builder) put(p string, fi fs.FileInfo, data []byte, target string) {
+	if _, ok := b.entries[p]; ok {
+		return
+	}
+	h := tar.Header{Name: strings.TrimPrefix(p, "/"), ModTime: b.mtime, Format: tar.FormatPAX}
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+		h.Uid, h.Gid = int(st.Uid), int(st.Gid)
+	}
+	perm := int64(fi.Mode().Perm())
+	if fi.Mode()&fs.ModeSetuid != 0 {
+		perm |= 0o4000
+	}
+	if fi.Mode()&fs.ModeSetgid != 0 {
+		perm |= 0o2000
+	}
+	if fi.Mode()&fs.ModeSticky != 0 {
+		perm |= 0o1000
+	}
+	switch {
+	case target != "":
+		h.Typeflag, h.Linkname, h.Mode = tar.TypeSymlink, target, 0o777
+	case fi.IsDir():
+		// Owner-writable, so that whoever extracts it can fill and
+		// remove it; no step looks at a directory's mode.
+		h.Typeflag, h.Name, h.Mode = tar.TypeDir, h.Name+"/", perm|0o700
+	default:
+		h.Typeflag, h.Mode, h.Size = tar.TypeReg, perm, int64(len(data))
+	}
+	b.entries[p] = &entry{hdr: h, data: data}
+}
+
+// probeFile adds .host/NAME.
+func (b *builder) probeFile(name string, data []byte, what string) {
+	p := "/" + system.ProbeDir + "/" + name
+	b.entries[p] = &entry{hdr: tar.Header{
+		Name: strings.TrimPrefix(p, "/"), Typeflag: tar.TypeReg, Mode: 0o644, Size: int64(len(data)),
+		ModTime: b.mtime, Format: tar.FormatPAX,
+	}, data: data}
+	if what != "" {
+		b.note(system.ProbeDir+"/"+name, "%s", what)
+	}
+}
+
+// probes writes the probe answers in system.Tree's formats.
+func (b *builder) probes(p Probes) error {
+	var statfs strings.Builder
+	for _, k := range slices.Sorted(maps.Keys(p.FSTypes)) {
+		a := p.FSTypes[k]
+		switch {
+		case a.Err != nil:
+			b.note(system.ProbeDir+"/statfs", "%s: not recorded: %v", k, a.Err)
+		case strings.ContainsAny(k, " \t\n") || strings.ContainsAny(a.Value, " \t\n"):
+			b.note(system.ProbeDir+"/statfs", "%s: not recorded: %q cannot be written in its format", k, a.Value)
+		default:
+			fmt.Fprintf(&statfs, "%s %s\n", k, a.Value)
+		}
+	}
+	if statfs.Len() > 0 {
+		b.probeFile("statfs", []byte(statfs.String()), "filesystem types of the paths asked")
+	}
+	if n := p.Nofile; n != nil && n.Err == nil {
+		v := strconv.FormatUint(n.Value, 10)
+		if n.Value == ^uint64(0) {
+			v = "unlimited"
+		}
+		b.probeFile("nofile", []byte(v+"\n"), "hard RLIMIT_NOFILE")
+	}
+	if o := p.Overlay; o != nil {
+		v := "ok"
+		if o.Err != nil {
+			v = strings.ReplaceAll(o.Err.Error(), "\n", " ")
+		}
+		b.probeFile("overlay", []byte(v+"\n"), "the trial overlay mount")
+	}
+	var hosts strings.Builder
+	for _, host := range slices.Sorted(maps.Keys(p.Lookups)) {
+		var addrs []string
+		hung := false
+		for _, network := range []string{"ip4", "ip6", "ip"} {
+			a, ok := p.Lookups[host][network]
+			if !ok {
+				continue
+			}
+			for _, ip := range a.Value {
+				if s := ip.String(); !slices.Contains(addrs, s) {
+					addrs = append(addrs, s)
+				}
+			}
+			hung = hung || errors.Is(a.Err, context.DeadlineExceeded)
+		}
+		switch {
+		case len(addrs) > 0:
+			fmt.Fprintf(&hosts, "%s %s\n", host, strings.Join(addrs, " "))
+		case hung:
+			fmt.Fprintf(&hosts, "%s hang\n", host)
+		}
+	}
+	if hosts.Len() > 0 {
+		b.probeFile("hosts", []byte(hosts.String()), "name lookups that answered (or hung)")
+	}
+	seen := map[string]string{}
+	for _, r := range p.Runs {
+		name := path.Base(r.Argv[0])
+		if first, dup := seen[name]; dup {
+			b.note(system.ProbeDir+"/run/"+name, "%s not recorded: run/%s holds %s", r, name, first)
+			continue
+		}
+		seen[name] = r.String()
+		switch {
+		case r.Err == nil:
+			b.probeFile("run/"+name, r.Output, fmt.Sprintf("output of %s", r))
+		case strings.Contains(r.Err.Error(), "timed out after"):
+			b.probeFile("run/"+name+".hang", nil, fmt.Sprintf("%s timed out", r))
+		case NotInstalled(r.Err):
+			b.note(system.ProbeDir+"/run/"+name, "%s: not installed", r)
+		default:
+			msg := strings.TrimPrefix(r.Err.Error(), r.Argv[0]+": ")
+			b.probeFile("run/"+name+".fail", []byte(msg+"\n"), fmt.Sprintf("%s failed", r))
+		}
+	}
+	if err := b.environ(p.Env); err != nil {
+		return err
+	}
+	return b.random()
+}
+
+// environ writes the variables looked up that were set, with credentials
+// in URLs redacted.
+func (b *builder) environ(env map[string]*string) error {
+	var lines []string
+	nul := false
+	redacted := 0
+	for _, k := range slices.Sorted(maps.Keys(env)) {
+		v := env[k]
+		if v == nil {
+			continue
+		}
+		red := RedactURLCredentials(*v)
+		if red != *v {
+			redacted++
+		}
+		nul = nul || strings.ContainsAny(red, "\n")
+		lines = append(lines, k+"="+red)
+	}
+	sep := "\n"
+	if nul {
+		sep = "\x00"
+	}
+	what := fmt.Sprintf("the %d variables read that are set (of %d looked up)", len(lines), len(env))
+	if redacted > 0 {
+		what += fmt.Sprintf("; credentials redacted in %d", redacted)
+	}
+	b.probeFile("environ", []byte(strings.Join(lines, sep)+sep), what)
+	return nil
+}
+
+// random keeps the randomness of a replayed tree, or records a new seed, so
+// that every replay of the archive draws the same identities.
+func (b *builder) random() error {
+	if t, ok := b.sys.(*system.Tree); ok {
+		if seed, err := os.ReadFile(filepath.Join(t.Root, system.ProbeDir, "random")); err == nil {
+			b.probeFile("random", seed, "the replayed host's random seed")
+			return nil
+		}
+	}
+	seed := make([]byte, 16)
+	if _, err := rand.Read(seed); err != nil {
+		return err
+	}
+	b.probeFile("random", []byte(hex.EncodeToString(seed)+"\n"),
+		"a new random seed: replays draw the same new identities (never the node's own)")
+	return nil
+}
+
+func (b *builder) manifestFile() {
+	var m strings.Builder
+	m.WriteString("# entrypoint capture: every path the dry run (and check) read on the node, and\n")
+	m.WriteString("# the answers to their probes, laid out for `entrypoint --dry-run --root DIR`.\n")
+	m.WriteString("# Private keys are never archived: an empty file records only that one exists.\n")
+	for _, it := range b.items {
+		fmt.Fprintf(&m, "%s: %s\n", it.Path, it.What)
+	}
+	b.probeFile(ManifestFile, []byte(m.String()), "")
+}
+
+func (b *builder) write(w io.Writer) error {
+	zw := gzip.NewWriter(w)
+	tw := tar.NewWriter(zw)
+	// Sorted by name, every directory comes before what it holds.
+	names := slices.SortedFunc(maps.Keys(b.entries), func(x, y string) int {
+		return strings.Compare(b.entries[x].hdr.Name, b.entries[y].hdr.Name)
+	})
+	dirs := map[string]bool{}
+	for _, p := range names {
+		e := b.entries[p]
+		// A probe file's directory (.host/, .host/run/) has no entry of
+		// its own: make one.
+		for d := path.Dir(strings.TrimSuffix(e.hdr.Name, "/")); d != "."; d = path.Dir(d) {
+			if _, ok := b.entries["/"+d]; ok || dirs[d] {
+				continue
+			}
+			dirs[d] = true
+			if err := tw.WriteHeader(&tar.Header{Name: d + "/", Typeflag: tar.TypeDir, Mode: 0o755, ModTime: b.mtime, Format: tar.FormatPAX}); err != nil {
+				return err
+			}
+		}
+		if err := tw.WriteHeader(&e.hdr); err != nil {
+			return fmt.Errorf("archive %s: %w", p, err)
+		}
+		if e.hdr.Typeflag == tar.TypeReg {
+			if _, err := tw.Write(e.data); err != nil {
+				return err
+			}
+		}
+	}
+	if err := tw.Close(); err != nil {
+		return err
+	}
+	return zw.Close()
+}
+
+// NotInstalled reports whether System.Run failed because the command does
+// not exist: system.Tree's error wraps fs.ErrNotExist; system.Linux's wraps
+// os/exec's ErrNotFound, known here by its text (only internal/system may
+// import os/exec).
+func NotInstalled(err error) bool {
+	return err != nil && (errors.Is(err, fs.ErrNotExist) || strings.Contains(err.Error(), "executable file not found"))
+}
+
+// IsPrivateKey reports whether a file is a private key: named *.key (as
+// kubeadm names them under /etc/kubernetes/pki), or holding a PEM private
+// key block.
+func IsPrivateKey(p string, data []byte) bool {
+	return strings.HasSuffix(p, ".key") || bytes.Contains(data, []byte("PRIVATE KEY-----"))
+}
+
+// urlUserinfo is the userinfo of a URL: from "scheme://" to the last "@"
+// before the host (a password may hold an unencoded "@" too).
+var urlUserinfo = regexp.MustCompile(`([A-Za-z][A-Za-z0-9+.-]*://)[^/\s"'@]*(?:@[^/\s"'@]*)*@`)
+
+// RedactURLCredentials replaces the user and password of every URL in s:
+// http://user:pass@host -> http://REDACTED@host.
+func RedactURLCredentials(s string) string {
+	return urlUserinfo.ReplaceAllString(s, "${1}REDACTED@")
+}

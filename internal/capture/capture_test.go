@@ -1,0 +1,468 @@
+package capture
+
+import (
+	"archive/tar"
+	"bytes"
+	"compress/gzip"
+	"context"
+	"errors"
+	"io"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/kind-entrypoint/entrypoint/internal/boot"
+	"github.com/kind-entrypoint/entrypoint/internal/system"
+	"github.com/kind-entrypoint/entrypoint/internal/system/nstest"
+)
+
+const hostsDir = "../../testdata/hosts"
+
+// testProbeTimeout keeps the hanging probes of some hosts short.
+const testProbeTimeout = 200 * time.Millisecond
+
+// copyHost copies a fake host to a temp dir, with a fixed random seed so
+// that its plan draws the same identities every time.
+func copyHost(t *testing.T, name string) string {
+	t.Helper()
+	dst := t.TempDir()
+	if err := system.CopyScenario(filepath.Join(hostsDir, name, "root"), dst); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dst, system.ProbeDir, "random"), []byte("kind"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return dst
+}
+
+// replay plans a tree as `entrypoint --dry-run --root DIR` does.
+func replay(t *testing.T, dir string) ([]byte, error) {
+	t.Helper()
+	tree := system.NewTree(dir)
+	env, _ := tree.Environ()
+	h, err := boot.Detect(tree, env)
+	if err != nil {
+		return nil, err
+	}
+	h.ProbeTimeout = testProbeTimeout
+	results, err := boot.DryRun(context.Background(), h, boot.Steps())
+	var b bytes.Buffer
+	if rerr := boot.Render(&b, h, results); rerr != nil {
+		t.Fatal(rerr)
+	}
+	if len(tree.Changes()) > 0 {
+		t.Fatalf("a dry run changed the tree: %q", tree.Changes())
+	}
+	return b.Bytes(), err
+}
+
+// captureTree records a dry run of sys and archives it.
+func captureTree(t *testing.T, sys system.System, env func(string) (string, bool)) (plan []byte, rec *Recorder, archive []byte, items []Item, planErr error) {
+	t.Helper()
+	rec = NewRecorder(sys)
+	plan, planErr = DryRun(context.Background(), rec, rec.Env(env), testProbeTimeout)
+	var buf bytes.Buffer
+	items, err := Archive(&buf, rec, Options{Time: time.Unix(1700000000, 0), Extra: map[string][]byte{"plan": plan}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return plan, rec, buf.Bytes(), items, planErr
+}
+
+func extract(t *testing.T, archive []byte) string {
+	t.Helper()
+	dir := t.TempDir()
+	if err := Extract(bytes.NewReader(archive), dir); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+type tarEntry struct {
+	hdr  *tar.Header
+	data []byte
+}
+
+func readArchive(t *testing.T, archive []byte) map[string]tarEntry {
+	t.Helper()
+	zr, err := gzip.NewReader(bytes.NewReader(archive))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := tar.NewReader(zr)
+	out := map[string]tarEntry{}
+	for {
+		h, err := tr.Next()
+		if errors.Is(err, io.EOF) {
+			return out
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		data, err := io.ReadAll(tr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		name := "/" + strings.TrimSuffix(h.Name, "/")
+		if _, dup := out[name]; dup {
+			t.Errorf("%s is in the archive twice", name)
+		}
+		out[name] = tarEntry{h, data}
+	}
+}
+
+// expectedDiff says which plan lines a replay may not reproduce: the
+// content of private keys (never archived) and of the proxy drop-in (its
+// credentials are redacted).
+var expectedDiff = regexp.MustCompile(`apiserver\.key|proxy-default-environment\.conf`)
+
+// TestReplayHosts captures every fake host and replays the capture: the
+// plan is the same, line for line, but for what is redacted.
+func TestReplayHosts(t *testing.T) {
+	entries, err := os.ReadDir(hostsDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		if !e.IsDir() {
+			continue
+		}
+		t.Run(e.Name(), func(t *testing.T) {
+			t.Parallel()
+			src := copyHost(t, e.Name())
+			tree := system.NewTree(src)
+			env, _ := tree.Environ()
+			want, rec, archive, _, wantErr := captureTree(t, tree, env)
+			if len(tree.Changes()) > 0 {
+				t.Fatalf("capturing changed the host: %q", tree.Changes())
+			}
+			got, gotErr := replay(t, extract(t, archive))
+			if (wantErr == nil) != (gotErr == nil) {
+				t.Errorf("the node's dry run failed: %v; the replay: %v", wantErr, gotErr)
+			}
+			diff := nstest.DiffLines(string(want), string(got))
+			for _, line := range strings.Split(strings.TrimSpace(diff), "\n") {
+				if line != "" && !expectedDiff.MatchString(line) {
+					t.Errorf("the replayed plan differs (-node +replay):\n%s", diff)
+					break
+				}
+			}
+			if diff != "" {
+				t.Logf("expected differences (-node +replay):\n%s", diff)
+			}
+			requireExactly(t, src, rec, archive)
+		})
+	}
+}
+
+// requireExactly checks that the archive holds exactly what was read: every
+// file or symlink in it is a path the dry run read (or where one of those
+// leads through a symlink it read), every directory leads to one, and
+// every path read that exists is there.
+func requireExactly(t *testing.T, root string, rec *Recorder, archive []byte) {
+	t.Helper()
+	entries := readArchive(t, archive)
+	read := rec.Paths()
+	// Where each path read is, symlinks resolved within the tree.
+	resolved := map[string]string{}
+	for p := range read {
+		real, err := filepath.EvalSymlinks(filepath.Join(root, p))
+		if err != nil {
+			continue
+		}
+		rel, err := filepath.Rel(root, real)
+		if err != nil || strings.HasPrefix(rel, "..") {
+			continue
+		}
+		resolved["/"+filepath.ToSlash(rel)] = p
+	}
+	// Directories on the way to a path read are archived, whether that
+	// path exists or not: /kind holding no product_uuid yet is a fact.
+	leads := map[string]bool{}
+	for p := range read {
+		for d := path.Dir(p); d != "/"; d = path.Dir(d) {
+			leads[d] = true
+		}
+	}
+	for name, e := range entries {
+		if name == "/"+system.ProbeDir || strings.HasPrefix(name, "/"+system.ProbeDir+"/") {
+			continue
+		}
+		if e.hdr.Typeflag == tar.TypeDir {
+			continue
+		}
+		_, isRead := read[name]
+		_, leadsTo := resolved[name]
+		if !isRead && !leadsTo {
+			t.Errorf("%s is archived but was never read", name)
+		}
+		for d := path.Dir(name); d != "/"; d = path.Dir(d) {
+			leads[d] = true
+		}
+		if e.hdr.Typeflag == tar.TypeSymlink {
+			target := e.hdr.Linkname
+			if !path.IsAbs(target) {
+				target = path.Join(path.Dir(name), target)
+			}
+			for d := target; d != "/"; d = path.Dir(d) {
+				leads[d] = true
+			}
+		}
+	}
+	for name, e := range entries {
+		if e.hdr.Typeflag != tar.TypeDir || strings.HasPrefix(name, "/"+system.ProbeDir) {
+			continue
+		}
+		if _, isRead := read[name]; !isRead && !leads[name] {
+			t.Errorf("directory %s is archived but leads to nothing read", name)
+		}
+	}
+	for p := range read {
+		if _, err := os.Lstat(filepath.Join(root, p)); err != nil {
+			continue // absent on the node: absent in the archive
+		}
+		real, _ := filepath.EvalSymlinks(filepath.Join(root, p))
+		rel, _ := filepath.Rel(root, real)
+		if _, ok := entries[p]; !ok {
+			if _, ok := entries["/"+filepath.ToSlash(rel)]; !ok {
+				t.Errorf("%s was read (%s) but is not archived", p, read[p])
+			}
+		}
+	}
+}
+
+// TestPrivateKeys: on a control plane whose address changed, the dry run
+// reads the API server's key; the archive has an empty file there, says so,
+// and holds no key material anywhere.
+func TestPrivateKeys(t *testing.T) {
+	src := copyHost(t, "net-ip-change")
+	tree := system.NewTree(src)
+	env, _ := tree.Environ()
+	_, rec, archive, items, _ := captureTree(t, tree, env)
+	const key = "/etc/kubernetes/pki/apiserver.key"
+	if rec.Paths()[key]&Read == 0 {
+		t.Fatalf("the dry run did not read %s: the test needs a host where it does", key)
+	}
+	entries := readArchive(t, archive)
+	e, ok := entries[key]
+	if !ok {
+		t.Fatalf("%s is not in the archive (its existence is a fact the plan uses)", key)
+	}
+	if e.hdr.Size != 0 || len(e.data) != 0 {
+		t.Errorf("%s archived with %d bytes, want none", key, len(e.data))
+	}
+	orig, err := os.ReadFile(filepath.Join(src, key))
+	if err != nil || len(orig) == 0 {
+		t.Fatalf("the fake key: %v", err)
+	}
+	for name, e := range entries {
+		if bytes.Contains(e.data, orig) || bytes.Contains(e.data, []byte("PRIVATE KEY-----")) {
+			t.Errorf("%s holds key material", name)
+		}
+	}
+	if !slices.ContainsFunc(items, func(it Item) bool { return it.Path == key && strings.Contains(it.What, "NOT ARCHIVED") }) {
+		t.Errorf("the manifest does not say the key was left out: %v", items)
+	}
+	if !bytes.Contains(entries["/"+system.ProbeDir+"/"+ManifestFile].data, []byte(key+": PRIVATE KEY, NOT ARCHIVED")) {
+		t.Errorf(".host/%s does not say the key was left out", ManifestFile)
+	}
+}
+
+// TestProxyCredentials: what the node's environment and its proxy drop-in
+// say of proxy passwords is redacted.
+func TestProxyCredentials(t *testing.T) {
+	src := copyHost(t, "corporate-proxy")
+	// A booted node: the drop-in written with the credentials.
+	dropIn := filepath.Join(src, "etc/systemd/system.conf.d/proxy-default-environment.conf")
+	if err := os.MkdirAll(filepath.Dir(dropIn), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	content := "[Manager]\nDefaultEnvironment=\"HTTP_PROXY=http://CORP\\\\svc-kind:p%%40ss$w0rd@proxy.corp.example.com:3128\"\n"
+	if err := os.WriteFile(dropIn, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tree := system.NewTree(src)
+	env, _ := tree.Environ()
+	_, _, archive, _, _ := captureTree(t, tree, env)
+	entries := readArchive(t, archive)
+	for name, e := range entries {
+		if bytes.Contains(e.data, []byte("w0rd")) || bytes.Contains(e.data, []byte("svc-kind")) {
+			t.Errorf("%s holds the proxy credentials:\n%s", name, e.data)
+		}
+	}
+	environ := string(entries["/"+system.ProbeDir+"/environ"].data)
+	if !strings.Contains(environ, "HTTP_PROXY=http://REDACTED@proxy.corp.example.com:3128\n") ||
+		!strings.Contains(environ, "http_proxy=http://REDACTED@proxy.corp.example.com:3128\n") {
+		t.Errorf(".host/environ:\n%s", environ)
+	}
+	if got := string(entries["/etc/systemd/system.conf.d/proxy-default-environment.conf"].data); !strings.Contains(got, "http://REDACTED@proxy.corp.example.com:3128") {
+		t.Errorf("the drop-in:\n%s", got)
+	}
+	// Only the variables read: nothing else of the environment.
+	if strings.Contains(environ, "container=") || strings.Contains(environ, "HOSTNAME=") {
+		t.Errorf(".host/environ holds variables the dry run never read:\n%s", environ)
+	}
+}
+
+func TestRedactURLCredentials(t *testing.T) {
+	tests := []struct{ in, want string }{
+		{"http://user:pass@proxy:3128", "http://REDACTED@proxy:3128"},
+		{"http://proxy:3128", "http://proxy:3128"},
+		{`http://CORP\svc-kind:p%40ss$w0rd@proxy.corp.example.com:3128`, "http://REDACTED@proxy.corp.example.com:3128"},
+		{"https://u:p@ss@host/path@x", "https://REDACTED@host/path@x"}, // an unencoded @ in the password
+		{"socks5h://token@h", "socks5h://REDACTED@h"},
+		{`"HTTP_PROXY=http://a:b@h:1" "HTTPS_PROXY=http://c:d@h:2"`, `"HTTP_PROXY=http://REDACTED@h:1" "HTTPS_PROXY=http://REDACTED@h:2"`},
+		{"localhost,127.0.0.1,.svc", "localhost,127.0.0.1,.svc"},
+		{"user@example.com", "user@example.com"},
+	}
+	for _, tt := range tests {
+		if got := RedactURLCredentials(tt.in); got != tt.want {
+			t.Errorf("RedactURLCredentials(%q) = %q, want %q", tt.in, got, tt.want)
+		}
+	}
+}
+
+func TestIsPrivateKey(t *testing.T) {
+	for _, tt := range []struct {
+		path string
+		data string
+		want bool
+	}{
+		{"/etc/kubernetes/pki/sa.key", "", true},
+		{"/etc/kubernetes/pki/apiserver.crt", "-----BEGIN CERTIFICATE-----", false},
+		{"/etc/x.pem", "-----BEGIN EC PRIVATE KEY-----\n", true},
+		{"/etc/x.pem", "-----BEGIN OPENSSH PRIVATE KEY-----\n", true},
+		{"/etc/containerd/config.toml", "version = 2", false},
+	} {
+		if got := IsPrivateKey(tt.path, []byte(tt.data)); got != tt.want {
+			t.Errorf("IsPrivateKey(%q, %q) = %t", tt.path, tt.data, got)
+		}
+	}
+}
+
+// counting counts the probes that reach a system.
+type counting struct {
+	*system.Tree
+	fstype, overlay, runs atomic.Int32
+}
+
+func (c *counting) FSType(p string) (string, error) { c.fstype.Add(1); return c.Tree.FSType(p) }
+func (c *counting) OverlayTrial() error             { c.overlay.Add(1); return c.Tree.OverlayTrial() }
+func (c *counting) Run(ctx context.Context, argv []string, stdin []byte, timeout time.Duration) ([]byte, error) {
+	c.runs.Add(1)
+	return c.Tree.Run(ctx, argv, stdin, timeout)
+}
+
+// TestRecorder: it passes reads through and records them, answers each
+// probe once, and refuses every change.
+func TestRecorder(t *testing.T) {
+	src := copyHost(t, "rootless-v2-overlay-fails")
+	c := &counting{Tree: system.NewTree(src)}
+	rec := NewRecorder(c)
+	for range 3 {
+		if err := rec.OverlayTrial(); err == nil {
+			t.Fatal("the host's overlay trial fails, the Recorder's passed")
+		}
+		if _, err := rec.FSType("/kind"); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := rec.Run(context.Background(), []string{"iptables-nft-save"}, nil, time.Second); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if c.overlay.Load() != 1 || c.fstype.Load() != 1 || c.runs.Load() != 1 {
+		t.Errorf("probes reached the system %d, %d, %d times, want once each", c.overlay.Load(), c.fstype.Load(), c.runs.Load())
+	}
+	if _, err := rec.ReadFile("/proc/self/uid_map"); err != nil {
+		t.Fatal(err)
+	}
+	_, _ = rec.Lstat("/nonexistent")
+	want := map[string]Access{"/proc/self/uid_map": Read, "/nonexistent": Lstat}
+	if diff := cmp.Diff(want, rec.Paths()); diff != "" {
+		t.Errorf("paths (-want +got):\n%s", diff)
+	}
+	for name, err := range map[string]error{
+		"write":   rec.WriteFile("/etc/machine-id", nil, 0o444),
+		"inplace": rec.WriteFileInPlace("/etc/resolv.conf", nil),
+		"mkdir":   rec.MkdirAll("/x", 0o755),
+		"remove":  rec.Remove("/kind"),
+		"link":    rec.Symlink("a", "/b"),
+		"chown":   rec.Chown("/kind", 0, 0),
+		"chmod":   rec.Chmod("/kind", 0),
+		"mount":   rec.Mount("a", "/b", "", 0, ""),
+		"umount":  rec.Unmount("/b", 0),
+	} {
+		if !errors.Is(err, ErrReadOnly) {
+			t.Errorf("%s: %v, want ErrReadOnly", name, err)
+		}
+	}
+	if len(c.Changes()) > 0 {
+		t.Errorf("changes reached the system: %q", c.Changes())
+	}
+	env := rec.Env(func(k string) (string, bool) {
+		if k == "SET" {
+			return "v", true
+		}
+		return "", false
+	})
+	env("SET")
+	env("UNSET")
+	p := rec.Probes()
+	if p.Env["SET"] == nil || *p.Env["SET"] != "v" || p.Env["UNSET"] != nil || len(p.Env) != 2 {
+		t.Errorf("env recorded: %v", p.Env)
+	}
+}
+
+// TestExtractRefuses: names that leave the directory, and writing through
+// a symlink, are refused.
+func TestExtractRefuses(t *testing.T) {
+	for name, entries := range map[string][]tar.Header{
+		"dot-dot":        {{Name: "../x", Typeflag: tar.TypeReg}},
+		"absolute":       {{Name: "/etc/x", Typeflag: tar.TypeReg}},
+		"through a link": {{Name: "a", Typeflag: tar.TypeSymlink, Linkname: "/tmp"}, {Name: "a/x", Typeflag: tar.TypeReg}},
+		"device":         {{Name: "dev/null", Typeflag: tar.TypeChar}},
+	} {
+		var buf bytes.Buffer
+		zw := gzip.NewWriter(&buf)
+		tw := tar.NewWriter(zw)
+		for _, h := range entries {
+			if err := tw.WriteHeader(&h); err != nil {
+				t.Fatal(err)
+			}
+		}
+		tw.Close()
+		zw.Close()
+		dir := t.TempDir()
+		if err := Extract(&buf, dir); err == nil {
+			t.Errorf("%s: extracted", name)
+		}
+		if _, err := os.Stat(filepath.Join(dir, "..", "x")); !errors.Is(err, fs.ErrNotExist) {
+			t.Errorf("%s: wrote outside the directory", name)
+		}
+	}
+}
+
+// TestNotInstalled: a command that does not exist, on a replayed host and
+// on this machine, is told apart from one that fails.
+func TestNotInstalled(t *testing.T) {
+	ctx := context.Background()
+	tree := system.NewTree(t.TempDir())
+	_, treeErr := tree.Run(ctx, []string{"iptables-nft-save"}, nil, time.Second)
+	_, linuxErr := system.Linux{}.Run(ctx, []string{"entrypoint-test-no-such-command"}, nil, time.Second)
+	_, failErr := system.Linux{}.Run(ctx, []string{"false"}, nil, time.Second)
+	if !NotInstalled(treeErr) || !NotInstalled(linuxErr) {
+		t.Errorf("not installed: %v, %v", treeErr, linuxErr)
+	}
+	if NotInstalled(failErr) || NotInstalled(nil) {
+		t.Errorf("a failing command counts as not installed: %v", failErr)
+	}
+}

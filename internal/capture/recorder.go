@@ -1,0 +1,295 @@
+// Package capture archives what the entrypoint reads on a node, so that
+// the node can be replayed elsewhere: `entrypoint --dry-run --root DIR` on
+// the extracted archive plans what the node would do.
+//
+// "What it reads" is not a list kept by hand: a Recorder wraps the node's
+// system.System, a dry run (and `entrypoint check`) runs through it, and
+// every path it was asked for and every probe answer it gave is what goes
+// into the archive (see Archive). A Recorder refuses every change, and it
+// answers each probe once: asked again (check plans the steps, then asks
+// their Detect functions), it gives the same answer without probing again,
+// so the archive holds one consistent view.
+package capture
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"maps"
+	"net/netip"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/kind-entrypoint/entrypoint/internal/system"
+)
+
+// Access says how a path was read; one path may be read several ways.
+type Access uint8
+
+const (
+	Read  Access = 1 << iota // ReadFile
+	Stat                     // Stat (follows symlinks)
+	Lstat                    // Lstat (does not)
+	List                     // ReadDir
+	Link                     // Readlink
+)
+
+func (a Access) String() string {
+	var parts []string
+	for _, x := range []struct {
+		a    Access
+		name string
+	}{{Read, "read"}, {Stat, "stat"}, {Lstat, "lstat"}, {List, "list"}, {Link, "readlink"}} {
+		if a&x.a != 0 {
+			parts = append(parts, x.name)
+		}
+	}
+	return strings.Join(parts, ",")
+}
+
+// ErrReadOnly is the error of every change asked of a Recorder.
+var ErrReadOnly = errors.New("read-only: capturing changes nothing")
+
+// memo is one probe's answer, computed once.
+type memo[T any] struct {
+	once sync.Once
+	done atomic.Bool // set once v and err are
+	v    T
+	err  error
+}
+
+func (m *memo[T]) get(fn func() (T, error)) (T, error) {
+	m.once.Do(func() {
+		m.v, m.err = fn()
+		m.done.Store(true)
+	})
+	return m.v, m.err
+}
+
+// memoFor returns the memo of key in m, making it under mu.
+func memoFor[T any](mu *sync.Mutex, m map[string]*memo[T], key string) *memo[T] {
+	mu.Lock()
+	defer mu.Unlock()
+	e, ok := m[key]
+	if !ok {
+		e = &memo[T]{}
+		m[key] = e
+	}
+	return e
+}
+
+// Recorder is a system.System that reads and probes through another one,
+// recording every path and answer, and refuses every change.
+type Recorder struct {
+	sys system.System
+
+	mu      sync.Mutex
+	paths   map[string]Access
+	fstypes map[string]*memo[string]
+	nofile  map[string]*memo[uint64]
+	overlay map[string]*memo[struct{}]
+	lookups map[string]*memo[[]netip.Addr] // "network\x00host"
+	runs    map[string]*memo[[]byte]       // argv joined by NUL
+	env     map[string]*string             // nil value: looked up, unset
+}
+
+var _ system.System = (*Recorder)(nil)
+
+// NewRecorder records what is read of sys.
+func NewRecorder(sys system.System) *Recorder {
+	return &Recorder{
+		sys:     sys,
+		paths:   map[string]Access{},
+		fstypes: map[string]*memo[string]{},
+		nofile:  map[string]*memo[uint64]{},
+		overlay: map[string]*memo[struct{}]{},
+		lookups: map[string]*memo[[]netip.Addr]{},
+		runs:    map[string]*memo[[]byte]{},
+		env:     map[string]*string{},
+	}
+}
+
+// Underlying is the system the Recorder reads.
+func (r *Recorder) Underlying() system.System { return r.sys }
+
+func (r *Recorder) record(p string, a Access) {
+	r.mu.Lock()
+	r.paths[p] |= a
+	r.mu.Unlock()
+}
+
+func (r *Recorder) ReadFile(p string) ([]byte, error) {
+	r.record(p, Read)
+	return r.sys.ReadFile(p)
+}
+
+func (r *Recorder) Stat(p string) (fs.FileInfo, error) {
+	r.record(p, Stat)
+	return r.sys.Stat(p)
+}
+
+func (r *Recorder) Lstat(p string) (fs.FileInfo, error) {
+	r.record(p, Lstat)
+	return r.sys.Lstat(p)
+}
+
+func (r *Recorder) ReadDir(p string) ([]fs.DirEntry, error) {
+	r.record(p, List)
+	return r.sys.ReadDir(p)
+}
+
+func (r *Recorder) Readlink(p string) (string, error) {
+	r.record(p, Link)
+	return r.sys.Readlink(p)
+}
+
+func (r *Recorder) FSType(p string) (string, error) {
+	return memoFor(&r.mu, r.fstypes, p).get(func() (string, error) { return r.sys.FSType(p) })
+}
+
+func (r *Recorder) NofileHard() (uint64, error) {
+	return memoFor(&r.mu, r.nofile, "").get(r.sys.NofileHard)
+}
+
+func (r *Recorder) OverlayTrial() error {
+	_, err := memoFor(&r.mu, r.overlay, "").get(func() (struct{}, error) { return struct{}{}, r.sys.OverlayTrial() })
+	return err
+}
+
+func (r *Recorder) LookupIP(ctx context.Context, network, host string) ([]netip.Addr, error) {
+	return memoFor(&r.mu, r.lookups, network+"\x00"+host).get(func() ([]netip.Addr, error) {
+		return r.sys.LookupIP(ctx, network, host)
+	})
+}
+
+// Run runs a command once per argv; the steps' Detect functions only run
+// read-only ones (iptables-save). Standard input is not part of the key:
+// Detect gives none.
+func (r *Recorder) Run(ctx context.Context, argv []string, stdin []byte, timeout time.Duration) ([]byte, error) {
+	if len(argv) == 0 {
+		return nil, errors.New("run: empty argv")
+	}
+	return memoFor(&r.mu, r.runs, strings.Join(argv, "\x00")).get(func() ([]byte, error) {
+		return r.sys.Run(ctx, argv, stdin, timeout)
+	})
+}
+
+func readOnly(op, p string) error { return &fs.PathError{Op: op, Path: p, Err: ErrReadOnly} }
+
+func (r *Recorder) WriteFile(p string, _ []byte, _ fs.FileMode) error { return readOnly("write", p) }
+func (r *Recorder) WriteFileInPlace(p string, _ []byte) error         { return readOnly("write", p) }
+func (r *Recorder) MkdirAll(p string, _ fs.FileMode) error            { return readOnly("mkdir", p) }
+func (r *Recorder) Remove(p string) error                             { return readOnly("remove", p) }
+func (r *Recorder) Symlink(_, p string) error                         { return readOnly("symlink", p) }
+func (r *Recorder) Chown(p string, _, _ int) error                    { return readOnly("chown", p) }
+func (r *Recorder) Chmod(p string, _ fs.FileMode) error               { return readOnly("chmod", p) }
+func (r *Recorder) Unmount(p string, _ int) error                     { return readOnly("umount", p) }
+func (r *Recorder) Sync()                                             {}
+
+func (r *Recorder) Mount(_, target, _ string, _ system.MountFlags, _ string) error {
+	return readOnly("mount", target)
+}
+
+// Rand passes on the randomness a replayed host (system.Tree) records, so
+// that boot.Detect finds it through the Recorder too.
+func (r *Recorder) Rand() (io.Reader, bool) {
+	if rs, ok := r.sys.(interface{ Rand() (io.Reader, bool) }); ok {
+		return rs.Rand()
+	}
+	return nil, false
+}
+
+// Env wraps lookupEnv, recording every variable looked up through it.
+func (r *Recorder) Env(lookupEnv func(string) (string, bool)) func(string) (string, bool) {
+	return func(k string) (string, bool) {
+		v, ok := lookupEnv(k)
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		if ok {
+			r.env[k] = &v
+		} else if _, seen := r.env[k]; !seen {
+			r.env[k] = nil
+		}
+		return v, ok
+	}
+}
+
+// Paths returns every path read, with how.
+func (r *Recorder) Paths() map[string]Access {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return maps.Clone(r.paths)
+}
+
+// Probes is every probe answer a Recorder gave.
+type Probes struct {
+	FSTypes map[string]Answer[string]
+	Nofile  *Answer[uint64]
+	Overlay *Answer[struct{}]
+	// Lookups by host, then network ("ip4", "ip6").
+	Lookups map[string]map[string]Answer[[]netip.Addr]
+	// Runs by argv; each argv is the command's words.
+	Runs []Run
+	// Env holds the variables looked up; nil for one that was unset.
+	Env map[string]*string
+}
+
+// Answer is one probe's answer.
+type Answer[T any] struct {
+	Value T
+	Err   error
+}
+
+// Run is one command's answer.
+type Run struct {
+	Argv   []string
+	Output []byte
+	Err    error
+}
+
+// Probes returns the answers given so far (one still being computed is
+// left out: none is, once the dry run has returned).
+func (r *Recorder) Probes() Probes {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	p := Probes{
+		FSTypes: map[string]Answer[string]{},
+		Lookups: map[string]map[string]Answer[[]netip.Addr]{},
+		Env:     maps.Clone(r.env),
+	}
+	for k, m := range r.fstypes {
+		if m.done.Load() {
+			p.FSTypes[k] = Answer[string]{m.v, m.err}
+		}
+	}
+	if m, ok := r.nofile[""]; ok && m.done.Load() {
+		p.Nofile = &Answer[uint64]{m.v, m.err}
+	}
+	if m, ok := r.overlay[""]; ok && m.done.Load() {
+		p.Overlay = &Answer[struct{}]{m.v, m.err}
+	}
+	for k, m := range r.lookups {
+		network, host, _ := strings.Cut(k, "\x00")
+		if !m.done.Load() {
+			continue
+		}
+		if p.Lookups[host] == nil {
+			p.Lookups[host] = map[string]Answer[[]netip.Addr]{}
+		}
+		p.Lookups[host][network] = Answer[[]netip.Addr]{m.v, m.err}
+	}
+	for _, k := range slices.Sorted(maps.Keys(r.runs)) {
+		if m := r.runs[k]; m.done.Load() {
+			p.Runs = append(p.Runs, Run{Argv: strings.Split(k, "\x00"), Output: m.v, Err: m.err})
+		}
+	}
+	return p
+}
+
+// String names a run for messages.
+func (r Run) String() string { return fmt.Sprintf("%q", r.Argv) }

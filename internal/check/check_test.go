@@ -1,0 +1,487 @@
+package check
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/kind-entrypoint/entrypoint/internal/capture"
+	"github.com/kind-entrypoint/entrypoint/internal/system"
+)
+
+const hostsDir = "../../testdata/hosts"
+
+// host copies a fake host, then changes the copy: the fake hosts of
+// testdata/hosts are reused, each change making one requirement fail.
+func host(t *testing.T, name string, change func(dir string)) string {
+	t.Helper()
+	dst := t.TempDir()
+	if err := system.CopyScenario(filepath.Join(hostsDir, name, "root"), dst); err != nil {
+		t.Fatal(err)
+	}
+	if change != nil {
+		change(dst)
+	}
+	return dst
+}
+
+func write(t *testing.T, dir, p, content string) {
+	t.Helper()
+	p = filepath.Join(dir, p)
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// editMountinfo rewrites the fake host's mountinfo line by line.
+func editMountinfo(t *testing.T, dir string, edit func(line string) string) {
+	t.Helper()
+	p := filepath.Join(dir, "proc/self/mountinfo")
+	b, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, line := range strings.Split(string(b), "\n") {
+		if l := edit(line); l != "" || line == "" {
+			out = append(out, l)
+		}
+	}
+	if err := os.WriteFile(p, []byte(strings.Join(out, "\n")), 0o444); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func mountpointIs(line, p string) bool {
+	f := strings.Fields(line)
+	return len(f) > 4 && f[4] == p
+}
+
+func runTree(t *testing.T, dir string) Report {
+	t.Helper()
+	tree := system.NewTree(dir)
+	env, _ := tree.Environ()
+	rep := Run(context.Background(), Options{Sys: tree, LookupEnv: env, ProbeTimeout: 100 * time.Millisecond})
+	if len(tree.Changes()) > 0 {
+		t.Fatalf("check changed the host: %q", tree.Changes())
+	}
+	return rep
+}
+
+func rowNamed(rows []Row, name string) (Row, bool) {
+	for _, r := range rows {
+		if r.Name == name {
+			return r, true
+		}
+	}
+	return Row{}, false
+}
+
+// rowNames are every row, in order, of a host that gets that far.
+var rowNames = []string{
+	"user-namespace", "cgroup-version", "cgroupns", "cgroup-controllers", "cgroup-mounts", "nofile",
+	"fs-kind", "fs-containerd", "snapshotter", "overlay", "dev-fuse", "sys", "mount-propagation",
+	"iptables-legacy", "iptables-nft", "iptables-mode", "host-docker-internal", "node-name", "default-gateway",
+	"dmi", "lib-modules", "plan",
+}
+
+// TestRows: each failing and warning row, on a fake host that shows it
+// (and nothing else worse than its own verdict where the host is clean).
+func TestRows(t *testing.T) {
+	tests := []struct {
+		name   string
+		host   string
+		change func(t *testing.T, dir string)
+		// want are rows that must have this status, and whose observed
+		// value must match the regexp after the colon, if any.
+		want map[string]string
+		exit int
+	}{
+		{
+			name: "a clean cgroup v2 node", host: "docker-v2-cgroupns",
+			want: map[string]string{"cgroup-version": "pass", "cgroupns": "pass", "overlay": "pass", "plan": "pass:10 steps"},
+			exit: ExitPass,
+		},
+		{
+			name: "rootless without delegation", host: "rootless-v2-missing-cpu-pids",
+			want: map[string]string{
+				"user-namespace":     "pass:yes",
+				"cgroup-controllers": "fail:missing cpu, pids",
+				"nofile":             "warn:4096",
+				"plan":               "fail:validate_userns would stop the entrypoint \\(exit 11\\)",
+			},
+			exit: ExitFail,
+		},
+		{
+			name: "rootless with delegation", host: "rootless-v2-delegated",
+			want: map[string]string{"cgroup-controllers": "pass:cpu .*memory.*pids", "overlay": "pass", "dev-fuse": "pass:not needed"},
+			exit: ExitPass,
+		},
+		{
+			name: "no cgroupns on v1", host: "docker-v1-no-cgroupns",
+			want: map[string]string{
+				"cgroup-version": "warn:v1",
+				"cgroupns":       "warn:no: the container's cgroup is /docker/",
+				"plan":           "warn:cgroupns not enabled",
+			},
+			exit: ExitWarn,
+		},
+		{
+			name: "cgroupns on v1", host: "docker-v1-cgroupns",
+			want: map[string]string{"cgroupns": "pass:yes", "cgroup-controllers": "pass:^cpu cpuacct", "cgroup-version": "warn"},
+			exit: ExitWarn,
+		},
+		{
+			name: "zfs", host: "zfs",
+			want: map[string]string{"fs-kind": "warn:zfs: snapshotter native", "snapshotter": "pass:native \\(/kind is on zfs\\)", "dev-fuse": "pass:not needed"},
+			exit: ExitWarn,
+		},
+		{
+			name: "fuse-overlayfs chosen, no /dev/fuse", host: "rootless-v2-overlay-fails",
+			want: map[string]string{
+				"snapshotter": "pass:fuse-overlayfs",
+				"overlay":     "warn:operation not permitted; the snapshotter is fuse-overlayfs",
+				"dev-fuse":    "fail:missing",
+			},
+			exit: ExitFail,
+		},
+		{
+			name: "fuse-overlayfs chosen, /dev/fuse there", host: "rootless-v2-overlay-fails",
+			change: func(t *testing.T, dir string) { write(t, dir, "dev/fuse", "") },
+			want:   map[string]string{"dev-fuse": "pass:present", "overlay": "warn"},
+			exit:   ExitWarn,
+		},
+		{
+			name: "fuse-overlayfs on a FUSE rootfs", host: "fuseblk",
+			want: map[string]string{"fs-kind": "pass:fuseblk", "dev-fuse": "fail"},
+			exit: ExitFail,
+		},
+		{
+			name: "permit_mounts_in_userns", host: "userns-permit-mounts",
+			want: map[string]string{"overlay": "warn:not tried", "dev-fuse": "fail"},
+			exit: ExitFail,
+		},
+		{
+			name: "SELinux label in a user namespace", host: "selinux-warning",
+			want: map[string]string{"overlay": "warn:SELinux", "plan": "warn:SELinux might be Enforcing"},
+			exit: ExitWarn,
+		},
+		{
+			name: "overlay fails outside a user namespace, overlayfs snapshotter", host: "docker-v2-cgroupns",
+			change: func(t *testing.T, dir string) { write(t, dir, ".host/overlay", "mount overlay: no such device\n") },
+			want:   map[string]string{"overlay": "fail:no such device; the snapshotter is overlayfs"},
+			exit:   ExitFail,
+		},
+		{
+			name: "overlay trial on an overlay /tmp", host: "docker-v2-cgroupns",
+			change: func(t *testing.T, dir string) {
+				write(t, dir, ".host/overlay", "mount overlay: invalid argument\n")
+				editMountinfo(t, dir, func(l string) string {
+					if mountpointIs(l, "/tmp") {
+						return ""
+					}
+					return l
+				})
+			},
+			want: map[string]string{"overlay": "warn:on /tmp, itself on overlayfs"},
+			exit: ExitWarn,
+		},
+		{
+			name: "no volume for /var: containerd's layers on overlay", host: "docker-v2-cgroupns",
+			change: func(t *testing.T, dir string) {
+				editMountinfo(t, dir, func(l string) string {
+					if mountpointIs(l, "/var") {
+						return ""
+					}
+					return l
+				})
+			},
+			want: map[string]string{"fs-containerd": "fail:/var/lib/containerd is on overlayfs"},
+			exit: ExitFail,
+		},
+		{
+			name: "read-only cgroup mount (not --privileged)", host: "docker-v2-cgroupns",
+			change: func(t *testing.T, dir string) {
+				editMountinfo(t, dir, func(l string) string {
+					if mountpointIs(l, "/sys/fs/cgroup") {
+						return strings.Replace(l, " rw,", " ro,", 1)
+					}
+					return l
+				})
+			},
+			want: map[string]string{"cgroup-mounts": "fail:read-only: /sys/fs/cgroup"},
+			exit: ExitFail,
+		},
+		{
+			name: "sysfs superblock read-only", host: "docker-v2-cgroupns",
+			change: func(t *testing.T, dir string) {
+				editMountinfo(t, dir, func(l string) string {
+					if mountpointIs(l, "/sys") {
+						return strings.TrimSuffix(l, "sysfs rw") + "sysfs ro"
+					}
+					return l
+				})
+			},
+			want: map[string]string{"sys": "warn:superblock is read-only"},
+			exit: ExitWarn,
+		},
+		{
+			name: "booted node, /sys writable and / private", host: "docker-v2-cgroupns",
+			change: func(t *testing.T, dir string) { write(t, dir, "proc/1/comm", "systemd\n") },
+			want: map[string]string{
+				"sys":               "warn:writable, although the node has booted",
+				"mount-propagation": "warn:/ is slave, not every mount is shared",
+			},
+			exit: ExitWarn,
+		},
+		{
+			name: "hanging nft-save", host: "net-nft-hang",
+			want: map[string]string{"iptables-nft": "warn:timed out", "iptables-legacy": "pass", "iptables-mode": "pass:legacy"},
+			exit: ExitWarn,
+		},
+		{
+			name: "rules in both backends", host: "docker-v2-cgroupns",
+			change: func(t *testing.T, dir string) {
+				write(t, dir, ".host/run/iptables-legacy-save", "*filter\n:INPUT ACCEPT [0:0]\n-A INPUT -j ACCEPT\nCOMMIT\n")
+			},
+			want: map[string]string{"iptables-mode": "warn:legacy 1 rules, nft \\d+ rules", "iptables-legacy": "pass:1 rules"},
+			exit: ExitWarn,
+		},
+		{
+			name: "no iptables at all", host: "docker-v2-cgroupns",
+			change: func(t *testing.T, dir string) {
+				for _, c := range []string{"iptables-legacy-save", "ip6tables-legacy-save", "iptables-nft-save", "ip6tables-nft-save"} {
+					os.Remove(filepath.Join(dir, ".host/run", c))
+				}
+			},
+			want: map[string]string{"iptables-legacy": "warn:not installed", "iptables-nft": "warn:not installed", "iptables-mode": "fail:no iptables-save works"},
+			exit: ExitFail,
+		},
+		{
+			name: "neither host.docker.internal nor a gateway", host: "net-hostip-none",
+			want: map[string]string{"host-docker-internal": "warn:no default gateway", "default-gateway": "warn:none"},
+			exit: ExitWarn,
+		},
+		{
+			name: "Docker Desktop", host: "net-hostip-desktop",
+			want: map[string]string{"host-docker-internal": "pass:192.168.65.254"},
+		},
+		{
+			name: "host.docker.internal is loopback", host: "net-hostip-loopback",
+			want: map[string]string{"host-docker-internal": "pass:127.0.0.1 is loopback.*gateway 172.18.0.1 is used"},
+		},
+		{
+			name: "old IPv4 address, none now", host: "net-ipv4-gone",
+			want: map[string]string{"node-name": "fail:recorded IPv4 172.18.0.3", "plan": "fail:exit 20"},
+			exit: ExitFail,
+		},
+		{
+			name: "old IPv6 address, none now", host: "net-ipv6-gone",
+			want: map[string]string{"node-name": "warn:recorded IPv6", "plan": "warn:ERROR"},
+			exit: ExitWarn,
+		},
+		{
+			name: "node name lookup hangs", host: "docker-v2-cgroupns",
+			change: func(t *testing.T, dir string) { write(t, dir, ".host/hosts", "kind-control-plane hang\n") },
+			want:   map[string]string{"node-name": "warn:timed out"},
+			exit:   ExitWarn,
+		},
+		{
+			name: "DMI as in sysfs", host: "id-dmi-sysfs",
+			want: map[string]string{"dmi": "pass:^/sys/class/dmi/id/product_name present \\(-> /sys/devices/virtual/dmi/id/product_name\\); /sys/class/dmi/id/product_uuid present \\(-> /sys/devices/virtual/dmi/id/product_uuid\\); /sys/devices/virtual/dmi/id/product_uuid present$"},
+		},
+		{
+			name: "garbage product_uuid", host: "id-uuid-kept",
+			change: func(t *testing.T, dir string) { write(t, dir, "kind/product_uuid", "garbage\n") },
+			want:   map[string]string{"dmi": "warn:not a UUID"},
+			exit:   ExitWarn,
+		},
+		{
+			name: "no /lib/modules", host: "docker-v2-cgroupns",
+			change: func(t *testing.T, dir string) { os.RemoveAll(filepath.Join(dir, "lib/modules")) },
+			want:   map[string]string{"lib-modules": "warn:missing"},
+			exit:   ExitWarn,
+		},
+		{
+			name: "no modules for the running kernel", host: "docker-v2-cgroupns",
+			change: func(t *testing.T, dir string) { write(t, dir, "proc/sys/kernel/osrelease", "5.15.0-91-generic\n") },
+			want:   map[string]string{"lib-modules": "warn:5.15.0-91-generic"},
+			exit:   ExitWarn,
+		},
+		{
+			name: "modules for the running kernel", host: "docker-v2-cgroupns",
+			change: func(t *testing.T, dir string) {
+				write(t, dir, "proc/sys/kernel/osrelease", "5.15.0-91-generic\n")
+				write(t, dir, "lib/modules/5.15.0-91-generic/modules.dep", "")
+			},
+			want: map[string]string{"lib-modules": "pass:/lib/modules/5.15.0-91-generic"},
+		},
+		{
+			name: "low RLIMIT_NOFILE", host: "docker-v2-cgroupns",
+			change: func(t *testing.T, dir string) { write(t, dir, ".host/nofile", "1024\n") },
+			want:   map[string]string{"nofile": "warn:1024"},
+			exit:   ExitWarn,
+		},
+		{
+			name: "not a node image", host: "docker-v2-cgroupns",
+			change: func(t *testing.T, dir string) { os.RemoveAll(filepath.Join(dir, "kind")) },
+			want:   map[string]string{"fs-kind": "warn:no /kind"},
+			exit:   ExitWarn,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			dir := host(t, tt.host, func(dir string) {
+				if tt.change != nil {
+					tt.change(t, dir)
+				}
+			})
+			rep := runTree(t, dir)
+			var text bytes.Buffer
+			if err := WriteText(&text, rep.Rows); err != nil {
+				t.Fatal(err)
+			}
+			var names []string
+			for _, r := range rep.Rows {
+				names = append(names, r.Name)
+				if r.Status != Pass && r.Hint == "" {
+					t.Errorf("row %s is %s without a hint", r.Name, r.Status)
+				}
+			}
+			if diff := cmp.Diff(rowNames, names); diff != "" {
+				t.Errorf("rows (-want +got):\n%s", diff)
+			}
+			for name, want := range tt.want {
+				status, pattern, _ := strings.Cut(want, ":")
+				r, ok := rowNamed(rep.Rows, name)
+				if !ok {
+					t.Errorf("no row %s", name)
+					continue
+				}
+				if string(r.Status) != status || !regexp.MustCompile(pattern).MatchString(r.Observed) {
+					t.Errorf("row %s: %s %q, want %s matching %q", name, r.Status, r.Observed, status, pattern)
+				}
+			}
+			if got := ExitCode(rep.Rows); got != tt.exit {
+				t.Errorf("exit code %d, want %d", got, tt.exit)
+			}
+			if t.Failed() {
+				t.Logf("check:\n%s", text.String())
+			}
+		})
+	}
+}
+
+// TestDetectFails: a host whose shared facts cannot be read is one failing
+// row, not a crash.
+func TestDetectFails(t *testing.T) {
+	dir := host(t, "docker-v2-cgroupns", func(dir string) { write(t, dir, "proc/self/uid_map", "garbage\n") })
+	rep := runTree(t, dir)
+	if len(rep.Rows) != 1 || rep.Rows[0].Name != "detect" || rep.Rows[0].Status != Fail || !strings.Contains(rep.Rows[0].Observed, "uid_map") {
+		t.Errorf("rows %+v", rep.Rows)
+	}
+	if ExitCode(rep.Rows) != ExitFail {
+		t.Errorf("exit %d", ExitCode(rep.Rows))
+	}
+}
+
+// TestPodNetworkRow: the preflight's outcome is a row, after the others.
+func TestPodNetworkRow(t *testing.T) {
+	dir := host(t, "docker-v2-cgroupns", nil)
+	tree := system.NewTree(dir)
+	env, _ := tree.Environ()
+	for _, tt := range []struct {
+		err    error
+		status Status
+	}{{nil, Pass}, {errors.New("TCP pod -> host: connect: timeout"), Fail}} {
+		rep := Run(context.Background(), Options{Sys: tree, LookupEnv: env, PodNetwork: func(context.Context) (string, error) {
+			return "host <-> pod", tt.err
+		}})
+		last := rep.Rows[len(rep.Rows)-1]
+		if last.Name != "pod-network" || last.Status != tt.status {
+			t.Errorf("last row %+v, want pod-network %s", last, tt.status)
+		}
+	}
+}
+
+// TestJSON: one document, an array of rows with all four keys.
+func TestJSON(t *testing.T) {
+	rep := runTree(t, host(t, "zfs", nil))
+	var buf bytes.Buffer
+	if err := WriteJSON(&buf, rep.Rows); err != nil {
+		t.Fatal(err)
+	}
+	dec := json.NewDecoder(&buf)
+	var rows []map[string]any
+	if err := dec.Decode(&rows); err != nil {
+		t.Fatal(err)
+	}
+	if dec.More() {
+		t.Error("more than one JSON document")
+	}
+	for _, r := range rows {
+		for _, k := range []string{"name", "status", "observed", "hint"} {
+			if _, ok := r[k].(string); !ok {
+				t.Errorf("row %v lacks string %q", r, k)
+			}
+		}
+	}
+	if len(rows) != len(rowNames) {
+		t.Errorf("%d rows, want %d", len(rows), len(rowNames))
+	}
+	buf.Reset()
+	if err := WriteJSON(&buf, nil); err != nil || strings.TrimSpace(buf.String()) != "[]" {
+		t.Errorf("no rows: %q, %v", buf.String(), err)
+	}
+}
+
+func TestExitCode(t *testing.T) {
+	for _, tt := range []struct {
+		statuses []Status
+		want     int
+	}{
+		{nil, 0}, {[]Status{Pass, Pass}, 0}, {[]Status{Pass, Warn}, 1}, {[]Status{Warn, Fail, Pass}, 2}, {[]Status{Fail}, 2},
+	} {
+		var rows []Row
+		for _, s := range tt.statuses {
+			rows = append(rows, Row{Status: s})
+		}
+		if got := ExitCode(rows); got != tt.want {
+			t.Errorf("ExitCode(%v) = %d, want %d", tt.statuses, got, tt.want)
+		}
+	}
+}
+
+// TestRecordsWhatItReads: run through a capture.Recorder, check's reads are
+// recorded (so a capture holds them) and each probe is answered once for
+// the dry run and the rows alike.
+func TestRecordsWhatItReads(t *testing.T) {
+	dir := host(t, "rootless-v2-overlay-fails", nil)
+	tree := system.NewTree(dir)
+	env, _ := tree.Environ()
+	rec := capture.NewRecorder(tree)
+	Run(context.Background(), Options{Sys: rec, LookupEnv: rec.Env(env)})
+	paths := rec.Paths()
+	for _, p := range []string{"/dev/fuse", "/lib/modules", "/proc/1/comm", "/proc/self/uid_map", "/etc/containerd/config.toml"} {
+		if _, ok := paths[p]; !ok {
+			t.Errorf("%s was not recorded", p)
+		}
+	}
+	// The iptables saves ran once each, for the dry run and three rows.
+	if n := len(tree.Ran()); n != 4 {
+		t.Errorf("%d commands ran, want the 4 saves once each: %q", n, tree.Ran())
+	}
+}

@@ -1,0 +1,477 @@
+// Package podnet checks that this node can network a pod: it does, once and
+// briefly, what the kubelet and a CNI plugin do for every pod, proves that
+// traffic passes both ways, and removes all of it again.
+//
+// The pod is wired the way Calico and other point-to-point plugins wire
+// one: a network namespace of its own; a veth pair with one end moved into
+// it (renamed eth0); a /32 address on eth0; a link-scoped route to a
+// link-local gateway (169.254.1.1), a default route via it, and a permanent
+// neighbour entry that resolves the gateway to the host veth's MAC (no ARP
+// proxy needed); on the host, a /32 route to the pod through the host veth.
+// Then a TCP connection from the host to a listener in the pod, and one from
+// the pod to a listener on the host.
+//
+// Everything is done with rtnetlink messages over x/sys/unix (no `ip`, no
+// process), and on threads moved into the namespaces with setns, so that no
+// other goroutine of the process ever runs in them. The pod namespace is
+// never mounted under /run/netns: a descriptor keeps it, and it ends when
+// that descriptor and its sockets are closed. Cleanup is deferred at every
+// step, so a failure anywhere leaves nothing behind: the host route is
+// deleted, then the host veth (which takes its peer with it), and the
+// namespace is released; then the preflight checks that the link and the
+// route are really gone.
+package podnet
+
+import (
+	"bufio"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"strconv"
+	"strings"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// Gateway is the pod's default gateway: a link-local address no host
+// interface holds, resolved by a permanent neighbour entry (Calico's
+// choice).
+var Gateway = netip.MustParseAddr("169.254.1.1")
+
+// podPrefix is where the pod's address is drawn from: TEST-NET-2
+// (RFC 5737), reserved for documentation, so it names nothing real. It is
+// held only inside the pod namespace; the host gets a /32 route to it for
+// the few milliseconds of the check.
+var podPrefix = netip.MustParsePrefix("198.51.100.0/24")
+
+// DefaultTimeout bounds a whole preflight.
+const DefaultTimeout = 10 * time.Second
+
+// Options tune a preflight; the zero value is what `entrypoint check` uses.
+type Options struct {
+	// PodIP is the pod's address; invalid picks one at random in
+	// 198.51.100.0/24.
+	PodIP netip.Addr
+	// Timeout bounds the whole preflight; 0 means DefaultTimeout.
+	Timeout time.Duration
+
+	// inject, in tests, is called after each stage; its error fails the
+	// preflight there, to show that cleanup covers every stage.
+	inject func(stage string) error
+}
+
+// Result describes a preflight.
+type Result struct {
+	HostVeth string
+	PodIP    netip.Addr
+	// HostIP is the source address the host reached the pod from (its
+	// own address, as the kubelet's probes would use).
+	HostIP  netip.Addr
+	Elapsed time.Duration
+	// NSInode identifies the pod namespace (nsfs inode), so that tests can
+	// check nothing refers to it any more.
+	NSInode uint64
+}
+
+// Summary says in one line what was proven.
+func (r Result) Summary() string {
+	return fmt.Sprintf("host %s <-> pod %s via veth %s: TCP both ways in %d ms, all removed",
+		r.HostIP, r.PodIP, r.HostVeth, r.Elapsed.Milliseconds())
+}
+
+// Stages, in order; a failure names the stage it happened in.
+const (
+	stageNamespace = "pod network namespace"
+	stageVeth      = "veth pair"
+	stageMove      = "move veth into the pod"
+	stagePod       = "pod interface, address, routes, neighbour"
+	stageHost      = "host veth and route to the pod"
+	stageToPod     = "TCP host -> pod"
+	stageToHost    = "TCP pod -> host"
+)
+
+// Preflight wires a pod network in a throwaway namespace, proves it, and
+// tears it down. The host is the calling thread's network namespace. It
+// needs CAP_NET_ADMIN and CAP_SYS_ADMIN there (see Capable).
+func Preflight(ctx context.Context, o Options) (res Result, err error) {
+	start := time.Now()
+	timeout := o.Timeout
+	if timeout <= 0 {
+		timeout = DefaultTimeout
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	stage := stageNamespace
+	defer func() {
+		if err != nil {
+			err = fmt.Errorf("%s: %w", stage, err)
+		}
+		res.Elapsed = time.Since(start)
+	}()
+	done := func(s string) error {
+		if o.inject != nil {
+			return o.inject(s)
+		}
+		return nil
+	}
+
+	res.PodIP = o.PodIP
+	if !res.PodIP.IsValid() {
+		if res.PodIP, err = randomAddr(podPrefix); err != nil {
+			return res, err
+		}
+	}
+	suffix, err := randomHex(4)
+	if err != nil {
+		return res, err
+	}
+	res.HostVeth = "kpfh" + suffix
+	peerName := "kpfp" + suffix
+
+	host, err := currentNS()
+	if err != nil {
+		return res, err
+	}
+	defer unix.Close(host)
+	pod, err := newNS(host)
+	if err != nil {
+		return res, err
+	}
+	// Deferred first, so run last: after every socket made in the
+	// namespace is closed, this ends it.
+	defer unix.Close(pod)
+	var st unix.Stat_t
+	if err := unix.Fstat(pod, &st); err != nil {
+		return res, fmt.Errorf("fstat the pod namespace: %w", err)
+	}
+	res.NSInode = st.Ino
+	hnl, err := dial(host)
+	if err != nil {
+		return res, err
+	}
+	defer hnl.close()
+	pnl, err := dial(pod)
+	if err != nil {
+		return res, err
+	}
+	defer pnl.close()
+	if err := done(stage); err != nil {
+		return res, err
+	}
+
+	stage = stageVeth
+	if _, err := hnl.do(newVeth(res.HostVeth, peerName)); err != nil {
+		return res, err
+	}
+	// Deleting the host end deletes the peer too, wherever it is.
+	defer func() { err = errors.Join(err, removeLink(hnl, res.HostVeth)) }()
+	hostLink, err := hnl.link(res.HostVeth)
+	if err != nil {
+		return res, err
+	}
+	if len(hostLink.mac) != 6 {
+		return res, fmt.Errorf("%s has no Ethernet address (%x)", res.HostVeth, hostLink.mac)
+	}
+	peer, err := hnl.link(peerName)
+	if err != nil {
+		return res, err
+	}
+	if err := done(stage); err != nil {
+		return res, err
+	}
+
+	stage = stageMove
+	if _, err := hnl.do(moveLink(peer.index, pod)); err != nil {
+		return res, err
+	}
+	if err := done(stage); err != nil {
+		return res, err
+	}
+
+	stage = stagePod
+	if err := wirePod(pnl, peerName, res.PodIP, hostLink.mac); err != nil {
+		return res, err
+	}
+	if err := done(stage); err != nil {
+		return res, err
+	}
+
+	stage = stageHost
+	if _, err := hnl.do(setLinkUp(hostLink.index)); err != nil {
+		return res, err
+	}
+	toPod := route{dst: netip.PrefixFrom(res.PodIP, 32), dev: hostLink.index, scope: unix.RT_SCOPE_LINK}
+	if _, err := hnl.do(newRoute(toPod)); err != nil {
+		return res, err
+	}
+	// Before the link goes (which would take the route with it): the
+	// route is removed on its own, and checked gone.
+	defer func() { err = errors.Join(err, removeRoute(hnl, toPod)) }()
+	if err := done(stage); err != nil {
+		return res, err
+	}
+
+	// Traffic waits for both ends to be running: until the kernel's
+	// link watcher (which runs at most once a second) has seen the
+	// carrier, a veth drops what it is given, and the first SYN would
+	// only go through on its retransmission, a second later.
+	if err := waitRunning(ctx, hnl, res.HostVeth); err != nil {
+		return res, err
+	}
+	if err := waitRunning(ctx, pnl, "eth0"); err != nil {
+		return res, err
+	}
+
+	stage = stageToPod
+	hostIP, err := exchange(ctx, pod, host, res.PodIP, false)
+	if err != nil {
+		return res, err
+	}
+	res.HostIP = hostIP
+	if err := done(stage); err != nil {
+		return res, err
+	}
+
+	stage = stageToHost
+	if _, err := exchange(ctx, host, pod, hostIP, true); err != nil {
+		return res, err
+	}
+	return res, done(stage)
+}
+
+// wirePod sets up the pod's side as a CNI plugin does: eth0 with a /32,
+// a link-scoped route to the gateway, the default route via it, and the
+// gateway's MAC fixed to the host veth's.
+func wirePod(c *conn, peerName string, ip netip.Addr, hostMAC []byte) error {
+	lo, err := c.link("lo")
+	if err != nil {
+		return err
+	}
+	if _, err := c.do(setLinkUp(lo.index)); err != nil {
+		return err
+	}
+	eth, err := c.link(peerName)
+	if err != nil {
+		return err
+	}
+	for _, r := range []request{
+		renameLink(eth.index, "eth0"),
+		setLinkUp(eth.index),
+		newAddr(eth.index, netip.PrefixFrom(ip, 32)),
+		newRoute(route{dst: netip.PrefixFrom(Gateway, 32), dev: eth.index, scope: unix.RT_SCOPE_LINK}),
+		newRoute(route{dst: netip.PrefixFrom(netip.IPv4Unspecified(), 0), gw: Gateway, dev: eth.index, scope: unix.RT_SCOPE_UNIVERSE}),
+		newNeigh(eth.index, Gateway, hostMAC),
+	} {
+		if _, err := c.do(r); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// waitRunning polls a link until it is operationally up (IFF_RUNNING).
+func waitRunning(ctx context.Context, c *conn, name string) error {
+	for {
+		l, err := c.link(name)
+		if err != nil {
+			return err
+		}
+		if l.flags&unix.IFF_RUNNING != 0 {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("link %s is not running: %w", name, ctx.Err())
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+}
+
+// removeLink deletes a link and checks that it is gone.
+func removeLink(c *conn, name string) error {
+	if _, err := c.do(delLink(name)); err != nil && !errors.Is(err, unix.ENODEV) {
+		return fmt.Errorf("cleanup: %w", err)
+	}
+	if _, err := c.link(name); !errors.Is(err, unix.ENODEV) {
+		return fmt.Errorf("cleanup: link %s is still there after deleting it (%v)", name, err)
+	}
+	return nil
+}
+
+// removeRoute deletes a route (ESRCH: it is gone already) and checks that
+// no route to its destination through its link is left in the main table.
+func removeRoute(c *conn, r route) error {
+	if _, err := c.do(delRoute(r)); err != nil && !errors.Is(err, unix.ESRCH) {
+		return fmt.Errorf("cleanup: %w", err)
+	}
+	msgs, err := c.do(dumpRequest(unix.RTM_GETROUTE, rtmsg(unix.AF_INET, 0, 0, 0, 0, 0), "dump routes"))
+	if err != nil {
+		return fmt.Errorf("cleanup: %w", err)
+	}
+	for _, m := range msgs {
+		if got, ok := parseRoute(m); ok && got == r {
+			return fmt.Errorf("cleanup: route %s is still there after deleting it", r)
+		}
+	}
+	return nil
+}
+
+// exchange listens on listenAddr in namespace listenNS, connects to it from
+// namespace dialNS, and checks that a random token goes there and back.
+// It returns the dialling side's source address. The side in the host
+// namespace (the dialler, or with hostListens the accepted connection)
+// closes with an RST, so that no TIME_WAIT socket stays on the host.
+func exchange(ctx context.Context, listenNS, dialNS int, listenAddr netip.Addr, hostListens bool) (netip.Addr, error) {
+	token, err := randomHex(8)
+	if err != nil {
+		return netip.Addr{}, err
+	}
+	deadline, _ := ctx.Deadline()
+	var ln *net.TCPListener
+	err = inNS(listenNS, func() error {
+		l, err := net.ListenTCP("tcp4", net.TCPAddrFromAddrPort(netip.AddrPortFrom(listenAddr, 0)))
+		ln = l
+		return err
+	})
+	if err != nil {
+		return netip.Addr{}, fmt.Errorf("listen on %s: %w", listenAddr, err)
+	}
+	served := make(chan error, 1)
+	var serveErr error
+	waited := false
+	wait := func() error {
+		if !waited {
+			waited, serveErr = true, <-served
+		}
+		return serveErr
+	}
+	var c *net.TCPConn
+	// Whatever happens, nothing of the exchange outlives it: a socket
+	// left open would keep the pod's namespace alive. Closing the client
+	// ends the server's read; closing the listener ends its accept.
+	defer func() {
+		ln.Close()
+		if c != nil {
+			c.Close()
+		}
+		wait()
+	}()
+	if err := ln.SetDeadline(deadline); err != nil {
+		served <- nil
+		return netip.Addr{}, err
+	}
+	go func() { served <- serve(ln, deadline, hostListens) }()
+
+	to := ln.Addr().String()
+	err = inNS(dialNS, func() error {
+		d := net.Dialer{Deadline: deadline}
+		conn, err := d.DialContext(ctx, "tcp4", to)
+		if err != nil {
+			return err
+		}
+		c = conn.(*net.TCPConn)
+		return nil
+	})
+	if err != nil {
+		return netip.Addr{}, fmt.Errorf("connect to %s: %w", to, err)
+	}
+	if !hostListens {
+		_ = c.SetLinger(0)
+	}
+	if err := c.SetDeadline(deadline); err != nil {
+		return netip.Addr{}, err
+	}
+	local := c.LocalAddr().(*net.TCPAddr).AddrPort().Addr().Unmap()
+	if _, err := fmt.Fprintf(c, "ping %s\n", token); err != nil {
+		return local, fmt.Errorf("send to %s: %w", to, err)
+	}
+	reply, err := bufio.NewReader(c).ReadString('\n')
+	if err != nil {
+		return local, fmt.Errorf("read the reply from %s: %w", to, err)
+	}
+	if want := "pong " + token + "\n"; reply != want {
+		return local, fmt.Errorf("reply from %s: %q, want %q", to, reply, want)
+	}
+	if err := wait(); err != nil {
+		return local, fmt.Errorf("listener on %s: %w", to, err)
+	}
+	return local, nil
+}
+
+// serve answers one connection: "ping TOKEN" with "pong TOKEN".
+func serve(ln *net.TCPListener, deadline time.Time, rst bool) error {
+	c, err := ln.AcceptTCP()
+	if err != nil {
+		return fmt.Errorf("accept: %w", err)
+	}
+	if rst {
+		_ = c.SetLinger(0)
+	}
+	defer c.Close()
+	if err := c.SetDeadline(deadline); err != nil {
+		return err
+	}
+	line, err := bufio.NewReader(c).ReadString('\n')
+	if err != nil {
+		return fmt.Errorf("read: %w", err)
+	}
+	token, ok := strings.CutPrefix(strings.TrimSuffix(line, "\n"), "ping ")
+	if !ok {
+		return fmt.Errorf("got %q, want a ping", line)
+	}
+	_, err = fmt.Fprintf(c, "pong %s\n", token)
+	return err
+}
+
+func randomHex(n int) (string, error) {
+	b := make([]byte, n)
+	if _, err := rand.Read(b); err != nil {
+		return "", err
+	}
+	return hex.EncodeToString(b), nil
+}
+
+// randomAddr picks a host address of an IPv4 prefix of /30 or wider,
+// neither its network nor its broadcast address.
+func randomAddr(p netip.Prefix) (netip.Addr, error) {
+	var b [4]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return netip.Addr{}, err
+	}
+	hostBits := 32 - p.Bits()
+	size := uint32(1) << hostBits
+	n := native.Uint32(b[:])%(size-2) + 1
+	base := p.Masked().Addr().As4()
+	v := uint32(base[0])<<24 | uint32(base[1])<<16 | uint32(base[2])<<8 | uint32(base[3])
+	v += n
+	return netip.AddrFrom4([4]byte{byte(v >> 24), byte(v >> 16), byte(v >> 8), byte(v)}), nil
+}
+
+// Capable reports whether this process may run a preflight: root, with
+// CAP_NET_ADMIN (links, routes) and CAP_SYS_ADMIN (a network namespace,
+// setns) in its effective set. status is /proc/self/status.
+func Capable(euid int, status []byte) bool {
+	if euid != 0 {
+		return false
+	}
+	eff, ok := effectiveCaps(status)
+	return ok && eff&(1<<unix.CAP_NET_ADMIN) != 0 && eff&(1<<unix.CAP_SYS_ADMIN) != 0
+}
+
+// effectiveCaps reads the CapEff line of /proc/PID/status.
+func effectiveCaps(status []byte) (uint64, bool) {
+	for _, line := range strings.Split(string(status), "\n") {
+		v, ok := strings.CutPrefix(line, "CapEff:")
+		if !ok {
+			continue
+		}
+		caps, err := strconv.ParseUint(strings.TrimSpace(v), 16, 64)
+		return caps, err == nil
+	}
+	return 0, false
+}

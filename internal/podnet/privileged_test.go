@@ -1,0 +1,228 @@
+package podnet
+
+// Privileged: the preflight for real, as root, inside a network namespace
+// of the test's own that stands in for the node, so that the machine's own
+// links and routes are never touched. The machine's namespace is compared
+// before and after all the same.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"golang.org/x/sys/unix"
+
+	"github.com/kind-entrypoint/entrypoint/internal/system/nstest"
+)
+
+func TestMain(m *testing.M) { nstest.Main(m) }
+
+// enginePrefixes are links container engines add and remove on their own
+// (the e2e tier's nodes) while these tests run.
+var enginePrefixes = []string{"veth", "br-", "docker"}
+
+// machineState is the machine's network namespace, read on a thread that
+// is in it.
+func machineState(t *testing.T) State {
+	t.Helper()
+	var s State
+	var err error
+	nstest.OnHost(func() { s, err = Snapshot() })
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s.Without(enginePrefixes...)
+}
+
+// nodeAddr is the stand-in node's own address (TEST-NET-3).
+var nodeAddr = netip.MustParseAddr("203.0.113.10")
+
+// standInNode moves the test into a new network namespace and gives it
+// what a node has: lo up, and an interface with an address.
+func standInNode(t *testing.T) {
+	t.Helper()
+	nstest.Unshare(t, unix.CLONE_NEWNET)
+	// No IPv6 here: its link-local addresses and routes come up a while
+	// after a link does, which would make the namespace change under the
+	// test on its own. (/proc/sys/net is the opening thread's namespace.)
+	for _, p := range []string{"all", "default"} {
+		if err := os.WriteFile("/proc/sys/net/ipv6/conf/"+p+"/disable_ipv6", []byte("1"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c, err := dialHere()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.close()
+	// The node's eth0 as Docker makes it: one end of a veth pair (the
+	// kernel here has no dummy driver).
+	if _, err := c.do(newVeth("node0", "node0peer")); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"lo", "node0", "node0peer"} {
+		l, err := c.link(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.do(setLinkUp(l.index)); err != nil {
+			t.Fatal(err)
+		}
+		if name == "node0" {
+			if _, err := c.do(newAddr(l.index, netip.PrefixFrom(nodeAddr, 24))); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+}
+
+// requireNSGone checks that nothing in this process refers to the pod
+// namespace any more: no descriptor, no thread.
+func requireNSGone(t *testing.T, inode uint64) {
+	t.Helper()
+	if inode == 0 {
+		t.Fatal("the preflight did not report its namespace")
+	}
+	want := fmt.Sprintf("net:[%d]", inode)
+	var refs []string
+	for _, pattern := range []string{"/proc/self/fd/*", "/proc/self/task/*/ns/net"} {
+		paths, _ := filepath.Glob(pattern)
+		for _, p := range paths {
+			if l, err := os.Readlink(p); err == nil && l == want {
+				refs = append(refs, p)
+			}
+		}
+	}
+	if len(refs) > 0 {
+		t.Errorf("the pod namespace %s is still referenced by %s", want, strings.Join(refs, ", "))
+	}
+}
+
+func TestPreflight(t *testing.T) {
+	nstest.RequireRoot(t)
+	machineBefore := machineState(t)
+	standInNode(t)
+	before, err := Snapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	res, err := Preflight(ctx, Options{})
+	if err != nil {
+		t.Fatalf("preflight: %v", err)
+	}
+	t.Log(res.Summary())
+	if res.HostIP != nodeAddr {
+		t.Errorf("the host reached the pod from %s, want the node's address %s", res.HostIP, nodeAddr)
+	}
+	if !podPrefix.Contains(res.PodIP) || !strings.HasPrefix(res.HostVeth, "kpfh") {
+		t.Errorf("result %+v", res)
+	}
+
+	after, err := Snapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(before.Lines(), after.Lines()); diff != "" {
+		t.Errorf("the preflight left something in the node's namespace (-before +after):\n%s", diff)
+	}
+	requireNSGone(t, res.NSInode)
+	if diff := cmp.Diff(machineBefore.Lines(), machineState(t).Lines()); diff != "" {
+		t.Errorf("the machine's own network namespace changed (-before +after):\n%s", diff)
+	}
+}
+
+// TestPreflightFailures fails the preflight after each stage in turn, and
+// once by a real refusal of the kernel: every time, everything it made is
+// gone afterwards, and nothing else.
+func TestPreflightFailures(t *testing.T) {
+	nstest.RequireRoot(t)
+	machineBefore := machineState(t)
+	standInNode(t)
+	before, err := Snapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	stages := []string{stageNamespace, stageVeth, stageMove, stagePod, stageHost, stageToPod, stageToHost}
+	injected := errors.New("injected failure")
+	for _, stage := range stages {
+		o := Options{inject: func(s string) error {
+			if s == stage {
+				return injected
+			}
+			return nil
+		}}
+		res, err := Preflight(ctx, o)
+		if !errors.Is(err, injected) || !strings.HasPrefix(err.Error(), stage+": ") {
+			t.Errorf("failing after %q: got %v", stage, err)
+		}
+		after, serr := Snapshot()
+		if serr != nil {
+			t.Fatal(serr)
+		}
+		if diff := cmp.Diff(before.Lines(), after.Lines()); diff != "" {
+			t.Errorf("failing after %q left (-before +after):\n%s", stage, diff)
+		}
+		requireNSGone(t, res.NSInode)
+	}
+
+	// A real refusal: the node already routes the pod's address, so the
+	// host route cannot be added (EEXIST). The preflight fails, removes
+	// what it made, and leaves the node's own route alone.
+	podIP := netip.MustParseAddr("198.51.100.9")
+	c, err := dialHere()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.close()
+	node0, err := c.link("node0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.do(newRoute(route{dst: netip.PrefixFrom(podIP, 32), dev: node0.index, scope: unix.RT_SCOPE_LINK})); err != nil {
+		t.Fatal(err)
+	}
+	before, err = Snapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := Preflight(ctx, Options{PodIP: podIP})
+	if !errors.Is(err, unix.EEXIST) || !strings.HasPrefix(err.Error(), stageHost+": ") {
+		t.Errorf("with the pod address routed already: got %v, want EEXIST in stage %q", err, stageHost)
+	}
+	after, err := Snapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(before.Lines(), after.Lines()); diff != "" {
+		t.Errorf("a refused request left (-before +after):\n%s", diff)
+	}
+	requireNSGone(t, res.NSInode)
+
+	// Out of time in the middle: the deadline stops the TCP exchange.
+	res, err = Preflight(ctx, Options{Timeout: time.Nanosecond})
+	if !errors.Is(err, os.ErrDeadlineExceeded) && !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("with no time: got %v, want a deadline error", err)
+	}
+	if after, err = Snapshot(); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(before.Lines(), after.Lines()); diff != "" {
+		t.Errorf("a timed-out preflight left (-before +after):\n%s", diff)
+	}
+	requireNSGone(t, res.NSInode)
+
+	if diff := cmp.Diff(machineBefore.Lines(), machineState(t).Lines()); diff != "" {
+		t.Errorf("the machine's own network namespace changed (-before +after):\n%s", diff)
+	}
+}
