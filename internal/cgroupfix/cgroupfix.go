@@ -9,11 +9,14 @@
 package cgroupfix
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io/fs"
 	"path"
+	"slices"
 	"strings"
+	"unicode"
 
 	"github.com/moby/sys/mountinfo"
 
@@ -75,6 +78,11 @@ func DetectV1(sys system.System) (V1Facts, error) {
 		return f, err
 	}
 	if f.Current, err = CPUCgroup(b); err != nil {
+		if onlyUnified(b) {
+			// This step runs because cgroup.controllers is missing; the
+			// host says v2 all the same.
+			return f, fmt.Errorf("%s: %w: it lists only the cgroup v2 hierarchy, yet %s (which cgroup v2 has) does not exist", procSelfCgroup, err, controllersFile)
+		}
 		return f, fmt.Errorf("%s: %w", procSelfCgroup, err)
 	}
 	if f.Mounts, err = mounts.ReadMountinfo(sys); err != nil {
@@ -110,8 +118,9 @@ func DetectV1(sys system.System) (V1Facts, error) {
 // CPUCgroup returns the cgroup path of the cpu controller from
 // /proc/self/cgroup ("4:cpu,cpuacct:/docker/abc" -> "/docker/abc").
 func CPUCgroup(procSelfCgroup []byte) (string, error) {
-	for i, line := range strings.Split(string(procSelfCgroup), "\n") {
-		if line == "" {
+	i := -1
+	for line := range strings.SplitSeq(string(procSelfCgroup), "\n") {
+		if i++; line == "" {
 			continue
 		}
 		id, rest, ok := strings.Cut(line, ":")
@@ -125,7 +134,7 @@ func CPUCgroup(procSelfCgroup []byte) (string, error) {
 		// The kernel never writes CR, but a captured tree that went
 		// through Windows tools may: it is not part of the path.
 		p = strings.TrimSuffix(p, "\r")
-		for _, c := range strings.Split(controllers, ",") {
+		for c := range strings.SplitSeq(controllers, ",") {
 			if c == "cpu" {
 				if !strings.HasPrefix(p, "/") {
 					return "", fmt.Errorf("line %d: cgroup path %q is not absolute", i+1, p)
@@ -137,19 +146,45 @@ func CPUCgroup(procSelfCgroup []byte) (string, error) {
 	return "", errors.New("no cpu controller")
 }
 
+// onlyUnified reports whether /proc/self/cgroup lists the cgroup v2
+// hierarchy ("0::PATH") and nothing else.
+func onlyUnified(procSelfCgroup []byte) bool {
+	seen := false
+	for _, line := range strings.Split(string(procSelfCgroup), "\n") {
+		if line = strings.TrimSuffix(line, "\r"); line == "" {
+			continue
+		}
+		if !strings.HasPrefix(line, "0::") {
+			return false
+		}
+		seen = true
+	}
+	return seen
+}
+
 // FilterProcCgroups drops the misc controller's line from /proc/cgroups:
 // the line whose first field is "misc", however the fields are separated
 // (the kernel uses tabs; a capture may have spaces), keeping every other
 // line byte for byte.
 func FilterProcCgroups(b []byte) []byte {
-	var out strings.Builder
-	for _, l := range strings.SplitAfter(string(b), "\n") {
-		if f := strings.Fields(l); len(f) > 0 && f[0] == "misc" {
+	out := make([]byte, 0, len(b))
+	for l := range bytes.Lines(b) {
+		if string(firstField(l)) == "misc" {
 			continue
 		}
-		out.WriteString(l)
+		out = append(out, l...)
 	}
-	return []byte(out.String())
+	return out
+}
+
+// firstField is the first field strings.Fields would give, without
+// splitting the whole line.
+func firstField(l []byte) []byte {
+	l = bytes.TrimLeftFunc(l, unicode.IsSpace)
+	if i := bytes.IndexFunc(l, unicode.IsSpace); i >= 0 {
+		return l[:i]
+	}
+	return l
 }
 
 func isCpusetMount(m *mountinfo.Info) bool {
@@ -157,7 +192,7 @@ func isCpusetMount(m *mountinfo.Info) bool {
 }
 
 func hasOption(opts, want string) bool {
-	for _, o := range strings.Split(opts, ",") {
+	for o := range strings.SplitSeq(opts, ",") {
 		if o == want {
 			return true
 		}
@@ -167,7 +202,9 @@ func hasOption(opts, want string) bool {
 
 // PlanV1 returns fix_cgroup's actions on cgroup v1.
 func PlanV1(f V1Facts) ([]plan.Action, error) {
-	p := &v1Planner{f: f, mounted: map[string]bool{}, cpuset: map[string][2][]byte{}}
+	// Sized for the mounts, their full-path binds and two kubelet roots
+	// each: growing these maps was a good part of planning's allocations.
+	p := &v1Planner{f: f, mounted: make(map[string]bool, 4*len(f.Mounts)), cpuset: map[string][2][]byte{}}
 	for _, m := range f.Mounts {
 		p.mounted[m.Mountpoint] = true
 	}
@@ -180,8 +217,7 @@ func PlanV1(f V1Facts) ([]plan.Action, error) {
 	if f.Current == "/" {
 		actions = append(actions, plan.Info("detected cgroupns"))
 		actions = append(actions, p.removeMisc(f.MiscDir)...)
-		actions = append(actions, p.kubeletRoots(p.subsystems(nil))...)
-		return actions, nil
+		return p.kubeletRoots(actions, p.subsystems(nil)), nil
 	}
 
 	actions = append(actions,
@@ -210,6 +246,7 @@ func PlanV1(f V1Facts) ([]plan.Action, error) {
 	// removed): after a first run the kubelet roots and these binds are
 	// cgroup mounts too, and binding them again would never end.
 	var binds []*mountinfo.Info
+	var bound []mountinfo.Info // what binds point to, allocated once
 	for _, m := range f.Mounts {
 		if !p.mounted[m.Mountpoint] || (m.FSType != "cgroup" && m.FSType != "cgroup2") ||
 			m.Root == "/" || path.Dir(m.Mountpoint) != cgroupRoot {
@@ -223,15 +260,18 @@ func PlanV1(f V1Facts) ([]plan.Action, error) {
 			plan.Mkdir(target, 0o755),
 			plan.Bind(m.Mountpoint, target).Because("make "+m.Root+" resolve inside the container's hierarchy"))
 		p.mounted[target] = true
-		b := *m
+		if bound == nil {
+			bound = make([]mountinfo.Info, 0, len(f.Mounts))
+		}
+		bound = append(bound, *m)
+		b := &bound[len(bound)-1]
 		b.Mountpoint = target
-		binds = append(binds, &b)
+		binds = append(binds, b)
 		if v, ok := p.cpuset[m.Mountpoint]; ok {
 			p.cpuset[target] = v
 		}
 	}
-	actions = append(actions, p.kubeletRoots(p.subsystems(binds))...)
-	return actions, nil
+	return p.kubeletRoots(actions, p.subsystems(binds)), nil
 }
 
 type v1Planner struct {
@@ -305,38 +345,43 @@ func (p *v1Planner) removeMisc(present bool) []plan.Action {
 // kubeletRoots makes /sys/fs/cgroup private (the kubelet roots' self binds
 // must not propagate to the host), then creates and self-binds the kubelet
 // roots in every hierarchy: the self bind keeps systemd from removing them
-// before the kubelet starts.
-func (p *v1Planner) kubeletRoots(subsystems []*mountinfo.Info) []plan.Action {
-	var roots []plan.Action
+// before the kubelet starts. It returns actions with these appended.
+func (p *v1Planner) kubeletRoots(actions []plan.Action, subsystems []*mountinfo.Info) []plan.Action {
+	// Appended in place after the private remount, which goes first: two
+	// actions per root (a cpuset hierarchy's take two more).
+	actions = slices.Grow(actions, 1+2*(2*len(subsystems)+1))
+	start := len(actions)
+	actions = append(actions, plan.Mount("", cgroupRoot, "", system.Rec|system.Private, "").
+		Because("the kubelet roots' binds stay inside the node"))
 	systemd := false
 	for _, s := range subsystems {
 		systemd = systemd || strings.Contains(s.Mountpoint, systemdDir)
 		for _, r := range KubeletRoots {
-			roots = append(roots, p.kubeletRoot(s.Mountpoint, r)...)
+			actions = p.kubeletRoot(actions, s.Mountpoint, r)
 		}
 	}
 	// No name=systemd hierarchy (WSL2, hosts without systemd): the systemd
 	// cgroup driver still wants kubelet.slice there.
 	if !systemd {
-		roots = append(roots, p.kubeletRoot(systemdDir, "/kubelet.slice")...)
+		actions = p.kubeletRoot(actions, systemdDir, "/kubelet.slice")
 	}
 	// Whenever roots are made, even if the mounts look private now: fix_mount
 	// has just made every mount shared (a dry run, planning each step before
 	// the previous one applied, would not see that).
-	if len(roots) == 0 && p.cgroupRootPrivate() {
-		return nil
+	if len(actions) == start+1 && p.cgroupRootPrivate() {
+		return actions[:start]
 	}
-	return append([]plan.Action{plan.Mount("", cgroupRoot, "", system.Rec|system.Private, "").
-		Because("the kubelet roots' binds stay inside the node")}, roots...)
+	return actions
 }
 
-func (p *v1Planner) kubeletRoot(subsystem, root string) []plan.Action {
+// kubeletRoot appends what makes one kubelet root to actions.
+func (p *v1Planner) kubeletRoot(actions []plan.Action, subsystem, root string) []plan.Action {
 	target := subsystem + root
 	if p.mounted[target] {
-		return nil
+		return actions
 	}
 	p.mounted[target] = true
-	actions := []plan.Action{plan.Mkdir(target, 0o755)}
+	actions = append(actions, plan.Mkdir(target, 0o755))
 	if v, ok := p.cpuset[subsystem]; ok {
 		// A cpuset cgroup with empty cpus or mems refuses tasks (ENOSPC).
 		actions = append(actions,
@@ -353,7 +398,7 @@ func (p *v1Planner) cgroupRootPrivate() bool {
 			continue
 		}
 		found = true
-		for _, o := range strings.Fields(m.Optional) {
+		for o := range strings.FieldsSeq(m.Optional) {
 			if strings.HasPrefix(o, "shared:") || strings.HasPrefix(o, "master:") {
 				return false
 			}

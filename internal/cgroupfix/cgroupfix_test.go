@@ -482,7 +482,13 @@ func TestDetectV1Errors(t *testing.T) {
 		wantErr string
 	}{
 		{"no /proc/self/cgroup", map[string]string{}, "open /proc/self/cgroup: no such file or directory"},
-		{"v2 only", map[string]string{"proc/self/cgroup": "0::/\n"}, "/proc/self/cgroup: no cpu controller"},
+		// cgroup.controllers missing on a v2 host (a broken capture): say so,
+		// not only that v1's cpu controller is missing.
+		{"v2 only", map[string]string{"proc/self/cgroup": "0::/\n"},
+			"/proc/self/cgroup: no cpu controller: it lists only the cgroup v2 hierarchy, yet /sys/fs/cgroup/cgroup.controllers (which cgroup v2 has) does not exist"},
+		{"v2 only, CRLF", map[string]string{"proc/self/cgroup": "0::/docker/x\r\n\n"},
+			"/proc/self/cgroup: no cpu controller: it lists only the cgroup v2 hierarchy, yet /sys/fs/cgroup/cgroup.controllers (which cgroup v2 has) does not exist"},
+		{"empty", map[string]string{"proc/self/cgroup": ""}, "/proc/self/cgroup: no cpu controller"},
 		{"garbage", map[string]string{"proc/self/cgroup": "\x00\x01"}, "/proc/self/cgroup: line 1: no hierarchy id"},
 		{
 			"cpuset files missing",

@@ -28,7 +28,7 @@ type Result struct {
 	Config         []byte // the new file content (== input bytes when nothing changed)
 	Changed        bool
 	OldSnapshotter string // the snapshotter value found before the edit ("" if the key was absent)
-	Version        int    // schema version detected: 2 or 3
+	Version        int    // schema version detected: 2, 3 or 4
 }
 
 // maxConfigSize bounds the input. A containerd config is a few KiB. The
@@ -89,8 +89,10 @@ func edit(config []byte, ch Change) (Result, []splice, error) {
 	if len(config) > maxConfigSize {
 		return Result{}, nil, fmt.Errorf("config is %d bytes, more than the %d this tool accepts", len(config), maxConfigSize)
 	}
-	if ch.Snapshotter != "" && !validSnapshotterName(ch.Snapshotter) {
-		return Result{}, nil, fmt.Errorf("invalid snapshotter name %q: want lowercase letters, digits, '.', '_' or '-', starting with a letter or digit", ch.Snapshotter)
+	if ch.Snapshotter != "" {
+		if err := checkSnapshotterName(ch.Snapshotter); err != nil {
+			return Result{}, nil, err
+		}
 	}
 	// The parser reports positions by comparing slice capacities, so the
 	// input must not extend past its length.
@@ -162,6 +164,13 @@ func edit(config []byte, ch Change) (Result, []splice, error) {
 	res.Config = out
 	res.Changed = true
 	return res, splices, nil
+}
+
+func checkSnapshotterName(s string) error {
+	if !validSnapshotterName(s) {
+		return fmt.Errorf("invalid snapshotter name %q: want lowercase letters, digits, '.', '_' or '-', starting with a letter or digit", s)
+	}
+	return nil
 }
 
 // validSnapshotterName matches ^[a-z0-9][a-z0-9._-]*$. The name is written

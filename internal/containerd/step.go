@@ -148,7 +148,13 @@ func detectFuseUnit(sys system.System, f *Facts) error {
 func enableLinks(unitPath string, content []byte) (map[string]string, error) {
 	opts, err := unit.DeserializeOptions(bytes.NewReader(content))
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", unitPath, err)
+		// The parser quotes what it could not read, all of it: a line of
+		// binary can make a kilobyte of log line.
+		msg := err.Error()
+		if len(msg) > 200 {
+			msg = strings.ToValidUTF8(msg[:200], "") + "..."
+		}
+		return nil, fmt.Errorf("%s: %s", unitPath, msg)
 	}
 	links := map[string]string{}
 	name := path.Base(unitPath)
@@ -166,6 +172,10 @@ func enableLinks(unitPath string, content []byte) (map[string]string, error) {
 			continue
 		}
 		for _, t := range strings.Fields(o.Value) {
+			// A name with a '/' would put the link anywhere on the node.
+			if !validUnitName(t) {
+				return nil, fmt.Errorf("%s: %s= names %q, which is not a unit name", unitPath, o.Name, t)
+			}
 			links[path.Join("/etc/systemd/system", t+suffix, name)] = unitPath
 		}
 	}
@@ -175,8 +185,35 @@ func enableLinks(unitPath string, content []byte) (map[string]string, error) {
 	return links, nil
 }
 
+// unitTypes are the suffixes of systemd's unit names (systemd.unit(5)).
+var unitTypes = []string{"service", "socket", "device", "mount", "automount", "swap", "target", "path", "timer", "slice", "scope"}
+
+// validUnitName is systemd's unit_name_is_valid, without its checks of
+// template instances: at most 255 bytes of [A-Za-z0-9:_.\@-], a prefix and
+// a unit type.
+func validUnitName(s string) bool {
+	if len(s) == 0 || len(s) > 255 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || strings.IndexByte(":-_.\\@", c) >= 0) {
+			return false
+		}
+	}
+	dot := strings.LastIndexByte(s, '.')
+	return dot > 0 && slices.Contains(unitTypes, s[dot+1:])
+}
+
 // Plan edits config.toml and enables the fuse-overlayfs unit when needed.
 func Plan(f Facts) ([]plan.Action, error) {
+	// The variable's value, checked before anything else: the problem is
+	// the variable's, whatever config.toml holds (or if it is missing).
+	if f.Snapshotter != "" {
+		if err := checkSnapshotterName(f.Snapshotter); err != nil {
+			return nil, fmt.Errorf("%s: %w", SnapshotterEnv, err)
+		}
+	}
 	var actions []plan.Action
 	switch {
 	case f.PermitMountsInUserNS:

@@ -465,3 +465,32 @@ func TestDescribe(t *testing.T) {
 		t.Errorf("Describe = %q, want %q", got, want)
 	}
 }
+
+// TestReadMountinfoErrors: an unusable mount table is an error naming the
+// file and the line, quoting (clipped, escaped) what is wrong with it.
+func TestReadMountinfoErrors(t *testing.T) {
+	long := "1 0 0:1 / /" + strings.Repeat("x", 70000) + " rw - tmpfs tmpfs rw"
+	for _, tt := range []struct {
+		name, mountinfo, want string
+	}{
+		{"empty", "", "/proc/self/mountinfo: no mounts"},
+		{"blank lines", "\n\n", "/proc/self/mountinfo: line 1: \"\": not enough fields (1)"},
+		{"truncated last line", rootLine + "\n" + sysLine + "\n" + "1069 1044 0:93 / /dev/shm rw,nosuid - tmpfs",
+			`/proc/self/mountinfo: line 3: "1069 1044 0:93 / /dev/shm rw,nosuid - tmpfs": not enough fields (8)`},
+		{"binary", rootLine + "\n\x00\xff\x1b[2J garbage\n",
+			`/proc/self/mountinfo: line 2: "\x00\xff\x1b[2J garbage": not enough fields (2)`},
+		{"control characters in a field", rootLine + "\n1 0 \x1b[2J / / rw - tmpfs tmpfs rw\n",
+			`/proc/self/mountinfo: line 2: "1 0 \x1b[2J / / rw - tmpfs tmpfs rw": unexpected major:minor pair \x1b[2J`},
+		{"long line", rootLine + "\n" + long + "\n",
+			"/proc/self/mountinfo: line 2: longer than 65536 bytes"},
+		{"long garbage", rootLine + "\n" + strings.Repeat("garbage ", 40) + "\n",
+			`/proc/self/mountinfo: line 2: "garbage garbage garbage garbage garbage garbage garbage garbage garbage garbage "...: missing - separator`},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := ReadMountinfo(tree(t, nil, tt.mountinfo, nil))
+			if err == nil || err.Error() != tt.want {
+				t.Errorf("ReadMountinfo: %v\nwant %s", err, tt.want)
+			}
+		})
+	}
+}

@@ -282,6 +282,13 @@ func show(a netip.Addr) string {
 // change of the node's address. It returns the actions decided before a
 // fatal problem along with it.
 func PlanMagic(f MagicFacts) ([]plan.Action, error) {
+	// Refused whether or not resolv.conf is rewritten on this boot: the
+	// variable is wrong, not the host.
+	if f.Search != nil {
+		if err := checkSearch(*f.Search); err != nil {
+			return nil, fmt.Errorf("%s: %w", DNSSearchEnv, err)
+		}
+	}
 	var actions []plan.Action
 	hostIP, source := f.HostIP()
 	if !hostIP.IsValid() {

@@ -554,3 +554,24 @@ func TestDetectMagic(t *testing.T) {
 		t.Errorf("rules %q; ran %q", f.Rules, hang.Ran())
 	}
 }
+
+// TestPlanMagicBadSearch: a KIND_DNS_SEARCH that cannot be one search line
+// is refused naming the variable, whether or not resolv.conf is rewritten.
+func TestPlanMagicBadSearch(t *testing.T) {
+	for _, tt := range []struct {
+		name  string
+		setup func(*MagicFacts)
+	}{
+		{"host IP found", func(*MagicFacts) {}},
+		{"no host IP", func(f *MagicFacts) { f.Gateway, f.GatewayErr = netip.Addr{}, ErrNoDefaultRoute }},
+		{"no resolv.conf", func(f *MagicFacts) { f.Resolv = nil }},
+	} {
+		f := facts()
+		f.Search = str("evil.example\nnameserver 6.6.6.6")
+		tt.setup(&f)
+		_, err := PlanMagic(f)
+		if err == nil || !strings.Contains(err.Error(), DNSSearchEnv) || !strings.Contains(err.Error(), `control character '\n' at byte 12`) {
+			t.Errorf("%s: %v, want an error naming %s and the newline", tt.name, err, DNSSearchEnv)
+		}
+	}
+}

@@ -22,7 +22,7 @@ type Linux struct{}
 
 var _ System = Linux{}
 
-func (Linux) ReadFile(path string) ([]byte, error)       { return os.ReadFile(path) }
+func (Linux) ReadFile(path string) ([]byte, error)       { return readFile(path) }
 func (Linux) Stat(path string) (fs.FileInfo, error)      { return os.Stat(path) }
 func (Linux) Lstat(path string) (fs.FileInfo, error)     { return os.Lstat(path) }
 func (Linux) ReadDir(path string) ([]fs.DirEntry, error) { return os.ReadDir(path) }

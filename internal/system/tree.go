@@ -63,6 +63,14 @@ type Tree struct {
 	// unmounted are mount points unmounted here: what the tree holds below
 	// them stood for the unmounted filesystem, so it goes with it.
 	unmounted map[string]bool
+	// parsed is the last parse of Root's mountinfo and the bytes it came
+	// from, for the lookups that only read it (FSType is asked for
+	// several paths of one unchanged table in every dry run).
+	parsed struct {
+		ok     bool
+		data   []byte
+		mounts []*mountinfo.Info
+	}
 }
 
 var _ System = (*Tree)(nil)
@@ -102,7 +110,20 @@ func (t *Tree) fail(op, p string) error {
 
 // Path maps a node path onto the tree; ".." cannot leave the root.
 func (t *Tree) Path(p string) string {
+	// Steps name clean absolute paths: join them with one allocation.
+	// filepath.Join would clean the concatenation again (and path.Clean
+	// of "/"+p allocates once more), which made path mapping a fifth of
+	// a dry run's allocations.
+	if len(p) > 1 && p[0] == '/' && path.Clean(p) == p && plainRoot(t.Root) {
+		return t.Root + p
+	}
 	return filepath.Join(t.Root, filepath.FromSlash(path.Clean("/"+p)))
+}
+
+// plainRoot reports whether a clean absolute path joins root by
+// concatenation: root is clean, and not "", "." or "/".
+func plainRoot(root string) bool {
+	return root != "" && root != "." && root != "/" && filepath.Clean(root) == root
 }
 
 // resolve follows a file bind mount, as reading through the kernel would.
@@ -116,7 +137,7 @@ func (t *Tree) resolve(p string) string {
 }
 
 func (t *Tree) ReadFile(p string) ([]byte, error) {
-	b, err := os.ReadFile(t.Path(t.resolve(p)))
+	b, err := readFile(t.Path(t.resolve(p)))
 	return b, t.nodeErr(err)
 }
 
@@ -143,8 +164,18 @@ func (t *Tree) Readlink(p string) (string, error) {
 // nodeErr names the node path rather than the tree path in errors, so that
 // messages read the same as on a real host.
 func (t *Tree) nodeErr(err error) error {
+	if err == nil {
+		return nil
+	}
 	var pe *fs.PathError
 	if errors.As(err, &pe) {
+		// What Path made by concatenation: cut the root off again,
+		// without filepath.Rel's allocations.
+		if rest, ok := strings.CutPrefix(pe.Path, t.Root); ok && plainRoot(t.Root) &&
+			len(rest) > 1 && rest[0] == '/' && !strings.HasPrefix(rest, "/..") && path.Clean(rest) == rest {
+			pe.Path = rest
+			return err
+		}
 		if rel, rerr := filepath.Rel(t.Root, pe.Path); rerr == nil && !strings.HasPrefix(rel, "..") {
 			pe.Path = "/" + filepath.ToSlash(rel)
 			if pe.Path == "/." {
@@ -156,7 +187,7 @@ func (t *Tree) nodeErr(err error) error {
 }
 
 func (t *Tree) probe(name string) ([]byte, bool) {
-	b, err := os.ReadFile(filepath.Join(t.Root, ProbeDir, name))
+	b, err := readFile(filepath.Join(t.Root, ProbeDir, name))
 	if err != nil {
 		return nil, false
 	}
@@ -177,7 +208,7 @@ func (t *Tree) FSType(p string) (string, error) {
 			return bestType, nil
 		}
 	}
-	mounts, err := t.mounts()
+	mounts, err := t.readMounts()
 	if err != nil {
 		return "", fmt.Errorf("statfs %s: %w", p, err)
 	}
@@ -424,15 +455,39 @@ func (t *Tree) Sync() { t.record("sync") }
 const mountinfoPath = "/proc/self/mountinfo"
 
 func (t *Tree) mounts() ([]*mountinfo.Info, error) {
-	b, err := os.ReadFile(t.Path(mountinfoPath))
+	b, err := readFile(t.Path(mountinfoPath))
 	if err != nil {
 		return nil, t.nodeErr(err)
 	}
 	return mountinfo.GetMountsFromReader(bytes.NewReader(b), nil)
 }
 
+// readMounts is mounts for reading only: the result is shared, and must
+// not be changed. It is parsed again only when the file changed.
+func (t *Tree) readMounts() ([]*mountinfo.Info, error) {
+	b, err := readFile(t.Path(mountinfoPath))
+	if err != nil {
+		return nil, t.nodeErr(err)
+	}
+	t.mu.Lock()
+	if t.parsed.ok && bytes.Equal(b, t.parsed.data) {
+		mounts := t.parsed.mounts
+		t.mu.Unlock()
+		return mounts, nil
+	}
+	t.mu.Unlock()
+	mounts, err := mountinfo.GetMountsFromReader(bytes.NewReader(b), nil)
+	if err != nil {
+		return nil, err
+	}
+	t.mu.Lock()
+	t.parsed.ok, t.parsed.data, t.parsed.mounts = true, b, mounts
+	t.mu.Unlock()
+	return mounts, nil
+}
+
 func (t *Tree) isMountpoint(p string) bool {
-	mounts, err := t.mounts()
+	mounts, err := t.readMounts()
 	if err != nil {
 		return false
 	}

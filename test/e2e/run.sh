@@ -13,10 +13,20 @@
 #      `make build` makes) and the node image (test/e2e/node);
 #   6. runs the Go tests: go test -tags e2e ./test/e2e/.
 #
+# `run.sh --build-only` stops after step 5 and prints the node image's name
+# on stdout (the VM tier, test/vm/run.sh, loads that same image into its VM).
+#
 # Environment: E2E_DEBIAN_MIRROR (debootstrap mirror, default Debian's),
 # E2E_GO_TEST_ARGS (extra `go test` arguments, e.g. "-run TestDefaultNode"),
 # E2E_STATE_DIR (default /var/cache/kind-entrypoint-e2e).
 set -o errexit -o nounset -o pipefail
+
+build_only=0
+case ${1:-} in
+  "") ;;
+  --build-only) build_only=1 ;;
+  *) echo "usage: $0 [--build-only]" >&2; exit 2 ;;
+esac
 
 tier_start=$(date +%s)
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
@@ -154,6 +164,10 @@ docker build -q -t "$node_image" \
   test/e2e/node > /dev/null 2> "$log_dir/build-node.log" \
   || { cat "$log_dir/build-node.log" >&2; die "node image build failed"; }
 log "packaging and node images built in $(since "$t")"
+if ((build_only)); then
+  printf '%s\n' "$node_image"
+  exit 0
+fi
 
 # --- 6. tests ----------------------------------------------------------------
 export E2E_NODE_IMAGE=$node_image E2E_BASE_IMAGE=$base_image E2E_TIER_START=$tier_start

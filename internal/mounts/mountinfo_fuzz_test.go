@@ -1,0 +1,65 @@
+package mounts
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/moby/sys/mountinfo"
+)
+
+// FuzzParseMountinfo: any mount table parses as the library parses it, or
+// gives an error that names a line of it, is short, and holds no control
+// character or invalid UTF-8 (it goes to a log line).
+func FuzzParseMountinfo(f *testing.F) {
+	files, _ := filepath.Glob(filepath.Join("..", "..", "testdata", "hosts", "*", "root", "proc", "self", "mountinfo"))
+	for _, p := range files {
+		if b, err := os.ReadFile(p); err == nil {
+			f.Add(b)
+		}
+	}
+	f.Add([]byte(rootLine + "\n" + sysLine + "\n"))
+	f.Add([]byte(rootLine + "\r\n" + `1 0 0:1 / /a\040b rw - tmpfs tmpfs rw` + "\n"))
+	f.Add([]byte("1 0 \x1b[2J / / rw - tmpfs tmpfs rw\n"))
+	f.Add([]byte(""))
+	f.Fuzz(func(t *testing.T, table []byte) {
+		mi, err := ParseMountinfo(table)
+		want, libErr := mountinfo.GetMountsFromReader(bytes.NewReader(table), nil)
+		if err != nil {
+			msg := err.Error()
+			if libErr == nil && len(want) > 0 {
+				t.Fatalf("ParseMountinfo refused what the library reads: %v", err)
+			}
+			// A few hundred bytes however long the line: 80 of it
+			// quoted, each byte at most 4 when escaped.
+			if len(msg) > 1024 {
+				t.Fatalf("error is %d bytes long", len(msg))
+			}
+			for _, r := range msg {
+				if r == utf8.RuneError || unicode.IsControl(r) {
+					t.Fatalf("error %q holds %q", msg, r)
+				}
+			}
+			if libErr != nil {
+				n, convErr := strconv.Atoi(strings.TrimPrefix(strings.SplitN(msg, ":", 2)[0], "line "))
+				if convErr != nil || n < 1 || n > bytes.Count(table, []byte("\n"))+1 {
+					t.Fatalf("error %q names no line of the table", msg)
+				}
+			}
+			return
+		}
+		if libErr != nil || len(mi) != len(want) || len(mi) == 0 {
+			t.Fatalf("ParseMountinfo read %d mounts, the library %d (%v)", len(mi), len(want), libErr)
+		}
+		for i := range mi {
+			if *mi[i] != *want[i] {
+				t.Fatalf("mount %d: %+v, the library reads %+v", i, *mi[i], *want[i])
+			}
+		}
+	})
+}
