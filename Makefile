@@ -30,8 +30,10 @@ run: build
 e2e: build
 	bash test/e2e/run.sh
 
-bench:
-	$(GO) test -run '^$$' -bench . -benchmem ./...
+# Go benchmarks, then boot/process/RSS benchmarks of real nodes in Docker;
+# writes bench/results.md (BENCH_E2E=0: the Go benchmarks only).
+bench: build
+	bash bench/run.sh
 
 # Runs every fuzz target for FUZZTIME each.
 fuzz:

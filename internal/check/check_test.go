@@ -208,7 +208,7 @@ func TestRows(t *testing.T) {
 					return l
 				})
 			},
-			want: map[string]string{"fs-containerd": "fail:/var/lib/containerd is on overlayfs"},
+			want: map[string]string{"fs-containerd": "fail:/var/lib/containerd does not exist yet; /var is on overlayfs"},
 			exit: ExitFail,
 		},
 		{

@@ -196,6 +196,10 @@ func (t *Tree) probe(name string) ([]byte, bool) {
 
 func (t *Tree) FSType(p string) (string, error) {
 	p = path.Clean(p)
+	// statfs(2) of a path that does not exist fails; so must a replay.
+	if _, err := os.Stat(t.Path(p)); err != nil {
+		return "", &fs.PathError{Op: "statfs", Path: p, Err: fs.ErrNotExist}
+	}
 	if b, ok := t.probe("statfs"); ok {
 		best, bestType := "", ""
 		for _, line := range strings.Split(string(b), "\n") {

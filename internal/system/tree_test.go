@@ -188,11 +188,14 @@ func TestTreeWrites(t *testing.T) {
 func TestTreeProbes(t *testing.T) {
 	tree := newTestTree(t)
 	ctx := context.Background()
-	if got, _ := tree.FSType("/kind/sub"); got != "zfs" {
+	if got, _ := tree.FSType("/kind"); got != "zfs" {
 		t.Errorf("FSType from mountinfo = %q", got)
 	}
 	if got, _ := tree.FSType("/etc"); got != "overlayfs" {
 		t.Errorf("FSType / = %q", got)
+	}
+	if _, err := tree.FSType("/kind/missing"); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("FSType of a missing path = %v, want ErrNotExist as statfs(2)", err)
 	}
 	if n, _ := tree.NofileHard(); n != 1<<20 {
 		t.Errorf("default nofile = %d", n)
