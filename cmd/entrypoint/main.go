@@ -45,16 +45,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		printCommands(stderr)
 	}
 	var o options
-	o.register(fl)
-	if err := fl.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
-		return 2
-	}
-	if o.showVersion {
-		fmt.Fprintln(stdout, "entrypoint", version)
-		return 0
+	if code, done := o.parse(fl, args, stdout); done {
+		return code
 	}
 	format, err := logline.ParseFormat(o.logFormat)
 	if err != nil {

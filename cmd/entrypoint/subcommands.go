@@ -74,6 +74,23 @@ func (o *options) register(fl *flag.FlagSet) {
 	fl.BoolVar(&o.showVersion, "version", o.showVersion, "print the version and exit")
 }
 
+// parse registers the flags on fl and parses args. done says the caller
+// must return code now: a usage error (2), --help (0) or --version (0).
+func (o *options) parse(fl *flag.FlagSet, args []string, stdout io.Writer) (code int, done bool) {
+	o.register(fl)
+	if err := fl.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0, true
+		}
+		return 2, true
+	}
+	if o.showVersion {
+		fmt.Fprintln(stdout, "entrypoint", version)
+		return 0, true
+	}
+	return 0, false
+}
+
 // printCommands lists the companion commands for the usage text.
 func printCommands(w io.Writer) {
 	fmt.Fprintln(w, "\ncommands (each also takes --dry-run, --root DIR and --log-format):")
@@ -126,16 +143,8 @@ func runCommand(cmd companion.Command, o options, args []string, stdin io.Reader
 		fmt.Fprintf(stderr, "usage: entrypoint %s [--dry-run [--root DIR]] [--log-format text|json]\n\n%s.\n\nflags:\n", cmd.Name, cmd.Summary)
 		fl.PrintDefaults()
 	}
-	o.register(fl)
-	if err := fl.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
-		return 2
-	}
-	if o.showVersion {
-		fmt.Fprintln(stdout, "entrypoint", version)
-		return 0
+	if code, done := o.parse(fl, args, stdout); done {
+		return code
 	}
 	if fl.NArg() > 0 {
 		fmt.Fprintf(stderr, "entrypoint %s: unexpected argument %q\n", cmd.Name, fl.Arg(0))
