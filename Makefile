@@ -8,7 +8,7 @@ STATICCHECK_VERSION ?= v0.8.2
 
 export CGO_ENABLED := 0
 
-.PHONY: all build test unit e2e run bench fuzz lint image clean
+.PHONY: all build test unit e2e e2e-vm run bench fuzz lint image clean
 
 all: build
 
@@ -29,6 +29,11 @@ run: build
 
 e2e: build
 	bash test/e2e/run.sh
+
+# cgroup v2 and rootless hosts: the same node image in a Debian VM (qemu,
+# TCG). Not yet part of `make test`: see test/vm/README.md.
+e2e-vm: build
+	bash test/vm/run.sh
 
 # Go benchmarks, then boot/process/RSS benchmarks of real nodes in Docker;
 # writes bench/results.md (BENCH_E2E=0: the Go benchmarks only).

@@ -1,0 +1,463 @@
+#!/bin/bash
+# The VM tier's scenarios. Runs inside the VM at boot (kind-vm-tier.service,
+# see test/vm/disk), on a Debian bookworm host with cgroup v2 and no network,
+# from the data disk that test/vm/run.sh builds: node.tar (`docker save` of
+# the e2e node image), vm.env, and this script.
+#
+# Each scenario ends with one line in $res/summary:
+#   PASS: NAME (Ns)
+#   FAIL: NAME (Ns): what failed; what else failed
+# and leaves what explains it in $res/NAME/ (container log, inspect, failed
+# units, the node's journal). At the end $res is written as a tar archive to
+# the results disk (raw, no filesystem), which the host reads. Progress goes
+# to the console (the serial log) as "vm-tier:" lines.
+set -o nounset -o pipefail
+
+in=$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")
+res=/var/tmp/vm-results
+out_disk=/dev/disk/by-id/virtio-kindvm-out
+# shellcheck source=/dev/null # written by test/vm/run.sh
+. "$in/vm.env" # NODE_IMAGE NODE_IMAGE_ID BOOT_LIMIT EXIT_LIMIT
+rootless_user=rootless
+rootless_uid=$(id -u "$rootless_user")
+rootless_sock=unix:///run/user/$rootless_uid/docker.sock
+user_unit=user@$rootless_uid.service
+user_cgroup=/sys/fs/cgroup/user.slice/user-$rootless_uid.slice/$user_unit
+
+# A warm disk (see the end) still holds the results of the run that made it.
+rm -rf "$res"
+mkdir -p "$res"
+say() { echo "vm-tier: $*"; }
+
+# finish writes the results disk however the script ends; only a complete
+# run writes the final "done" line the host looks for.
+finish() {
+  journalctl --no-pager -b > "$res/vm-journal.txt" 2>&1
+  say "writing results to $out_disk"
+  tar -C "$res" -cf "$out_disk" . && sync
+  say "finished after $(cut -d' ' -f1 /proc/uptime)s"
+}
+trap finish EXIT
+
+# --- assertions ----------------------------------------------------------------
+scenario='' scenario_start=0 problems=()
+
+begin() {
+  scenario=$1 scenario_start=$SECONDS problems=()
+  mkdir -p "$res/$scenario"
+  say "== $scenario"
+}
+
+# fail records one failed assertion of the current scenario (one line).
+fail() {
+  problems+=("$*")
+  say "$scenario: FAIL: $*"
+}
+
+end() {
+  local took=$((SECONDS - scenario_start)) line
+  if ((${#problems[@]})); then
+    line="FAIL: $scenario (${took}s): $(printf '%s; ' "${problems[@]}")"
+    line=${line%; }
+  else
+    line="PASS: $scenario (${took}s)"
+  fi
+  echo "$line" >> "$res/summary"
+  say "$line"
+}
+
+# skip ends a scenario that cannot run because an earlier one failed: that
+# is a failure too, never a pass.
+skip() {
+  begin "$1"
+  fail "not run: $2"
+  end
+}
+
+# dk is the docker CLI with a time limit; DOCKER_HOST picks the daemon.
+dk() { timeout 300 docker "$@"; }
+
+# load_image loads the node image into the daemon DOCKER_HOST names and
+# checks that the name now means the image the host saved: a warm disk holds
+# an earlier one under the same name. Loading takes minutes under emulation
+# (layer extraction and digests), so it has its own time limit.
+load_image() {
+  local what=$1 t=$SECONDS out id
+  if ! out=$(timeout 900 docker load -q -i "$in/node.tar" 2>&1); then
+    fail "docker load ($what): $out"
+    return 1
+  fi
+  id=$(dk image inspect -f '{{.Id}}' "$NODE_IMAGE" 2>&1)
+  if [[ $id != "sha256:$NODE_IMAGE_ID" ]]; then
+    fail "after docker load ($what), $NODE_IMAGE is '$id', want sha256:$NODE_IMAGE_ID"
+    return 1
+  fi
+  say "node image loaded ($what) in $((SECONDS - t))s"
+}
+
+# kind's `docker run` flags for a node (pkg/cluster/internal/providers/docker,
+# provision.go, v0.23.0), less labels and published ports.
+kind_run() {
+  local name=$1
+  shift
+  dk run --name "$name" --hostname "$name" --network kind \
+    --detach --tty --privileged \
+    --security-opt seccomp=unconfined --security-opt apparmor=unconfined \
+    --tmpfs /tmp --tmpfs /run --volume /var --volume /lib/modules:/lib/modules:ro \
+    --restart=on-failure:1 --init=false --cgroupns=private \
+    "$@" "$NODE_IMAGE" > /dev/null
+}
+
+# node_logs prints the container's log without the tty's carriage returns.
+node_logs() { dk logs "$1" 2>&1 | tr -d '\r'; }
+
+failed_units() { dk exec "$1" systemctl --failed --no-legend --plain --no-pager 2>&1; }
+
+# wait_running waits up to BOOT_LIMIT for systemd in the node to finish
+# booting: `running`, or `degraded`, which ends the wait at once and is left
+# for check_booted to report with the rest. Returns 1 (a failure recorded)
+# when systemd never got there. Sets boot_took.
+wait_running() {
+  local name=$1 start=$SECONDS state='' status
+  boot_took=-1
+  while ((SECONDS - start < BOOT_LIMIT)); do
+    state=$(dk exec "$name" systemctl is-system-running 2> /dev/null | tr -d '\r')
+    if [[ $state == running || $state == degraded ]]; then
+      boot_took=$((SECONDS - start))
+      say "$name: systemd $state after ${boot_took}s"
+      return 0
+    fi
+    status=$(dk inspect -f '{{.State.Status}} {{.State.ExitCode}}' "$name" 2> /dev/null)
+    if [[ $status == exited* ]]; then
+      fail "$name: container exited (code ${status#exited }) before systemd was running"
+      return 1
+    fi
+    sleep 1
+  done
+  fail "$name: systemd not running after ${BOOT_LIMIT}s (last state '$state')"
+  return 1
+}
+
+# collect keeps what explains a node's state in the current scenario's
+# directory.
+collect() {
+  local name=$1 dir=$res/$scenario
+  node_logs "$name" > "$dir/docker-logs.txt"
+  dk inspect "$name" > "$dir/inspect.json" 2>&1
+  dk exec "$name" systemctl --failed --no-pager > "$dir/failed-units.txt" 2>&1
+  dk exec "$name" journalctl --no-pager -n 400 > "$dir/journal.txt" 2>&1
+  dk exec "$name" cat /etc/containerd/config.toml > "$dir/config.toml" 2>&1
+  dk exec "$name" cat /proc/1/mountinfo > "$dir/mountinfo.txt" 2>&1
+}
+
+# has_line TEXT LINE: TEXT holds LINE as a whole line.
+has_line() { grep -qxF -- "$2" <<< "$1"; }
+
+# sys_options prints the per-mount and superblock options of /sys in a
+# mountinfo text (fields 6 and the last).
+sys_options() { awk '$5 == "/sys" {print $6, $NF}' <<< "$1"; }
+
+# check_booted: the assertions every node that should boot must meet.
+check_booted() {
+  local name=$1 log
+  log=$(node_logs "$name")
+  if ! grep -qE 'Reached target .*Multi-User System.*' <<< "$log"; then
+    fail "$name: no line matching kind's wait regexp 'Reached target .*Multi-User System.*' in the log"
+  fi
+  if grep -q '^ERROR: ' <<< "$log"; then
+    fail "$name: ERROR in the log: $(grep '^ERROR: ' <<< "$log" | head -n 3 | paste -sd'|' -)"
+  fi
+  local failed state
+  failed=$(failed_units "$name")
+  state=$(dk exec "$name" systemctl is-system-running 2>&1 | tr -d '\r')
+  if [[ -n $failed ]]; then
+    fail "$name: systemd $state, failed units: $(awk '{print $1}' <<< "$failed" | paste -sd' ' -)"
+  elif [[ $state != running ]]; then
+    fail "$name: systemd is '$state', want running"
+  fi
+}
+
+# check_dmi: the node's DMI product files are its own (a VM has real ones).
+check_dmi() {
+  local name=$1 got uuid
+  got=$(dk exec "$name" cat /sys/class/dmi/id/product_name 2>&1)
+  [[ $got == kind ]] || fail "$name: /sys/class/dmi/id/product_name is '$got', want 'kind'"
+  uuid=$(dk exec "$name" cat /kind/product_uuid 2>&1)
+  for f in /sys/class/dmi/id/product_uuid /sys/devices/virtual/dmi/id/product_uuid; do
+    got=$(dk exec "$name" cat "$f" 2>&1)
+    [[ $got == "$uuid" ]] || fail "$name: $f is '$got', want /kind/product_uuid '$uuid'"
+  done
+}
+
+# --- the host ------------------------------------------------------------------
+say "guest up after $(cut -d' ' -f1 /proc/uptime)s: $(uname -r), $(systemctl --version | head -n 1)"
+# Docker gives a node on a user-defined network the host's search domains:
+# the restart scenario checks that they stay one line.
+echo 'search vm.example' > /etc/resolv.conf
+host_sys=$(sys_options "$(cat /proc/self/mountinfo)")
+
+ready=1
+begin vm-host
+[[ -f /sys/fs/cgroup/cgroup.controllers ]] || fail "the VM is not on cgroup v2 (no /sys/fs/cgroup/cgroup.controllers)"
+for _ in $(seq 120); do
+  dk info > /dev/null 2>&1 && break
+  sleep 1
+done
+dk info > "$res/$scenario/docker-info.txt" 2>&1 || fail "Docker (root) does not answer"
+load_image root
+dk network create kind > /dev/null || fail "docker network create kind failed"
+((${#problems[@]})) && ready=0
+end
+
+# --- 1. default node -------------------------------------------------------------
+node=kind-vm-default
+if ((ready)); then
+  begin default-node
+  t=$SECONDS
+  if kind_run "$node"; then
+    say "$node: docker run took $((SECONDS - t))s"
+    if wait_running "$node"; then
+      log=$(node_logs "$node")
+      has_line "$log" "INFO: detected cgroup v2" || fail "no line 'INFO: detected cgroup v2' in the log"
+      ! has_line "$log" "INFO: running in a user namespace (experimental)" \
+        || fail "'running in a user namespace' logged by a node of root Docker"
+      check_booted "$node"
+      check_dmi "$node"
+      node_sys=$(sys_options "$(dk exec "$node" cat /proc/1/mountinfo)")
+      [[ $node_sys == ro,* ]] || fail "the node's /sys is not read-only: '$node_sys'"
+    fi
+  else
+    fail "docker run failed"
+  fi
+  collect "$node"
+  end
+
+  begin kubelet-cgroup
+  if out=$(dk exec "$node" entrypoint create-kubelet-cgroup-v2 2>&1); then
+    for d in /kubelet /kubelet.slice; do
+      controllers=$(dk exec "$node" cat "/sys/fs/cgroup$d/cgroup.controllers" 2>&1) \
+        || { fail "$d: $controllers"; continue; }
+      subtree=$(dk exec "$node" cat "/sys/fs/cgroup$d/cgroup.subtree_control" 2>&1)
+      echo "$d: controllers '$controllers', subtree_control '$subtree'" >> "$res/$scenario/cgroups.txt"
+      for c in cpu memory pids; do
+        [[ " $controllers " == *" $c "* ]] || fail "$d: no $c in cgroup.controllers '$controllers'"
+      done
+      for c in $controllers; do
+        [[ " $subtree " == *" $c "* ]] || fail "$d: $c not in cgroup.subtree_control '$subtree'"
+      done
+    done
+  else
+    fail "create-kubelet-cgroup-v2: $out"
+  fi
+  end
+
+  # --- 2. docker restart ---------------------------------------------------------
+  begin restart
+  uuid=$(dk exec "$node" cat /kind/product_uuid 2>&1)
+  machine_id=$(dk exec "$node" cat /etc/machine-id 2>&1)
+  t=$SECONDS
+  if dk restart --time 60 "$node" > /dev/null; then
+    say "$node: docker restart took $((SECONDS - t))s"
+    if wait_running "$node"; then
+      got=$(dk exec "$node" cat /kind/product_uuid 2>&1)
+      [[ $got == "$uuid" ]] || fail "/kind/product_uuid changed: '$uuid' -> '$got'"
+      got=$(dk exec "$node" cat /etc/machine-id 2>&1)
+      # a new id shows the entrypoint ran again (SPEC fix_machine_id)
+      [[ $got != "$machine_id" ]] || fail "/etc/machine-id not regenerated on restart"
+      resolv=$(dk exec "$node" cat /etc/resolv.conf 2>&1)
+      searches=$(grep -c '^search ' <<< "$resolv")
+      if ((searches != 1)) || ! has_line "$resolv" "search vm.example"; then
+        fail "want exactly one line 'search vm.example' in /etc/resolv.conf, got: $(paste -sd'|' <<< "$resolv")"
+      fi
+      nameservers=$(grep -c '^nameserver ' <<< "$resolv")
+      ((nameservers == 1)) || fail "$nameservers nameserver lines in /etc/resolv.conf, want 1"
+      check_booted "$node"
+      check_dmi "$node"
+    fi
+  else
+    fail "docker restart failed"
+  fi
+  # Never a remount of the shared sysfs superblock (SPEC fix_mount, Better).
+  got=$(sys_options "$(cat /proc/self/mountinfo)")
+  [[ $got == "$host_sys" ]] || fail "the VM's own /sys changed: '$host_sys' -> '$got'"
+  collect "$node"
+  end
+  dk rm --force --volumes "$node" > /dev/null
+else
+  skip default-node "the host setup failed"
+  skip kubelet-cgroup "the host setup failed"
+  skip restart "the host setup failed"
+fi
+
+# --- rootless Docker -------------------------------------------------------------
+# user_systemctl runs systemctl in the rootless user's manager (lingering:
+# logind started it at boot).
+user_systemctl() { timeout 120 systemctl --user -M "$rootless_user@" "$@"; }
+
+# start_rootless starts the user's rootless dockerd (the unit
+# dockerd-rootless-setuptool.sh would write) and waits for it to answer.
+start_rootless() {
+  local t=$SECONDS
+  user_systemctl start docker.service || return 1
+  for _ in $(seq 120); do
+    DOCKER_HOST=$rootless_sock dk info > /dev/null 2>&1 && break
+    sleep 1
+  done
+  DOCKER_HOST=$rootless_sock dk info > "$res/$scenario/docker-info.txt" 2>&1 || return 1
+  say "rootless dockerd up in $((SECONDS - t))s"
+}
+
+begin rootless-docker
+rootless_ready=0
+for _ in $(seq 60); do
+  systemctl is-active --quiet "$user_unit" && break
+  sleep 1
+done
+cat "$user_cgroup/cgroup.controllers" > "$res/$scenario/user-controllers.txt" 2>&1
+if ! systemctl is-active --quiet "$user_unit"; then
+  fail "$user_unit (lingering) is not active"
+elif ! start_rootless; then
+  fail "rootless dockerd did not start: $(journalctl --no-pager -n 5 _UID="$rootless_uid" | paste -sd'|' -)"
+else
+  export DOCKER_HOST=$rootless_sock
+  grep -q rootless "$res/$scenario/docker-info.txt" || fail "the daemon at $DOCKER_HOST is not rootless"
+  if load_image rootless; then
+    dk network create kind > /dev/null || fail "docker network create kind failed"
+  fi
+  ((${#problems[@]})) || rootless_ready=1
+fi
+end
+
+# --- 3. rootless node ------------------------------------------------------------
+node=kind-vm-rootless
+if ((rootless_ready)); then
+  begin rootless-node
+  t=$SECONDS
+  if kind_run "$node"; then
+    say "$node: docker run took $((SECONDS - t))s"
+    if wait_running "$node"; then
+      log=$(node_logs "$node")
+      has_line "$log" "INFO: running in a user namespace (experimental)" \
+        || fail "no line 'INFO: running in a user namespace (experimental)' in the log"
+      has_line "$log" "INFO: detected cgroup v2" || fail "no line 'INFO: detected cgroup v2' in the log"
+      check_booted "$node"
+      # what validate_userns requires, as the node sees it
+      controllers=$(dk exec "$node" cat /sys/fs/cgroup/cgroup.controllers 2>&1)
+      for c in cpu memory pids; do
+        [[ " $controllers " == *" $c "* ]] || fail "no $c in the node's cgroup.controllers '$controllers'"
+      done
+      config=$(dk exec "$node" cat /etc/containerd/config.toml 2>&1)
+      grep -qE '^[[:space:]]*restrict_oom_score_adj = true$' <<< "$config" \
+        || fail "no 'restrict_oom_score_adj = true' in /etc/containerd/config.toml"
+      # The snapshotter the log announces is the one in config.toml; the
+      # default stays only when overlayfs works in the user namespace.
+      want=overlayfs
+      if change=$(grep -oE '^INFO: changing snapshotter from "[^"]*" to "[^"]*"' <<< "$log"); then
+        want=${change%\"}
+        want=${want##*\"}
+      elif has_line "$log" "INFO: UserNS: kernel does not seem to support overlayfs."; then
+        fail "overlayfs judged unusable, but no 'changing snapshotter' line"
+      fi
+      say "$node: snapshotter $want"
+      grep -qE "^[[:space:]]*snapshotter = \"$want\"\$" <<< "$config" \
+        || fail "no 'snapshotter = \"$want\"' in /etc/containerd/config.toml"
+      # /sys: the read-only remount either worked or its failure was
+      # tolerated, as in a user namespace it may be.
+      node_sys=$(sys_options "$(dk exec "$node" cat /proc/1/mountinfo)")
+      if has_line "$log" "INFO: UserNS: ignoring mount fail"; then
+        say "$node: /sys remount failed, tolerated (/sys: $node_sys)"
+      elif [[ $node_sys != ro,* ]]; then
+        fail "/sys neither read-only ('$node_sys') nor 'INFO: UserNS: ignoring mount fail' logged"
+      fi
+    fi
+  else
+    fail "docker run failed"
+  fi
+  collect "$node"
+  end
+  dk rm --force --volumes "$node" > /dev/null
+else
+  skip rootless-node "rootless Docker is not ready"
+fi
+
+# --- 4. rootless, memory not delegated ---------------------------------------------
+# Delegate= without memory is not enough on systemd 252: with
+# DefaultMemoryAccounting=yes the user's slice enables memory for its
+# children anyway, and the user's manager passes it on. Memory leaves the
+# user manager's cgroup.controllers only when no unit of the user's slice
+# asks for it, and after the slice is made anew (a controller enabled in a
+# live cgroup stays enabled).
+node=kind-vm-nomemory
+if ((rootless_ready)); then
+  begin rootless-no-memory
+  user_systemctl stop docker.service
+  mkdir -p "/run/systemd/system/$user_unit.d" "/run/systemd/system/user-runtime-dir@$rootless_uid.service.d"
+  printf '[Service]\nDelegate=\nDelegate=cpu cpuset io pids\nMemoryAccounting=no\n' \
+    > "/run/systemd/system/$user_unit.d/no-memory.conf"
+  printf '[Service]\nMemoryAccounting=no\n' \
+    > "/run/systemd/system/user-runtime-dir@$rootless_uid.service.d/no-memory.conf"
+  systemctl daemon-reload
+  systemctl stop "$user_unit" "user-runtime-dir@$rootless_uid.service" "user-$rootless_uid.slice"
+  systemctl start "$user_unit"
+  controllers=$(cat "$user_cgroup/cgroup.controllers" 2>&1)
+  echo "$user_unit cgroup.controllers: $controllers" > "$res/$scenario/user-controllers.txt"
+  if [[ " $controllers " == *" memory "* ]]; then
+    fail "setup: memory still in $user_cgroup/cgroup.controllers: '$controllers'"
+  elif ! start_rootless; then
+    fail "rootless dockerd did not start again: $(journalctl --no-pager -n 5 _UID="$rootless_uid" | paste -sd'|' -)"
+  elif kind_run "$node"; then
+    start=$SECONDS status=''
+    while ((SECONDS - start < EXIT_LIMIT)); do
+      status=$(dk inspect -f '{{.State.Status}}' "$node" 2>&1)
+      [[ $status == exited ]] && break
+      sleep 1
+    done
+    if [[ $status != exited ]]; then
+      fail "the node is still '$status' after ${EXIT_LIMIT}s, want exited"
+    else
+      read -r code restarts < <(dk inspect -f '{{.State.ExitCode}} {{.RestartCount}}' "$node")
+      say "$node: exited with $code after $((SECONDS - start))s, $restarts restarts"
+      ((code != 0)) || fail "the node exited 0, want non-zero"
+      log=$(node_logs "$node")
+      errors=$(grep '^ERROR:' <<< "$log")
+      # --restart=on-failure:1: the node runs 1 + restarts times, and each
+      # run must print exactly the one error.
+      want="ERROR: validate_userns: UserNS: memory controller needs to be delegated"
+      runs=$((restarts + 1))
+      n=$(grep -c . <<< "$errors")
+      if ((n != runs)) || [[ $(sort -u <<< "$errors") != "$want" ]]; then
+        fail "want $runs x '$want' (one per run), got $n ERROR lines: $(paste -sd'|' <<< "$errors")"
+      fi
+      if grep -q 'Reached target' <<< "$log"; then
+        fail "init started although the controller check failed"
+      fi
+    fi
+  else
+    fail "docker run failed"
+  fi
+  collect "$node"
+  end
+else
+  skip rootless-no-memory "rootless Docker is not ready"
+fi
+
+echo "done" >> "$res/summary"
+
+# --- a warm disk -----------------------------------------------------------------
+# The host keeps this VM's disk for later runs (with the same base layer)
+# when it stops clean: no container or network left, both daemons stopped.
+# Their `docker load` then finds the big layers present, which saves
+# minutes. Only the loaded images stay behind.
+clean_daemon() {
+  local ids
+  ids=$(dk ps -aq) || return 1
+  # shellcheck disable=SC2086 # a list of ids
+  [[ -z $ids ]] || dk rm --force --volumes $ids > /dev/null || return 1
+  ! dk network inspect kind > /dev/null 2>&1 || dk network rm kind > /dev/null
+}
+if DOCKER_HOST=unix:///run/docker.sock clean_daemon \
+  && DOCKER_HOST=$rootless_sock clean_daemon \
+  && user_systemctl stop docker.service \
+  && systemctl stop docker.service docker.socket containerd.service; then
+  echo "clean" >> "$res/summary"
+fi

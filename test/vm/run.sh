@@ -1,0 +1,209 @@
+#!/usr/bin/env bash
+# VM tier: kind nodes on a cgroup v2 host, with Docker as root and rootless,
+# inside a QEMU VM (what `make e2e-vm` runs). See test/vm/README.md.
+#
+#   1. installs what is missing (qemu-system-x86, qemu-utils, debootstrap,
+#      e2fsprogs);
+#   2. builds the node image with the e2e tier's recipe
+#      (test/e2e/run.sh --build-only: one image for every tier) and saves it
+#      with `docker save`, cached by image id;
+#   3. builds the VM's root disk (test/vm/disk/build.sh), cached by a hash
+#      of test/vm/disk/;
+#   4. boots the VM (QEMU, TCG unless a short probe shows KVM works, no
+#      network) on a throwaway overlay of that disk, with a data disk holding
+#      the node image and test/vm/guest/scenarios.sh, which runs at boot and
+#      writes its results to a results disk, then powers off. A run that
+#      ends clean leaves its overlay as the "warm disk" for later runs of
+#      images with the same base layer: their docker loads skip that layer;
+#   5. prints one PASS/FAIL line per scenario and "N passed, N failed";
+#      exits non-zero unless every scenario passed.
+#
+# Environment: VM_TIMEOUT (seconds the VM may run, default 900), VM_ACCEL
+# (auto, tcg or kvm; default auto), VM_CPUS (2), VM_MEMORY (MiB, 4096),
+# VM_BOOT_LIMIT (seconds a node may take to reach `running`, default 180),
+# VM_EXIT_LIMIT (seconds a failing node may take to exit, default 120),
+# VM_DEBIAN_MIRROR, VM_STATE_DIR (default /var/cache/kind-entrypoint-vm),
+# VM_NODE_IMAGE (use this image instead of building the e2e one: only for
+# trying a change to the image; the tier's verdict is on the e2e image).
+set -o errexit -o nounset -o pipefail
+
+tier_start=$(date +%s)
+repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+cd "$repo"
+
+state=$(realpath -m "${VM_STATE_DIR:-/var/cache/kind-entrypoint-vm}") # qcow2 backing paths are absolute
+log_root=/var/log/kind-entrypoint-vm
+vm_timeout=${VM_TIMEOUT:-900}
+accel=${VM_ACCEL:-auto}
+cpus=${VM_CPUS:-2}
+memory=${VM_MEMORY:-4096}
+boot_limit=${VM_BOOT_LIMIT:-180}
+exit_limit=${VM_EXIT_LIMIT:-120}
+# Every scenario scenarios.sh reports, in order: a missing one is a failure.
+scenarios=(vm-host default-node kubelet-cgroup restart rootless-docker rootless-node rootless-no-memory)
+
+log() { printf '%s vm: %s\n' "$(date +%T)" "$*" >&2; }
+die() { log "ERROR: $*"; exit 1; }
+since() { echo "$(( $(date +%s) - $1 ))s"; }
+
+[[ $(id -u) == 0 ]] || die "must run as root (installs packages, builds images and disks)"
+export DEBIAN_FRONTEND=noninteractive
+mkdir -p "$state" "$log_root"
+
+exec 9> "$state/lock"
+flock -w 1800 9 || die "another run still holds $state/lock after 30 minutes"
+
+# --- 1. packages -------------------------------------------------------------
+missing=()
+command -v qemu-system-x86_64 > /dev/null || missing+=(qemu-system-x86)
+command -v qemu-img > /dev/null || missing+=(qemu-utils)
+command -v debootstrap > /dev/null || missing+=(debootstrap)
+command -v mkfs.ext4 > /dev/null || missing+=(e2fsprogs)
+if ((${#missing[@]})); then
+  t=$(date +%s)
+  log "installing ${missing[*]}"
+  apt-get update -q > "$log_root/apt.log" 2>&1 || { tail -n 20 "$log_root/apt.log" >&2; die "apt-get update failed"; }
+  apt-get install -y -q --no-install-recommends "${missing[@]}" >> "$log_root/apt.log" 2>&1 \
+    || { tail -n 20 "$log_root/apt.log" >&2; die "apt-get install failed"; }
+  log "packages installed in $(since "$t")"
+fi
+
+# --- 2. the node image -------------------------------------------------------
+t=$(date +%s)
+if [[ -n ${VM_NODE_IMAGE:-} ]]; then
+  node_image=$VM_NODE_IMAGE
+  log "using VM_NODE_IMAGE=$node_image, not the e2e node image"
+else
+  # 9>&-: the e2e run must not inherit our lock
+  node_image=$(bash test/e2e/run.sh --build-only 9>&-) || die "building the node image (test/e2e/run.sh --build-only) failed"
+fi
+image_id=$(docker image inspect -f '{{.Id}}' "$node_image") || die "no image $node_image"
+image_id=${image_id#sha256:}
+node_tar=$state/node-${image_id:0:12}.tar
+if [[ ! -s $node_tar ]]; then
+  docker save -o "$node_tar.tmp" "$node_image"
+  chmod 0644 "$node_tar.tmp"
+  mv "$node_tar.tmp" "$node_tar"
+  find "$state" -maxdepth 1 -name 'node-*.tar' ! -path "$node_tar" -delete
+fi
+log "node image $node_image (${image_id:0:12}) ready in $(since "$t")"
+
+# --- 3. the VM disk ----------------------------------------------------------
+disk_hash=$( (cd test/vm/disk && find . -type f -print0 | sort -z | xargs -0 sha256sum) | sha256sum | cut -c1-12)
+disk=$state/disk-$disk_hash
+t=$(date +%s)
+if [[ -s $disk/root.img ]]; then
+  log "VM disk $disk present"
+else
+  log "building VM disk $disk (debootstrap: a few minutes)"
+  bash test/vm/disk/build.sh "$disk" test/vm/disk "$state"
+  find "$state" -maxdepth 1 -name 'disk-*' ! -path "$disk" -exec rm -rf {} +
+fi
+log "VM disk ready in $(since "$t")"
+
+# --- 4. boot -----------------------------------------------------------------
+run=$log_root/run-$(date +%Y%m%d-%H%M%S)
+work=$state/run
+rm -rf "$work"
+mkdir -p "$run/results" "$work/in"
+# Keep the last 10 runs' logs.
+find "$log_root" -maxdepth 1 -name 'run-*' | sort | head -n -10 | xargs -r rm -rf
+qemu_pid=
+cleanup() {
+  [[ -n $qemu_pid ]] && kill "$qemu_pid" 2> /dev/null
+  rm -rf "$work"
+}
+trap cleanup EXIT
+
+# The warm disk: the VM's disk after a clean run, with the node image
+# loaded in both daemons and nothing else left; valid for images that share
+# its base layer (the big one: loading it takes minutes under emulation).
+base_layer=$(docker image inspect -f '{{index .RootFS.Layers 0}}' "$node_image")
+base_layer=${base_layer#sha256:}
+warm=$disk/warm-${base_layer:0:12}.qcow2
+t=$(date +%s)
+if [[ -s $warm ]]; then
+  log "booting from the warm disk $warm"
+  qemu-img create -q -f qcow2 -b "$warm" -F qcow2 "$work/root.qcow2"
+else
+  qemu-img create -q -f qcow2 -b "$disk/root.img" -F raw "$work/root.qcow2"
+fi
+ln "$node_tar" "$work/in/node.tar" 2> /dev/null || cp "$node_tar" "$work/in/node.tar"
+cp test/vm/guest/scenarios.sh "$work/in/"
+printf 'NODE_IMAGE=%q\nNODE_IMAGE_ID=%q\nBOOT_LIMIT=%d\nEXIT_LIMIT=%d\n' \
+  "$node_image" "$image_id" "$boot_limit" "$exit_limit" > "$work/in/vm.env"
+in_mib=$(( $(du -sm "$work/in" | cut -f1) + 64 ))
+truncate -s "${in_mib}M" "$work/in.img"
+mkfs.ext4 -q -F -L kindvm-in -d "$work/in" "$work/in.img"
+truncate -s 256M "$work/out.img"
+log "data disks ready in $(since "$t")"
+
+# kvm_works boots the kernel (no root disk: it panics and QEMU exits) with
+# KVM and looks for its banner. KVM guests hung before the kernel's first
+# line on the development machines (nested virtualisation), or QEMU
+# aborted, so KVM is used only where this probe of at most 10 s succeeds.
+kvm_works() {
+  [[ -r /dev/kvm && -w /dev/kvm ]] || return 1
+  (timeout 10 qemu-system-x86_64 -accel kvm -cpu max -m 256 -display none -nic none -no-reboot \
+    -kernel "$disk/vmlinuz" -append "console=ttyS0 panic=-1" \
+    -serial "file:$run/kvm-probe.log" -monitor none < /dev/null || true) > /dev/null 2>&1
+  grep -q 'Linux version' "$run/kvm-probe.log" 2> /dev/null
+}
+case $accel in
+  auto) if kvm_works; then accel=kvm; else accel=tcg; fi ;;
+  tcg | kvm) ;;
+  *) die "VM_ACCEL must be auto, tcg or kvm, not $accel" ;;
+esac
+
+cmdline="root=LABEL=kindvm-root rw console=ttyS0 systemd.unified_cgroup_hierarchy=1 panic=1 quiet"
+log "booting the VM ($accel, $cpus CPUs, ${memory} MiB, limit ${vm_timeout}s); logs: $run"
+t=$(date +%s)
+# -uuid: real machines have a DMI product_uuid, which the node must hide.
+timeout --kill-after=10 "$vm_timeout" qemu-system-x86_64 \
+  -accel "$accel" -cpu max -smp "$cpus" -m "$memory" \
+  -display none -nic none -no-reboot -uuid "$(cat /proc/sys/kernel/random/uuid)" \
+  -kernel "$disk/vmlinuz" -initrd "$disk/initrd.img" -append "$cmdline" \
+  -drive "file=$work/root.qcow2,if=none,id=root,format=qcow2" -device virtio-blk-pci,drive=root,serial=kindvm-root \
+  -drive "file=$work/in.img,if=none,id=in,format=raw,readonly=on" -device virtio-blk-pci,drive=in,serial=kindvm-in \
+  -drive "file=$work/out.img,if=none,id=out,format=raw" -device virtio-blk-pci,drive=out,serial=kindvm-out \
+  -serial "file:$run/serial.log" -monitor none < /dev/null > "$run/qemu.log" 2>&1 &
+qemu_pid=$!
+# Progress: the guest's "vm-tier:" lines as they reach the serial log.
+tail -n +1 -F --pid="$qemu_pid" "$run/serial.log" 2> /dev/null \
+  | sed -un 's/.*vm-tier: /  guest: /p' >&2 &
+qemu_rc=0
+wait "$qemu_pid" || qemu_rc=$?
+qemu_pid=
+vm_took=$(since "$t")
+wait
+case $qemu_rc in
+  0) log "the VM powered off after $vm_took" ;;
+  124 | 137) log "ERROR: the VM was killed after ${vm_timeout}s (VM_TIMEOUT)" ;;
+  *) log "ERROR: QEMU exited with $qemu_rc after $vm_took: $(tail -n 3 "$run/qemu.log")" ;;
+esac
+
+# --- 5. results ----------------------------------------------------------------
+tar -xf "$work/out.img" -C "$run/results" 2> "$run/results-tar.log" || log "results disk unreadable: $(cat "$run/results-tar.log")"
+summary=$run/results/summary
+passed=0 failed=0
+for s in "${scenarios[@]}"; do
+  line=$(grep -E "^(PASS|FAIL): $s " "$summary" 2> /dev/null | head -n 1) || true
+  [[ -n $line ]] || line="FAIL: $s: no result (the guest stopped before it)"
+  echo "$line"
+  if [[ $line == PASS:* ]]; then passed=$((passed + 1)); else failed=$((failed + 1)); fi
+done
+if ! grep -qx "done" "$summary" 2> /dev/null; then
+  echo "FAIL: guest: the scenario script did not finish (see $run/serial.log)"
+  failed=$((failed + 1))
+fi
+echo "$passed passed, $failed failed"
+if [[ ! -s $warm ]] && grep -qx "clean" "$summary" 2> /dev/null; then
+  rm -f "$disk"/warm-*.qcow2
+  mv "$work/root.qcow2" "$warm"
+  log "kept the VM's disk as $warm for later runs"
+fi
+log "whole tier $(since "$tier_start") (VM $vm_took)"
+if ((failed)); then
+  log "logs: $run (serial.log; results/<scenario>/ has each node's docker logs, failed units, journal)"
+  exit 1
+fi
