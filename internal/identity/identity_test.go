@@ -3,8 +3,6 @@ package identity
 import (
 	"bytes"
 	"errors"
-	"os"
-	"path/filepath"
 	"regexp"
 	"strings"
 	"syscall"
@@ -192,20 +190,8 @@ func TestPlanProductUUID(t *testing.T) {
 func tree(t *testing.T, files map[string]string) *system.Tree {
 	t.Helper()
 	dir := t.TempDir()
-	for p, content := range files {
-		full := filepath.Join(dir, p)
-		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if target, ok := strings.CutPrefix(content, "->"); ok {
-			if err := os.Symlink(target, full); err != nil {
-				t.Fatal(err)
-			}
-			continue
-		}
-		if err := os.WriteFile(full, []byte(content), 0o644); err != nil {
-			t.Fatal(err)
-		}
+	if err := system.WriteFiles(dir, files); err != nil {
+		t.Fatal(err)
 	}
 	return system.NewTree(dir)
 }

@@ -3,8 +3,6 @@ package proxy
 import (
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -326,20 +324,8 @@ func env(kv ...string) func(string) (string, bool) {
 func tree(t *testing.T, files map[string]string) *system.Tree {
 	t.Helper()
 	dir := t.TempDir()
-	for p, content := range files {
-		full := filepath.Join(dir, p)
-		if strings.HasSuffix(p, "/") {
-			if err := os.MkdirAll(full, 0o755); err != nil {
-				t.Fatal(err)
-			}
-			continue
-		}
-		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(full, []byte(content), 0o644); err != nil {
-			t.Fatal(err)
-		}
+	if err := system.WriteFiles(dir, files); err != nil {
+		t.Fatal(err)
 	}
 	return system.NewTree(dir)
 }

@@ -914,3 +914,31 @@ func CopyScenario(src, dst string) error {
 	}
 	return nil
 }
+
+// WriteFiles lays out a small host below dir, for tests: each entry is a
+// file with that content, a directory when its path ends in "/", or a
+// symlink when its content is "->TARGET".
+func WriteFiles(dir string, files map[string]string) error {
+	for p, content := range files {
+		full := filepath.Join(dir, p)
+		if strings.HasSuffix(p, "/") {
+			if err := os.MkdirAll(full, 0o755); err != nil {
+				return err
+			}
+			continue
+		}
+		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
+			return err
+		}
+		if target, ok := strings.CutPrefix(content, "->"); ok {
+			if err := os.Symlink(target, full); err != nil {
+				return err
+			}
+			continue
+		}
+		if err := os.WriteFile(full, []byte(content), 0o644); err != nil {
+			return err
+		}
+	}
+	return nil
+}
