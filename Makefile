@@ -16,8 +16,9 @@ build:
 	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/entrypoint
 
 # Every tier: unit and golden tests, privileged tests (root, namespaces),
-# then the end-to-end tier in Docker.
-test: unit e2e
+# the end-to-end tier in Docker (this host: cgroup v1), then the same node
+# image on cgroup v2 and rootless hosts in a VM.
+test: unit e2e e2e-vm
 
 unit:
 	$(GO) vet ./...
@@ -31,7 +32,7 @@ e2e: build
 	bash test/e2e/run.sh
 
 # cgroup v2 and rootless hosts: the same node image in a Debian VM (qemu,
-# TCG). Not yet part of `make test`: see test/vm/README.md.
+# TCG); see test/vm/README.md.
 e2e-vm: build
 	bash test/vm/run.sh
 
