@@ -15,6 +15,7 @@ import (
 
 	"github.com/kind-entrypoint/entrypoint/internal/cgroupfix"
 	"github.com/kind-entrypoint/entrypoint/internal/logline"
+	"github.com/kind-entrypoint/entrypoint/internal/network"
 	"github.com/kind-entrypoint/entrypoint/internal/plan"
 	"github.com/kind-entrypoint/entrypoint/internal/system"
 	"github.com/kind-entrypoint/entrypoint/internal/userns"
@@ -39,6 +40,30 @@ type Host struct {
 	// lookup); 0 means the production limit, 5 s. Tests shorten it so that
 	// a hanging probe is tested quickly.
 	ProbeTimeout time.Duration
+
+	// probes are steps 9 and 10's slow probes (see network.Probes), new
+	// for each Run or DryRun.
+	probes *network.Probes
+}
+
+// netProbes are this run's network probes; each group starts when its
+// step's Prefetch or Plan first asks for it.
+func (h *Host) netProbes() *network.Probes {
+	if h.probes == nil {
+		h.probes = network.NewProbes(h.Sys, h.probeTimeout())
+	}
+	return h.probes
+}
+
+// prefetch starts every step's Prefetch, for one Run or DryRun; what they
+// start stops with ctx.
+func prefetch(ctx context.Context, h *Host, steps []Step) {
+	h.probes = nil
+	for _, s := range steps {
+		if s.Prefetch != nil {
+			s.Prefetch(ctx, h)
+		}
+	}
 }
 
 // Getenv is LookupEnv without the distinction between unset and empty.
@@ -61,6 +86,11 @@ type Step struct {
 	// Plan detects what the step needs on h and decides what to do. An error
 	// is fatal: the step cannot go on on this host.
 	Plan func(ctx context.Context, h *Host) ([]Fact, []plan.Action, error)
+	// Prefetch, when set, starts the step's slow read-only probes before
+	// step 1, so that they run while the steps before it work; Plan then
+	// takes their answers. Only for probes that nothing an earlier step
+	// does can change.
+	Prefetch func(ctx context.Context, h *Host)
 }
 
 // StepError is a fatal failure of one step.
@@ -94,6 +124,9 @@ func Detect(sys system.System, lookupEnv func(string) (string, bool)) (*Host, er
 
 // Run applies every step in order, logging to log.
 func Run(ctx context.Context, h *Host, steps []Step, log *logline.Logger) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel() // a failed step leaves probes running
+	prefetch(ctx, h, steps)
 	for _, s := range steps {
 		start := time.Now()
 		slog := log.Step(s.Name)
@@ -122,6 +155,9 @@ type Result struct {
 // DryRun detects and plans every step, changing nothing. It stops at the
 // first step that would be fatal; that error is returned too.
 func DryRun(ctx context.Context, h *Host, steps []Step) ([]Result, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	prefetch(ctx, h, steps)
 	var results []Result
 	for _, s := range steps {
 		facts, actions, err := s.Plan(ctx, h)

@@ -38,10 +38,10 @@ func Steps() []Step {
 		{Name: "fix_product_uuid", Plan: fixProductUUID},
 		{Name: "select_iptables", Plan: func(ctx context.Context, h *Host) ([]Fact, []plan.Action, error) {
 			return selectIptables(ctx, h, &ipt)
-		}},
+		}, Prefetch: func(ctx context.Context, h *Host) { h.netProbes().StartSaves(ctx) }},
 		{Name: "enable_network_magic", Plan: func(ctx context.Context, h *Host) ([]Fact, []plan.Action, error) {
 			return enableNetworkMagic(ctx, h, ipt)
-		}},
+		}, Prefetch: func(ctx context.Context, h *Host) { h.netProbes().StartNames(ctx) }},
 	}
 	for i := range steps {
 		steps[i].Code = 11 + i
@@ -176,7 +176,7 @@ func dmiFact(d identity.DMIFile) Fact {
 }
 
 func selectIptables(ctx context.Context, h *Host, ipt *network.IptablesFacts) ([]Fact, []plan.Action, error) {
-	f, err := network.DetectIptables(ctx, h.Sys, h.probeTimeout())
+	f, err := h.netProbes().DetectIptables(ctx)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -196,7 +196,7 @@ func selectIptables(ctx context.Context, h *Host, ipt *network.IptablesFacts) ([
 }
 
 func enableNetworkMagic(ctx context.Context, h *Host, ipt network.IptablesFacts) ([]Fact, []plan.Action, error) {
-	f, err := network.DetectMagic(ctx, h.Sys, h.LookupEnv, ipt, h.probeTimeout())
+	f, err := h.netProbes().DetectMagic(ctx, h.LookupEnv, ipt)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/kind-entrypoint/entrypoint/internal/plan"
@@ -79,29 +78,23 @@ var saveCommands = []struct {
 	{"ip6tables-nft-save", NFT},
 }
 
-// DetectIptables counts the rules each backend holds, running the four saves
-// concurrently, each killed after timeout (a hung nft-save, seen with
-// mismatched kernel and userspace nftables, must not hold up the boot), and
-// reads the alternatives.
+// DetectIptables counts the rules each backend holds (the four saves run
+// concurrently, see Probes) and reads the alternatives.
 func DetectIptables(ctx context.Context, sys system.System, timeout time.Duration) (IptablesFacts, error) {
-	f := IptablesFacts{Saves: make([]Save, len(saveCommands)), Links: map[string]string{}}
-	var wg sync.WaitGroup
-	for i, c := range saveCommands {
-		wg.Go(func() {
-			out, err := sys.Run(ctx, []string{c.name}, nil, timeout)
-			s := Save{Command: c.name, Mode: c.mode, Err: err}
-			if err == nil {
-				s.Output, s.Rules = out, CountRules(out)
-			}
-			f.Saves[i] = s
-		})
-	}
+	return NewProbes(sys, timeout).DetectIptables(ctx)
+}
+
+// DetectIptables is the package's DetectIptables on the saves p started
+// (or starts now).
+func (p *Probes) DetectIptables(ctx context.Context) (IptablesFacts, error) {
+	f := IptablesFacts{Links: map[string]string{}}
 	for _, name := range Alternatives {
 		// Not a link, or none: update-alternatives sets it.
-		f.Links[name], _ = sys.Readlink(AlternativesDir + "/" + name)
+		f.Links[name], _ = p.sys.Readlink(AlternativesDir + "/" + name)
 	}
-	wg.Wait()
-	return f, ctx.Err()
+	var err error
+	f.Saves, err = p.waitSaves(ctx)
+	return f, err
 }
 
 // SavedRules returns what m's iptables-save printed (or why it failed),

@@ -104,33 +104,33 @@ type MagicFacts struct {
 // name lookups (and that iptables-save) run concurrently, each limited to
 // timeout.
 func DetectMagic(ctx context.Context, sys system.System, lookupEnv func(string) (string, bool), ipt IptablesFacts, timeout time.Duration) (MagicFacts, error) {
+	return NewProbes(sys, timeout).DetectMagic(ctx, lookupEnv, ipt)
+}
+
+// DetectMagic is the package's DetectMagic on the lookups p started (or
+// starts now).
+func (p *Probes) DetectMagic(ctx context.Context, lookupEnv func(string) (string, bool), ipt IptablesFacts) (MagicFacts, error) {
+	p.StartNames(ctx)
 	mode := ipt.Mode()
 	f := MagicFacts{Mode: mode}
 	if v, ok := lookupEnv(DNSSearchEnv); ok {
 		f.Search = &v
 	}
-	var err error
-	if f.Hostname, err = hostname(sys); err != nil {
-		return f, err
-	}
-
 	var wg sync.WaitGroup
-	wg.Go(func() {
-		f.DockerHost, f.DockerHostErr = lookupFirst(ctx, sys, timeout, "ip4", DockerHostName, false)
-	})
-	if f.Hostname != "" {
-		wg.Go(func() { f.IPv4, f.IPv4Err = lookupFirst(ctx, sys, timeout, "ip4", f.Hostname, true) })
-		wg.Go(func() { f.IPv6, f.IPv6Err = lookupFirst(ctx, sys, timeout, "ip6", f.Hostname, true) })
-	} else {
-		f.IPv4Err = errors.New("the node has no hostname")
-		f.IPv6Err = f.IPv4Err
-	}
 	var saved bool
 	if f.Rules, f.RulesErr, saved = ipt.SavedRules(mode); !saved {
-		wg.Go(func() { f.Rules, f.RulesErr = sys.Run(ctx, []string{mode.SaveCommand()}, nil, timeout) })
+		wg.Go(func() { f.Rules, f.RulesErr = p.sys.Run(ctx, []string{mode.SaveCommand()}, nil, p.timeout) })
 	}
-	err = f.readFiles(sys)
+	err := f.readFiles(p.sys)
 	wg.Wait()
+	n := p.waitNames(ctx)
+	if n.hostnameErr != nil {
+		return f, n.hostnameErr
+	}
+	f.Hostname = n.hostname
+	f.DockerHost, f.DockerHostErr = n.dockerHost, n.dockerHostErr
+	f.IPv4, f.IPv4Err = n.ipv4, n.ipv4Err
+	f.IPv6, f.IPv6Err = n.ipv6, n.ipv6Err
 	return f, err
 }
 

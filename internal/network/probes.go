@@ -1,0 +1,119 @@
+package network
+
+import (
+	"context"
+	"errors"
+	"net/netip"
+	"sync"
+	"time"
+
+	"github.com/kind-entrypoint/entrypoint/internal/system"
+)
+
+// Probes are the slow, read-only probes of select_iptables and
+// enable_network_magic: the four iptables-saves (a process each), and the
+// lookups of host.docker.internal (a round trip to Docker's DNS, which
+// forwards it to the host's resolvers) and of the node's own name. They
+// are most of the entrypoint's time before init, and none of them depends
+// on steps 1–8: those touch neither the netfilter rules nor the hostname,
+// /etc/hosts or resolv.conf. So Start runs them while steps 1–8 work, and
+// the two steps take their answers, waiting only for what is not in yet.
+//
+// Each group starts at most once: StartSaves or StartNames, or the step
+// that needs it.
+type Probes struct {
+	sys     system.System
+	timeout time.Duration
+
+	savesOnce sync.Once
+	savesDone chan struct{}
+	saves     []Save
+	savesErr  error
+
+	namesOnce sync.Once
+	namesDone chan struct{}
+	names     names
+}
+
+// names are the answers of the name probes.
+type names struct {
+	hostname    string
+	hostnameErr error
+
+	dockerHost    netip.Addr
+	dockerHostErr error
+	ipv4, ipv6    netip.Addr
+	ipv4Err       error
+	ipv6Err       error
+}
+
+// NewProbes returns probes of sys, each limited to timeout, none started.
+func NewProbes(sys system.System, timeout time.Duration) *Probes {
+	return &Probes{sys: sys, timeout: timeout, savesDone: make(chan struct{}), namesDone: make(chan struct{})}
+}
+
+// StartSaves runs the four saves concurrently, each killed after the
+// timeout, in the background (ctx bounds them): a hung nft-save, seen with mismatched kernel and userspace
+// nftables, must not hold up the boot.
+func (p *Probes) StartSaves(ctx context.Context) {
+	p.savesOnce.Do(func() {
+		p.saves = make([]Save, len(saveCommands))
+		var wg sync.WaitGroup
+		for i, c := range saveCommands {
+			wg.Go(func() {
+				out, err := p.sys.Run(ctx, []string{c.name}, nil, p.timeout)
+				s := Save{Command: c.name, Mode: c.mode, Err: err}
+				if err == nil {
+					s.Output, s.Rules = out, CountRules(out)
+				}
+				p.saves[i] = s
+			})
+		}
+		go func() {
+			wg.Wait()
+			p.savesErr = ctx.Err()
+			close(p.savesDone)
+		}()
+	})
+}
+
+// StartNames reads the hostname, then looks up host.docker.internal and
+// the node's name in both families, concurrently, in the background; ctx
+// bounds them.
+func (p *Probes) StartNames(ctx context.Context) {
+	p.namesOnce.Do(func() {
+		go func() {
+			defer close(p.namesDone)
+			n := &p.names
+			if n.hostname, n.hostnameErr = hostname(p.sys); n.hostnameErr != nil {
+				return
+			}
+			var wg sync.WaitGroup
+			wg.Go(func() {
+				n.dockerHost, n.dockerHostErr = lookupFirst(ctx, p.sys, p.timeout, "ip4", DockerHostName, false)
+			})
+			if n.hostname != "" {
+				wg.Go(func() { n.ipv4, n.ipv4Err = lookupFirst(ctx, p.sys, p.timeout, "ip4", n.hostname, true) })
+				wg.Go(func() { n.ipv6, n.ipv6Err = lookupFirst(ctx, p.sys, p.timeout, "ip6", n.hostname, true) })
+			} else {
+				n.ipv4Err = errors.New("the node has no hostname")
+				n.ipv6Err = n.ipv4Err
+			}
+			wg.Wait()
+		}()
+	})
+}
+
+// waitSaves starts the saves if they are not running and waits for them.
+func (p *Probes) waitSaves(ctx context.Context) ([]Save, error) {
+	p.StartSaves(ctx)
+	<-p.savesDone
+	return p.saves, p.savesErr
+}
+
+// waitNames starts the name probes if they are not running and waits.
+func (p *Probes) waitNames(ctx context.Context) names {
+	p.StartNames(ctx)
+	<-p.namesDone
+	return p.names
+}
