@@ -55,8 +55,18 @@ func (h *Host) netProbes() *network.Probes {
 	return h.probes
 }
 
+// stopProbes ends what prefetch started and still runs (cancel is its
+// context's), so that nothing of a run outlives it: a capture archives
+// what the run read, and init must not inherit a probe's process.
+func (h *Host) stopProbes(cancel context.CancelFunc) {
+	cancel()
+	if h.probes != nil {
+		h.probes.Wait()
+	}
+}
+
 // prefetch starts every step's Prefetch, for one Run or DryRun; what they
-// start stops with ctx.
+// start stops with ctx (see stopProbes).
 func prefetch(ctx context.Context, h *Host, steps []Step) {
 	h.probes = nil
 	for _, s := range steps {
@@ -125,8 +135,8 @@ func Detect(sys system.System, lookupEnv func(string) (string, bool)) (*Host, er
 // Run applies every step in order, logging to log.
 func Run(ctx context.Context, h *Host, steps []Step, log *logline.Logger) error {
 	ctx, cancel := context.WithCancel(ctx)
-	defer cancel() // a failed step leaves probes running
 	prefetch(ctx, h, steps)
+	defer h.stopProbes(cancel) // a failed step leaves probes running
 	for _, s := range steps {
 		start := time.Now()
 		slog := log.Step(s.Name)
@@ -156,8 +166,8 @@ type Result struct {
 // first step that would be fatal; that error is returned too.
 func DryRun(ctx context.Context, h *Host, steps []Step) ([]Result, error) {
 	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
 	prefetch(ctx, h, steps)
+	defer h.stopProbes(cancel)
 	var results []Result
 	for _, s := range steps {
 		facts, actions, err := s.Plan(ctx, h)

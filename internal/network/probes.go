@@ -24,6 +24,7 @@ import (
 type Probes struct {
 	sys     system.System
 	timeout time.Duration
+	running sync.WaitGroup // the groups started
 
 	savesOnce sync.Once
 	savesDone chan struct{}
@@ -57,6 +58,7 @@ func NewProbes(sys system.System, timeout time.Duration) *Probes {
 // nftables, must not hold up the boot.
 func (p *Probes) StartSaves(ctx context.Context) {
 	p.savesOnce.Do(func() {
+		p.running.Add(1)
 		p.saves = make([]Save, len(saveCommands))
 		var wg sync.WaitGroup
 		for i, c := range saveCommands {
@@ -73,6 +75,7 @@ func (p *Probes) StartSaves(ctx context.Context) {
 			wg.Wait()
 			p.savesErr = ctx.Err()
 			close(p.savesDone)
+			p.running.Done()
 		}()
 	})
 }
@@ -82,7 +85,9 @@ func (p *Probes) StartSaves(ctx context.Context) {
 // bounds them.
 func (p *Probes) StartNames(ctx context.Context) {
 	p.namesOnce.Do(func() {
+		p.running.Add(1)
 		go func() {
+			defer p.running.Done()
 			defer close(p.namesDone)
 			n := &p.names
 			if n.hostname, n.hostnameErr = hostname(p.sys); n.hostnameErr != nil {
@@ -103,6 +108,10 @@ func (p *Probes) StartNames(ctx context.Context) {
 		}()
 	})
 }
+
+// Wait waits until every probe started has ended (cancel their context
+// first to end them early).
+func (p *Probes) Wait() { p.running.Wait() }
 
 // waitSaves starts the saves if they are not running and waits for them.
 func (p *Probes) waitSaves(ctx context.Context) ([]Save, error) {
