@@ -15,8 +15,9 @@
 # Environment: BENCH_NODES (nodes per end-to-end benchmark, default 10),
 # BENCH_COUNT (runs of each Go benchmark, default 3; the report takes the median),
 # BENCH_E2E=0 (the Go benchmarks only), BENCH_OUT (default
-# bench/results.md), E2E_BENCH_REFERENCE (the reference bash entrypoint,
-# default /tmp/entrypoint.v0.23), E2E_STATE_DIR (as test/e2e/run.sh).
+# bench/results.md), E2E_BENCH_REFERENCE (the reference bash entrypoint;
+# default: kind v0.23.0's, from its Go module, which `go mod download`
+# fetches like any module), E2E_STATE_DIR (as test/e2e/run.sh).
 set -o errexit -o nounset -o pipefail
 
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -49,6 +50,13 @@ go test -run '^$' -bench . -benchmem -count "$count" ./... | tee "$work/micro.tx
 e2e_args=()
 if [[ ${BENCH_E2E:-1} != 0 ]]; then
   [[ $(id -u) == 0 ]] || die "the end-to-end benchmarks need root (as test/e2e/run.sh); BENCH_E2E=0 skips them"
+  if [[ -z ${E2E_BENCH_REFERENCE:-} ]]; then
+    # kind's module holds its node image's files, the entrypoint among them.
+    kind_dir=$(go mod download -json sigs.k8s.io/kind@v0.23.0 | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')
+    [[ -n $kind_dir ]] || die "go mod download sigs.k8s.io/kind@v0.23.0 failed (or set E2E_BENCH_REFERENCE)"
+    export E2E_BENCH_REFERENCE=$kind_dir/images/base/files/usr/local/bin/entrypoint
+  fi
+  [[ -s $E2E_BENCH_REFERENCE ]] || die "no reference script at $E2E_BENCH_REFERENCE"
   log "end-to-end setup: test/e2e/run.sh --build-only"
   bash test/e2e/run.sh --build-only > /dev/null
 

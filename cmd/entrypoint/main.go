@@ -45,6 +45,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		printCommands(stderr)
 	}
 	var o options
+	settle := fl.Duration("tty-settle", logline.TTYSettle,
+		"when the log is a terminal, how long the last line must have been out before init starts: systemd's console flush can drop the last lines (see README)")
 	if code, done := o.parse(fl, args, stdout); done {
 		return code
 	}
@@ -84,7 +86,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	log.Info(fmt.Sprintf("pre-init finished in %d ms", time.Since(start).Milliseconds()))
 	log.Info("starting init")
-	log.Settle()
+	log.Settle(*settle)
 	err = system.Exec(initArgv, os.Environ())
 	log.Error(err.Error())
 	if errors.Is(err, os.ErrNotExist) {

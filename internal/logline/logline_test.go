@@ -58,6 +58,7 @@ func TestParseFormat(t *testing.T) {
 }
 
 func TestSettle(t *testing.T) {
+	const settle = 100 * time.Millisecond
 	// Not a terminal: no wait.
 	f, err := os.CreateTemp(t.TempDir(), "log")
 	if err != nil {
@@ -65,10 +66,10 @@ func TestSettle(t *testing.T) {
 	}
 	l := New(f, Text)
 	l.Info("x")
-	if d := l.Settle(); d != 0 {
+	if d := l.Settle(settle); d != 0 {
 		t.Errorf("waited %v on a plain file", d)
 	}
-	// A pty: waits until TTYSettle has passed since the last line.
+	// A pty: waits until settle has passed since the last line.
 	master, err := os.OpenFile("/dev/ptmx", os.O_RDWR|unix.O_NOCTTY, 0)
 	if err != nil {
 		t.Fatalf("open /dev/ptmx: %v", err)
@@ -90,11 +91,15 @@ func TestSettle(t *testing.T) {
 	l = New(slave, Text)
 	l.Info("detected cgroup v1")
 	start := time.Now()
-	d := l.Settle()
-	if d <= 0 || d > TTYSettle || time.Since(start) < d {
-		t.Errorf("waited %v on a pty (want up to %v)", d, TTYSettle)
+	d := l.Settle(settle)
+	if d <= 0 || d > settle || time.Since(start) < d {
+		t.Errorf("waited %v on a pty (want up to %v)", d, settle)
 	}
-	if d := l.Settle(); d != 0 {
+	if d := l.Settle(settle); d != 0 {
 		t.Errorf("second settle waited %v", d)
+	}
+	l.Info("starting init")
+	if d := l.Settle(0); d != 0 {
+		t.Errorf("--tty-settle=0 waited %v", d)
 	}
 }

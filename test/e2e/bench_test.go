@@ -71,6 +71,8 @@ const (
 
 var (
 	benchNodeImage = benchEnv("E2E_NODE_IMAGE", "kind-entrypoint-e2e/node:dev")
+	// benchReference is the reference script; bench/run.sh sets it (kind
+	// v0.23.0's, from its Go module).
 	benchReference = benchEnv("E2E_BENCH_REFERENCE", "/tmp/entrypoint.v0.23")
 	benchBinary    = benchEnv("E2E_BENCH_BINARY", "../../bin/entrypoint")
 	benchHosts     = benchEnv("E2E_BENCH_HOSTS", "../../testdata/hosts")
@@ -408,22 +410,33 @@ func BenchmarkBoot(b *testing.B) {
 		image      string
 		tty        bool
 		entrypoint bool
+		settle     time.Duration // --tty-settle, when not the default
 	}{
-		{"entrypoint/tty", benchNodeImage, true, true},
-		{"entrypoint/no-tty", benchNodeImage, false, true},
-		{"reference/tty", reference, true, true},
-		{"reference/no-tty", reference, false, true},
-		{"init-only/tty", benchNodeImage, true, false},
+		{"entrypoint/tty", benchNodeImage, true, true, 0},
+		{"entrypoint/no-tty", benchNodeImage, false, true, 0},
+		{"entrypoint/tty-settle-100ms", benchNodeImage, true, true, 100 * time.Millisecond},
+		{"reference/tty", reference, true, true, 0},
+		{"reference/no-tty", reference, false, true, 0},
+		{"init-only/tty", benchNodeImage, true, false, 0},
 	} {
 		b.Run(v.name, func(b *testing.B) {
 			ours := v.entrypoint && v.image == benchNodeImage
-			var extra []string
+			var extra, args []string
 			if !v.entrypoint {
 				extra = []string{"--entrypoint", benchInit}
 			}
+			settle := time.Duration(0)
+			if ours && v.tty {
+				settle = logline.TTYSettle
+			}
+			if v.settle != 0 {
+				settle = v.settle
+				extra = []string{"--entrypoint", "/entrypoint"}
+				args = []string{"--tty-settle=" + v.settle.String(), benchInit}
+			}
 			var samples []bootSample
 			for b.Loop() {
-				samples = append(samples, benchBootOne(b, network, v.tty, v.entrypoint, extra, v.image))
+				samples = append(samples, benchBootOne(b, network, v.tty, v.entrypoint, extra, v.image, args...))
 			}
 			benchRecord(b, samples)
 			pick := func(f func(bootSample) float64) []time.Duration {
@@ -454,10 +467,6 @@ func BenchmarkBoot(b *testing.B) {
 			}
 			if ours {
 				report("pre-init", pick(func(s bootSample) float64 { return s.PreInit }))
-				settle := time.Duration(0)
-				if v.tty {
-					settle = logline.TTYSettle
-				}
 				b.ReportMetric(bootlog.Ms(settle), "settle-ms")
 			}
 			report("kind-ready", pick(func(s bootSample) float64 { return s.KindReady }))
@@ -477,10 +486,10 @@ func BenchmarkBoot(b *testing.B) {
 
 // benchBootOne starts one node, waits until systemd is up, reads the
 // timings from its log and removes it.
-func benchBootOne(b *testing.B, network string, tty, entrypoint bool, extra []string, image string) bootSample {
+func benchBootOne(b *testing.B, network string, tty, entrypoint bool, extra []string, image string, args ...string) bootSample {
 	b.Helper()
 	what := "boot"
-	name, remove := benchRun(b, network, what, tty, extra, image)
+	name, remove := benchRun(b, network, what, tty, extra, image, args...)
 	defer func() {
 		remove()
 		// The next node starts on a quiet machine.

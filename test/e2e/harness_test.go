@@ -303,15 +303,16 @@ func (n *node) readFile(path string) string {
 // logs returns the container's log (the entrypoint's lines and systemd's
 // console output), with the tty's carriage returns removed.
 //
-// Lines the entrypoint writes shortly before init starts can
-// be missing from `docker logs`. systemd, starting as PID 1, resets
-// /dev/console (reset_terminal_fd ends with tcflush(TCIOFLUSH)); on a pty
-// that discards what Docker's log reader has not read yet. The entrypoint's
-// whole run takes ~30 ms, so on a loaded host a reader that lags that much
-// loses lines: seen here with -parallel 4 on 2 cores, for the reference bash
-// script and for our binary ("INFO: starting init" gone). kind itself waits
-// for "detected cgroup v1" in that log. So the tests that assert log lines
-// run sequentially, before the parallel ones, on an otherwise idle Docker.
+// Lines the entrypoint writes shortly before init starts can be missing
+// from `docker logs`. systemd, starting as PID 1, resets /dev/console
+// (reset_terminal_fd ends with tcflush(TCIOFLUSH)); on a pty that discards
+// what the kernel has not handed to Docker's reader yet. Seen with
+// -parallel 4 on 2 cores for the reference bash script and for our binary
+// (README, "The last lines on a tty": only the last two lines, and the
+// default --tty-settle=0 does not wait for them; checkClosingLines allows
+// exactly that). kind itself waits for "detected cgroup v1" in that log.
+// The tests that assert log lines run sequentially, before the parallel
+// ones, on an otherwise idle Docker.
 func (n *node) logs() string {
 	n.t.Helper()
 	out, err := dockerCmd(time.Minute, "logs", n.Name)
