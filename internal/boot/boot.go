@@ -15,6 +15,7 @@ import (
 
 	"github.com/kind-entrypoint/entrypoint/internal/cgroupfix"
 	"github.com/kind-entrypoint/entrypoint/internal/logline"
+	"github.com/kind-entrypoint/entrypoint/internal/mounts"
 	"github.com/kind-entrypoint/entrypoint/internal/network"
 	"github.com/kind-entrypoint/entrypoint/internal/plan"
 	"github.com/kind-entrypoint/entrypoint/internal/system"
@@ -44,6 +45,9 @@ type Host struct {
 	// probes are steps 9 and 10's slow probes (see network.Probes), new
 	// for each Run or DryRun.
 	probes *network.Probes
+	// mounts is the mount table the steps read, parsed once per content,
+	// new for each Run or DryRun.
+	mounts *mounts.Table
 }
 
 // netProbes are this run's network probes; each group starts when its
@@ -68,7 +72,7 @@ func (h *Host) stopProbes(cancel context.CancelFunc) {
 // prefetch starts every step's Prefetch, for one Run or DryRun; what they
 // start stops with ctx (see stopProbes).
 func prefetch(ctx context.Context, h *Host, steps []Step) {
-	h.probes = nil
+	h.probes, h.mounts = nil, &mounts.Table{}
 	for _, s := range steps {
 		if s.Prefetch != nil {
 			s.Prefetch(ctx, h)

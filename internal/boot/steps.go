@@ -88,7 +88,7 @@ func configureProxy(_ context.Context, h *Host) ([]Fact, []plan.Action, error) {
 }
 
 func fixMount(_ context.Context, h *Host) ([]Fact, []plan.Action, error) {
-	f, err := mounts.Detect(h.Sys, h.Getenv("PATH"))
+	f, err := mounts.Detect(h.Sys, h.Getenv("PATH"), h.mounts)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -100,7 +100,7 @@ func fixCgroup(_ context.Context, h *Host) ([]Fact, []plan.Action, error) {
 	if h.CgroupV2 {
 		return nil, cgroupfix.PlanV2(), nil
 	}
-	f, err := cgroupfix.DetectV1(h.Sys)
+	f, err := cgroupfix.DetectV1(h.Sys, h.mounts)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -138,7 +138,7 @@ func fixMachineID(_ context.Context, h *Host) ([]Fact, []plan.Action, error) {
 }
 
 func fixProductName(_ context.Context, h *Host) ([]Fact, []plan.Action, error) {
-	f, err := identity.DetectProductName(h.Sys)
+	f, err := identity.DetectProductName(h.Sys, h.mounts)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -146,7 +146,7 @@ func fixProductName(_ context.Context, h *Host) ([]Fact, []plan.Action, error) {
 }
 
 func fixProductUUID(_ context.Context, h *Host) ([]Fact, []plan.Action, error) {
-	f, err := identity.DetectProductUUID(h.Sys, h.random())
+	f, err := identity.DetectProductUUID(h.Sys, h.random(), h.mounts)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -71,7 +71,7 @@ type V1Facts struct {
 }
 
 // DetectV1 reads the facts.
-func DetectV1(sys system.System) (V1Facts, error) {
+func DetectV1(sys system.System, tbl *mounts.Table) (V1Facts, error) {
 	var f V1Facts
 	b, err := sys.ReadFile(procSelfCgroup)
 	if err != nil {
@@ -85,7 +85,7 @@ func DetectV1(sys system.System) (V1Facts, error) {
 		}
 		return f, fmt.Errorf("%s: %w", procSelfCgroup, err)
 	}
-	if f.Mounts, err = mounts.ReadMountinfo(sys); err != nil {
+	if f.Mounts, err = tbl.Read(sys); err != nil {
 		return f, err
 	}
 	if fi, err := sys.Stat(miscDir); err == nil && fi.IsDir() {

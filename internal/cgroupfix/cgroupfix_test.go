@@ -459,7 +459,7 @@ func TestDetectV1(t *testing.T) {
 		"sys/fs/cgroup/cpu,cpuacct/.keep":    "",
 		"sys/fs/cgroup/cpuset/kubelet/.keep": "",
 	})
-	got, err := DetectV1(tree)
+	got, err := DetectV1(tree, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -501,7 +501,7 @@ func TestDetectV1Errors(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := DetectV1(writeTree(t, tt.files))
+			_, err := DetectV1(writeTree(t, tt.files), nil)
 			if errString(err) != tt.wantErr {
 				t.Errorf("DetectV1 error = %q, want %q", errString(err), tt.wantErr)
 			}

@@ -200,7 +200,7 @@ func checkV1Converges(t *testing.T, f V1Facts) {
 		return // misc is mounted there after all
 	}
 
-	detected, err := DetectV1(tree)
+	detected, err := DetectV1(tree, nil)
 	if err != nil {
 		t.Fatalf("DetectV1 on the table: %v", err)
 	}
@@ -215,7 +215,7 @@ func checkV1Converges(t *testing.T, f V1Facts) {
 	if strings.Contains(log.String(), "WARN: failed") {
 		return // a warned failure is retried on the next boot
 	}
-	next, err := DetectV1(tree)
+	next, err := DetectV1(tree, nil)
 	if err != nil {
 		t.Fatalf("DetectV1 after applying: %v", err)
 	}

@@ -211,7 +211,7 @@ func (c *checker) cgroupNS() Row {
 		return Row{name, Warn, "no: " + cgroupRoot + " shows the host's hierarchy at " + m.Root,
 			"create the node with --cgroupns=private (kind v0.20+ does)"}
 	}
-	f, err := cgroupfix.DetectV1(c.sys)
+	f, err := cgroupfix.DetectV1(c.sys, nil)
 	if err != nil {
 		return Row{name, Fail, err.Error(), "the entrypoint cannot find the container's cgroup: see /proc/self/cgroup"}
 	}
@@ -635,11 +635,11 @@ func addrOrWhy(addr string, ok bool, err error) string {
 
 func (c *checker) dmi() Row {
 	const name = "dmi"
-	pn, err := identity.DetectProductName(c.sys)
+	pn, err := identity.DetectProductName(c.sys, nil)
 	if err != nil {
 		return Row{name, Fail, err.Error(), ""}
 	}
-	pu, err := identity.DetectProductUUID(c.sys, rand.Reader)
+	pu, err := identity.DetectProductUUID(c.sys, rand.Reader, nil)
 	if err != nil {
 		return Row{name, Fail, err.Error(), ""}
 	}

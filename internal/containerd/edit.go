@@ -280,6 +280,15 @@ type scan struct {
 	eol      string
 	sections []section
 	kvs      []keyValue
+
+	// text is data as a string: key parts as written are substrings of
+	// it, and so are decoded ones that read the same (bare keys), rather
+	// than a string each.
+	text string
+	// parts holds every key path's parts back to back; each path is a
+	// capacity-limited slice of it (one allocation for most documents
+	// instead of a few per key).
+	parts []string
 }
 
 // section is the run of key/values after one [header] or [[header]], or
@@ -320,6 +329,8 @@ func scanDocument(data []byte) (*scan, error) {
 		data:     data,
 		eol:      documentEOL(data),
 		sections: []section{{lastKV: -1}},
+		text:     string(data),
+		parts:    make([]string, 0, 8*bytes.Count(data, []byte{'\n'})+8),
 	}
 	var p unstable.Parser
 	p.Reset(data)
@@ -328,7 +339,9 @@ func scanDocument(data []byte) (*scan, error) {
 		switch expr.Kind {
 		case unstable.Table, unstable.ArrayTable:
 			key := expr.Key()
-			path, _, first, last := keyPath(data, &key)
+			start := len(sc.parts)
+			_, first, last := sc.keyPath(&key, false)
+			path := sc.parts[start:len(sc.parts):len(sc.parts)]
 			sc.sections = append(sc.sections, section{
 				path:    path,
 				array:   expr.Kind == unstable.ArrayTable,
@@ -340,8 +353,10 @@ func scanDocument(data []byte) (*scan, error) {
 		case unstable.KeyValue:
 			cur := len(sc.sections) - 1
 			key := expr.Key()
-			rel, raw, _, _ := keyPath(data, &key)
-			path := append(append([]string(nil), sc.sections[cur].path...), rel...)
+			from := len(sc.parts)
+			sc.parts = append(sc.parts, sc.sections[cur].path...)
+			raw, _, _ := sc.keyPath(&key, true)
+			path := sc.parts[from:len(sc.parts):len(sc.parts)]
 			start := int(expr.Raw.Offset)
 			sc.kvs = append(sc.kvs, keyValue{
 				section: cur,
@@ -369,20 +384,37 @@ func scanDocument(data []byte) (*scan, error) {
 	return sc, nil
 }
 
-// keyPath decodes a (possibly dotted, possibly quoted) key and returns its
-// parts as written, where its first part starts and where its last ends.
-func keyPath(d []byte, it *unstable.Iterator) (path, raw []string, first, last int) {
+// keyPath decodes a (possibly dotted, possibly quoted) key onto sc.parts
+// and returns where its first part starts and where its last ends, and
+// with wantRaw its parts as written, quotes included.
+func (sc *scan) keyPath(it *unstable.Iterator, wantRaw bool) (raw []string, first, last int) {
 	first = -1
 	for it.Next() {
 		n := it.Node()
-		path = append(path, string(n.Data))
-		raw = append(raw, string(d[n.Raw.Offset:n.Raw.Offset+n.Raw.Length]))
+		asWritten := sc.text[n.Raw.Offset : n.Raw.Offset+n.Raw.Length]
+		part := asWritten
+		if string(n.Data) != asWritten {
+			part = string(n.Data) // quoted: unescaped
+		}
+		sc.parts = append(sc.parts, part)
+		if wantRaw {
+			raw = append(raw, asWritten)
+		}
 		if first < 0 {
 			first = int(n.Raw.Offset)
 		}
 		last = int(n.Raw.Offset + n.Raw.Length)
 	}
-	return path, raw, first, last
+	return raw, first, last
+}
+
+// keyParts decodes a key on its own (an inline table's).
+func keyParts(it *unstable.Iterator) []string {
+	var path []string
+	for it.Next() {
+		path = append(path, string(it.Node().Data))
+	}
+	return path
 }
 
 func newValueRef(d []byte, n *unstable.Node) *valueRef {
@@ -398,8 +430,7 @@ func newValueRef(d []byte, n *unstable.Node) *valueRef {
 				continue
 			}
 			key := kv.Key()
-			path, _, _, _ := keyPath(d, &key)
-			v.items = append(v.items, inlineItem{key: path, value: newValueRef(d, kv.Value())})
+			v.items = append(v.items, inlineItem{key: keyParts(&key), value: newValueRef(d, kv.Value())})
 		}
 		return v
 	}

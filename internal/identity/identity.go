@@ -172,10 +172,11 @@ type ProductNameFacts struct {
 	Inherit system.MountFlags
 }
 
-// DetectProductName reads the facts.
-func DetectProductName(sys system.System) (ProductNameFacts, error) {
+// DetectProductName reads the facts (the mount table through tbl, which
+// may be nil).
+func DetectProductName(sys system.System, tbl *mounts.Table) (ProductNameFacts, error) {
 	var f ProductNameFacts
-	mi, err := mounts.ReadMountinfo(sys)
+	mi, err := tbl.Read(sys)
 	if err != nil {
 		return f, err
 	}
@@ -226,8 +227,8 @@ type ProductUUIDFacts struct {
 }
 
 // DetectProductUUID reads the facts, drawing a new UUID from rand only when
-// the node has none yet.
-func DetectProductUUID(sys system.System, rand io.Reader) (ProductUUIDFacts, error) {
+// the node has none yet (the mount table through tbl, which may be nil).
+func DetectProductUUID(sys system.System, rand io.Reader, tbl *mounts.Table) (ProductUUIDFacts, error) {
 	var f ProductUUIDFacts
 	var err error
 	if f.Current, err = readOptional(sys, ProductUUID); err != nil {
@@ -238,7 +239,7 @@ func DetectProductUUID(sys system.System, rand io.Reader) (ProductUUIDFacts, err
 			return f, err
 		}
 	}
-	mi, err := mounts.ReadMountinfo(sys)
+	mi, err := tbl.Read(sys)
 	if err != nil {
 		return f, err
 	}

@@ -242,7 +242,7 @@ func TestDetect(t *testing.T) {
 		t.Errorf("machine-id facts %+v", m)
 	}
 
-	n, err := DetectProductName(tr)
+	n, err := DetectProductName(tr, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -254,7 +254,7 @@ func TestDetect(t *testing.T) {
 		t.Errorf("product_name facts (-want +got):\n%s", diff)
 	}
 
-	u, err := DetectProductUUID(tr, rand)
+	u, err := DetectProductUUID(tr, rand, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -272,8 +272,8 @@ func TestDetect(t *testing.T) {
 	if err := plan.Apply(t.Context(), tr, nil, actions, false); err != nil {
 		t.Fatal(err)
 	}
-	n, _ = DetectProductName(tr)
-	u, _ = DetectProductUUID(tr, rand)
+	n, _ = DetectProductName(tr, nil)
+	u, _ = DetectProductUUID(tr, rand, nil)
 	if again := plan.Changes(append(PlanProductName(n), PlanProductUUID(u)...)); len(again) != 0 {
 		t.Errorf("after applying, still plans %v", again)
 	}

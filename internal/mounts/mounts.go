@@ -61,12 +61,13 @@ func (f Facts) Describe() string {
 	return strings.Join(parts, ", ")
 }
 
-// Detect finds the binaries on searchPath and reads the mount table.
-func Detect(sys system.System, searchPath string) (Facts, error) {
+// Detect finds the binaries on searchPath and reads the mount table
+// (through tbl, which may be nil).
+func Detect(sys system.System, searchPath string, tbl *Table) (Facts, error) {
 	var f Facts
 	// The mount table first: a replayed host's statfs answers come from
 	// it, and its own error says what is wrong with it.
-	mi, err := ReadMountinfo(sys)
+	mi, err := tbl.Read(sys)
 	if err != nil {
 		return Facts{}, err
 	}
@@ -81,12 +82,46 @@ func Detect(sys system.System, searchPath string) (Facts, error) {
 	return f, nil
 }
 
+// Table reads the mount table for one run of the steps, parsing it again
+// only when it changed since the last read: steps 4 to 8 each need it,
+// and parsing it is most of their allocations (moby's parser, ~3 per
+// line). What Read returns is shared: read it, never change it. A nil
+// Table parses on every read.
+type Table struct {
+	data []byte
+	mi   []*mountinfo.Info
+}
+
+// Read is ReadMountinfo, from the last parse when the file is unchanged.
+func (t *Table) Read(sys system.System) ([]*mountinfo.Info, error) {
+	if t == nil {
+		return ReadMountinfo(sys)
+	}
+	b, err := sys.ReadFile(mountinfoPath)
+	if err != nil {
+		return nil, err
+	}
+	if t.mi != nil && bytes.Equal(b, t.data) {
+		return t.mi, nil
+	}
+	mi, err := parseMountinfoFile(b)
+	if err != nil {
+		return nil, err
+	}
+	t.data, t.mi = b, mi
+	return mi, nil
+}
+
 // ReadMountinfo reads and parses /proc/self/mountinfo.
 func ReadMountinfo(sys system.System) ([]*mountinfo.Info, error) {
 	b, err := sys.ReadFile(mountinfoPath)
 	if err != nil {
 		return nil, err
 	}
+	return parseMountinfoFile(b)
+}
+
+func parseMountinfoFile(b []byte) ([]*mountinfo.Info, error) {
 	mi, err := ParseMountinfo(b)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", mountinfoPath, err)

@@ -357,7 +357,7 @@ func TestDetect(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			tr := tree(t, tt.files, mi, tt.extra)
-			f, err := Detect(tr, tt.searchPath)
+			f, err := Detect(tr, tt.searchPath, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -402,7 +402,7 @@ func TestDetectRootShared(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			f, err := Detect(tree(t, nil, strings.Join(tt.lines, "\n")+"\n", nil), "/nowhere")
+			f, err := Detect(tree(t, nil, strings.Join(tt.lines, "\n")+"\n", nil), "/nowhere", nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -425,7 +425,7 @@ func TestDetectOwner(t *testing.T) {
 	if err := os.Chmod(tr.Path("/usr/bin/mount"), os.ModeSetuid|0o755); err != nil {
 		t.Fatal(err)
 	}
-	f, err := Detect(tr, "")
+	f, err := Detect(tr, "", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -447,13 +447,13 @@ func TestDetectOwner(t *testing.T) {
 func TestDetectErrors(t *testing.T) {
 	// No binaries: the Tree's statfs answer would read mountinfo first.
 	tr := tree(t, nil, "garbage\n", nil)
-	if _, err := Detect(tr, ""); err == nil || !strings.Contains(err.Error(), "/proc/self/mountinfo") {
+	if _, err := Detect(tr, "", nil); err == nil || !strings.Contains(err.Error(), "/proc/self/mountinfo") {
 		t.Errorf("Detect with a garbage mountinfo: %v, want an error naming /proc/self/mountinfo", err)
 	}
 	if err := os.Remove(tr.Path("/proc/self/mountinfo")); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Detect(tr, ""); err == nil || err.Error() != "open /proc/self/mountinfo: no such file or directory" {
+	if _, err := Detect(tr, "", nil); err == nil || err.Error() != "open /proc/self/mountinfo: no such file or directory" {
 		t.Errorf("Detect without mountinfo: %v", err)
 	}
 }
@@ -492,5 +492,39 @@ func TestReadMountinfoErrors(t *testing.T) {
 				t.Errorf("ReadMountinfo: %v\nwant %s", err, tt.want)
 			}
 		})
+	}
+}
+
+// TestTable: a Table parses the mount table once per content: the same
+// slice while the file is unchanged, a new parse once it changed (as after
+// fix_mount), and a nil Table parses every time.
+func TestTable(t *testing.T) {
+	tr := tree(t, nil, "1 0 0:1 / / rw - overlay overlay rw\n", nil)
+	var tbl Table
+	a, err := tbl.Read(tr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := tbl.Read(tr)
+	if err != nil || &a[0] != &b[0] {
+		t.Fatalf("unchanged table parsed again (%v)", err)
+	}
+	if err := os.WriteFile(tr.Path("/proc/self/mountinfo"), []byte("1 0 0:1 / / rw shared:1 - overlay overlay rw\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	c, err := tbl.Read(tr)
+	if err != nil || &c[0] == &a[0] || c[0].Optional != "shared:1" {
+		t.Fatalf("changed table: %+v, %v", c[0], err)
+	}
+	var none *Table
+	d, err := none.Read(tr)
+	if err != nil || &d[0] == &c[0] || d[0].Optional != "shared:1" {
+		t.Fatalf("nil table: %+v, %v", d[0], err)
+	}
+	if err := os.WriteFile(tr.Path("/proc/self/mountinfo"), []byte("garbage\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tbl.Read(tr); err == nil || !strings.Contains(err.Error(), "/proc/self/mountinfo") {
+		t.Errorf("garbage: %v", err)
 	}
 }

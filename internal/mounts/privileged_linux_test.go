@@ -147,7 +147,7 @@ func TestRootMadeShared(t *testing.T) {
 	hostRoot := nstest.HostMountLine(t, "/")
 	nstest.Unshare(t, unix.CLONE_NEWNS)
 	sys := threadLinux{}
-	f, err := mounts.Detect(sys, os.Getenv("PATH"))
+	f, err := mounts.Detect(sys, os.Getenv("PATH"), nil)
 	if err != nil {
 		t.Fatalf("detect: %v", err)
 	}
@@ -176,7 +176,7 @@ func TestRootMadeShared(t *testing.T) {
 			t.Errorf("%s is not shared (optional fields %q): want the change recursive", m.Mountpoint, m.Optional)
 		}
 	}
-	f, err = mounts.Detect(sys, os.Getenv("PATH"))
+	f, err = mounts.Detect(sys, os.Getenv("PATH"), nil)
 	if err != nil {
 		t.Fatalf("detect again: %v", err)
 	}
