@@ -129,22 +129,26 @@ func benchMustDocker(b *testing.B, args ...string) string {
 var (
 	benchImagesOnce sync.Once
 	benchImagesErr  error
-	benchImageNames struct{ reference, straceNode, straceReference string }
+	benchImageNames struct{ node, reference, straceNode, straceReference string }
 )
 
 // benchImages builds, in a temporary directory, the images derived from the
-// node image: the reference bash entrypoint in its place, and both with
-// strace installed (apt, inside docker build). Nothing of this is kept in
-// the repository. It also checks that the node image holds the binary
-// being benchmarked.
-func benchImages(b *testing.B) (reference, straceNode, straceReference string) {
+// node image: a default node (the e2e image points the iptables
+// alternatives at legacy, so that the e2e tier sees select_iptables switch
+// them; kind's base image keeps Debian's default, nft, and a default node
+// on an nft host switches nothing), the reference bash entrypoint in its
+// place, and both with strace installed (apt, inside docker build). Every
+// benchmark boots these, ours and the reference alike. Nothing of this is
+// kept in the repository. It also checks that the node image holds the
+// binary being benchmarked.
+func benchImages(b *testing.B) (node, reference, straceNode, straceReference string) {
 	b.Helper()
 	benchImagesOnce.Do(func() { benchImagesErr = benchBuildImages() })
 	if benchImagesErr != nil {
 		b.Fatal(benchImagesErr)
 	}
 	n := benchImageNames
-	return n.reference, n.straceNode, n.straceReference
+	return n.node, n.reference, n.straceNode, n.straceReference
 }
 
 func benchBuildImages() error {
@@ -160,17 +164,24 @@ func benchBuildImages() error {
 	if err != nil {
 		return fmt.Errorf("the reference entrypoint (E2E_BENCH_REFERENCE): %w", err)
 	}
+	n := &benchImageNames
+	n.node = "kind-entrypoint-bench/node:dev"
+	n.reference = "kind-entrypoint-bench/reference:dev"
+	n.straceNode = "kind-entrypoint-bench/strace:dev"
+	n.straceReference = "kind-entrypoint-bench/strace-reference:dev"
 	files := map[string]string{
 		"entrypoint": string(script),
+		"Dockerfile.node": "FROM " + benchNodeImage + "\n" +
+			"RUN update-alternatives --auto iptables && update-alternatives --auto ip6tables\n",
 		// The node image's undo-mount-hacks.service runs our binary's
 		// companion command; with the reference script there it would
 		// run the whole entrypoint again. kind's undo-mount-hacks.sh
 		// unmounts /proc/cgroups, failure ignored.
 		"undo-mount-hacks.conf": "[Service]\nExecStart=\nExecStart=-/bin/umount /proc/cgroups\n",
-		"Dockerfile.reference": "FROM " + benchNodeImage + "\n" +
+		"Dockerfile.reference": "FROM " + n.node + "\n" +
 			"COPY entrypoint " + benchEntrypoint + "\n" +
 			"COPY undo-mount-hacks.conf /etc/systemd/system/undo-mount-hacks.service.d/bench.conf\n",
-		"Dockerfile.strace": "FROM " + benchNodeImage + "\n" +
+		"Dockerfile.strace": "FROM " + n.node + "\n" +
 			"RUN apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends strace && rm -rf /var/lib/apt/lists/*\n",
 	}
 	for name, data := range files {
@@ -182,17 +193,14 @@ func benchBuildImages() error {
 			return err
 		}
 	}
-	n := &benchImageNames
-	n.reference = "kind-entrypoint-bench/reference:dev"
-	n.straceNode = "kind-entrypoint-bench/strace:dev"
-	n.straceReference = "kind-entrypoint-bench/strace-reference:dev"
 	// The strace-reference image is the strace image plus the reference:
 	// apt runs once.
 	if err := os.WriteFile(filepath.Join(dir, "Dockerfile.strace-reference"), []byte(
-		strings.Replace(files["Dockerfile.reference"], "FROM "+benchNodeImage, "FROM "+n.straceNode, 1)), 0o644); err != nil {
+		strings.Replace(files["Dockerfile.reference"], "FROM "+n.node, "FROM "+n.straceNode, 1)), 0o644); err != nil {
 		return err
 	}
 	for _, img := range []struct{ tag, dockerfile string }{
+		{n.node, "Dockerfile.node"},
 		{n.reference, "Dockerfile.reference"},
 		{n.straceNode, "Dockerfile.strace"},
 		{n.straceReference, "Dockerfile.strace-reference"},
@@ -403,7 +411,7 @@ type bootSample struct {
 // baseline: what Docker and systemd take without any entrypoint); with
 // kind's --tty, and without it.
 func BenchmarkBoot(b *testing.B) {
-	reference, _, _ := benchImages(b)
+	node, reference, _, _ := benchImages(b)
 	network := benchNetwork(b)
 	for _, v := range []struct {
 		name       string
@@ -412,15 +420,15 @@ func BenchmarkBoot(b *testing.B) {
 		entrypoint bool
 		settle     time.Duration // --tty-settle, when not the default
 	}{
-		{"entrypoint/tty", benchNodeImage, true, true, 0},
-		{"entrypoint/no-tty", benchNodeImage, false, true, 0},
-		{"entrypoint/tty-settle-100ms", benchNodeImage, true, true, 100 * time.Millisecond},
+		{"entrypoint/tty", node, true, true, 0},
+		{"entrypoint/no-tty", node, false, true, 0},
+		{"entrypoint/tty-settle-100ms", node, true, true, 100 * time.Millisecond},
 		{"reference/tty", reference, true, true, 0},
 		{"reference/no-tty", reference, false, true, 0},
-		{"init-only/tty", benchNodeImage, true, false, 0},
+		{"init-only/tty", node, true, false, 0},
 	} {
 		b.Run(v.name, func(b *testing.B) {
-			ours := v.entrypoint && v.image == benchNodeImage
+			ours := v.entrypoint && v.image == node
 			var extra, args []string
 			if !v.entrypoint {
 				extra = []string{"--entrypoint", benchInit}
@@ -562,14 +570,14 @@ var jsonPreInit = regexp.MustCompile(`"msg":"pre-init finished in ([0-9]+) ms"`)
 // (no tty) and reports each step's median duration from its "step
 // finished" lines: where the binary's own time goes on the real path.
 func BenchmarkBootSteps(b *testing.B) {
-	benchImages(b)
+	node, _, _, _ := benchImages(b)
 	network := benchNetwork(b)
 	durations := map[string][]time.Duration{}
 	var order []string
 	var preInit []time.Duration
 	for b.Loop() {
 		name, remove := benchRun(b, network, "steps", false,
-			[]string{"--entrypoint", benchEntrypoint}, benchNodeImage, "--log-format", "json", benchInit)
+			[]string{"--entrypoint", benchEntrypoint}, node, "--log-format", "json", benchInit)
 		var lines []bootlog.Line
 		err := benchWaitFor(name+": init started", func() (bool, error) {
 			var err error
@@ -624,7 +632,7 @@ func BenchmarkBootSteps(b *testing.B) {
 // started before its execve of init; the entrypoint's own execve is not
 // counted.
 func BenchmarkProgramsBeforeInit(b *testing.B) {
-	_, straceNode, straceReference := benchImages(b)
+	_, _, straceNode, straceReference := benchImages(b)
 	network := benchNetwork(b)
 	for _, v := range []struct{ name, image string }{
 		{"entrypoint", straceNode},
@@ -698,7 +706,7 @@ var (
 // own children too: here the iptables-save probes, a few MiB each, below
 // the entrypoint's; the fake hosts start none.
 func BenchmarkPeakRSS(b *testing.B) {
-	reference, _, _ := benchImages(b)
+	node, reference, _, _ := benchImages(b)
 	network := benchNetwork(b)
 	probeDir := b.TempDir()
 	probe := filepath.Join(probeDir, "maxrss")
@@ -709,7 +717,7 @@ func BenchmarkPeakRSS(b *testing.B) {
 	}
 	const probeIn = "/kind-bench-maxrss"
 	for _, v := range []struct{ name, image string }{
-		{"entrypoint/node", benchNodeImage},
+		{"entrypoint/node", node},
 		{"reference/node", reference},
 	} {
 		b.Run(v.name, func(b *testing.B) {
