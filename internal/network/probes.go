@@ -16,8 +16,9 @@ import (
 // forwards it to the host's resolvers) and of the node's own name. They
 // are most of the entrypoint's time before init, and none of them depends
 // on steps 1–8: those touch neither the netfilter rules nor the hostname,
-// /etc/hosts or resolv.conf. So Start runs them while steps 1–8 work, and
-// the two steps take their answers, waiting only for what is not in yet.
+// /etc/hosts or resolv.conf. So boot starts them before step 1 (the steps'
+// Prefetch) and they run while steps 1–8 work; the two steps then take
+// their answers, waiting only for what is not in yet.
 //
 // Each group starts at most once: StartSaves or StartNames, or the step
 // that needs it.
@@ -53,9 +54,9 @@ func NewProbes(sys system.System, timeout time.Duration) *Probes {
 	return &Probes{sys: sys, timeout: timeout, savesDone: make(chan struct{}), namesDone: make(chan struct{})}
 }
 
-// StartSaves runs the four saves concurrently, each killed after the
-// timeout, in the background (ctx bounds them): a hung nft-save, seen with mismatched kernel and userspace
-// nftables, must not hold up the boot.
+// StartSaves runs the four saves concurrently in the background (ctx
+// bounds them), each killed after the timeout: a hung nft-save, seen with
+// mismatched kernel and userspace nftables, must not hold up the boot.
 func (p *Probes) StartSaves(ctx context.Context) {
 	p.savesOnce.Do(func() {
 		p.running.Add(1)
