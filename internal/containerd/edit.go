@@ -286,8 +286,8 @@ type scan struct {
 	// than a string each.
 	text string
 	// parts holds every key path's parts back to back; each path is a
-	// capacity-limited slice of it (one allocation for most documents
-	// instead of a few per key).
+	// capacity-limited slice of it (a few allocations per document
+	// instead of a few per key; a path keeps its array when parts grows).
 	parts []string
 }
 
@@ -330,7 +330,7 @@ func scanDocument(data []byte) (*scan, error) {
 		eol:      documentEOL(data),
 		sections: []section{{lastKV: -1}},
 		text:     string(data),
-		parts:    make([]string, 0, 8*bytes.Count(data, []byte{'\n'})+8),
+		parts:    make([]string, 0, 256),
 	}
 	var p unstable.Parser
 	p.Reset(data)

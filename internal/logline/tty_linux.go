@@ -24,7 +24,7 @@ import (
 // same race (its echo is right before its exec). So by default there is
 // no wait: 100 ms on every node start is too much for two INFO lines that
 // nothing reads; --tty-settle=100ms buys them.
-const TTYSettle = 0
+const TTYSettle time.Duration = 0
 
 // Settle waits, when the log goes to a terminal, until d has passed since
 // the last line was written (TTYSettle unless the user says otherwise). It
