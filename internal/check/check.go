@@ -509,6 +509,9 @@ func (c *checker) iptables(ctx context.Context) []Row {
 				continue
 			}
 			switch {
+			case s.NotRun != "":
+				ok++
+				parts = append(parts, fmt.Sprintf("%s not run: %s", s.Command, s.NotRun))
 			case s.Err == nil:
 				ok++
 				total += s.Rules

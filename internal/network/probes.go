@@ -1,6 +1,7 @@
 package network
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"net/netip"
@@ -63,6 +64,10 @@ func (p *Probes) StartSaves(ctx context.Context) {
 		p.saves = make([]Save, len(saveCommands))
 		var wg sync.WaitGroup
 		for i, c := range saveCommands {
+			if why, ok := p.noTables(c.tables); ok {
+				p.saves[i] = Save{Command: c.name, Mode: c.mode, NotRun: why}
+				continue
+			}
 			wg.Go(func() {
 				out, err := p.sys.Run(ctx, []string{c.name}, nil, p.timeout)
 				s := Save{Command: c.name, Mode: c.mode, Err: err}
@@ -79,6 +84,22 @@ func (p *Probes) StartSaves(ctx context.Context) {
 			p.running.Done()
 		}()
 	})
+}
+
+// noTables reports whether the kernel's list of legacy tables at names is
+// empty (the usual node on an nft host): a legacy iptables-save would print
+// nothing, so its answer, no rules, is known without starting it. A missing
+// list (ip_tables not loaded, or a replayed host that did not record it)
+// proves nothing: the save runs.
+func (p *Probes) noTables(names string) (string, bool) {
+	if names == "" {
+		return "", false
+	}
+	b, err := p.sys.ReadFile(names)
+	if err != nil || len(bytes.TrimSpace(b)) > 0 {
+		return "", false
+	}
+	return names + " lists no table", true
 }
 
 // StartNames reads the hostname, then looks up host.docker.internal and

@@ -57,7 +57,11 @@ type Save struct {
 	Output  []byte
 	Rules   int   // rule lines; 0 when the command failed
 	Err     error // why the command failed
+	// NotRun, when set, says why the command was not run: its answer is
+	// known without it (no rules).
+	NotRun string
 }
+
 
 // IptablesFacts is what select_iptables needs.
 type IptablesFacts struct {
@@ -67,15 +71,18 @@ type IptablesFacts struct {
 	Links map[string]string
 }
 
-// saveCommands are the probes, in the order they are reported.
+// saveCommands are the probes, in the order they are reported. tables,
+// for a legacy save, is where the kernel lists the legacy tables of this
+// network namespace: all that save prints.
 var saveCommands = []struct {
-	name string
-	mode Mode
+	name   string
+	mode   Mode
+	tables string
 }{
-	{"iptables-legacy-save", Legacy},
-	{"ip6tables-legacy-save", Legacy},
-	{"iptables-nft-save", NFT},
-	{"ip6tables-nft-save", NFT},
+	{"iptables-legacy-save", Legacy, "/proc/net/ip_tables_names"},
+	{"ip6tables-legacy-save", Legacy, "/proc/net/ip6_tables_names"},
+	{"iptables-nft-save", NFT, ""},
+	{"ip6tables-nft-save", NFT, ""},
 }
 
 // DetectIptables counts the rules each backend holds (the four saves run
@@ -141,7 +148,9 @@ func (f IptablesFacts) Describe(m Mode) string {
 			continue
 		}
 		total += s.Rules
-		if s.Err != nil {
+		if s.NotRun != "" {
+			parts = append(parts, fmt.Sprintf("%s not run: %s", s.Command, s.NotRun))
+		} else if s.Err != nil {
 			parts = append(parts, fmt.Sprintf("%s failed: %v", s.Command, s.Err))
 		} else {
 			parts = append(parts, fmt.Sprintf("%s %d", s.Command, s.Rules))

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/netip"
+	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -183,5 +184,44 @@ func TestPlanIptables(t *testing.T) {
 		if diff := cmp.Diff(tt.want, got); diff != "" {
 			t.Errorf("%s (-want +got):\n%s", tt.name, diff)
 		}
+	}
+}
+
+// TestLegacySaveNotRunWithoutTables: a legacy save prints only the tables
+// /proc/net/ip{,6}_tables_names lists; an empty list means no rules, known
+// without starting it. A list with a table, or no list at all, runs it.
+func TestLegacySaveNotRunWithoutTables(t *testing.T) {
+	tree := fakeNode(t, map[string]string{
+		"proc/net/ip_tables_names":        "",
+		"proc/net/ip6_tables_names":       "nat\n",
+		".host/run/iptables-legacy-save":  "*filter\n-A INPUT -j ACCEPT\nCOMMIT\n",
+		".host/run/ip6tables-legacy-save": "*nat\n-A OUTPUT -j ACCEPT\nCOMMIT\n",
+		".host/run/iptables-nft-save":     dockerRules,
+		".host/run/ip6tables-nft-save":    "",
+	})
+	f, err := DetectIptables(t.Context(), tree, 2*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ran := map[string]bool{}
+	for _, argv := range tree.Ran() {
+		ran[argv[0]] = true
+	}
+	want := map[string]bool{"ip6tables-legacy-save": true, "iptables-nft-save": true, "ip6tables-nft-save": true}
+	if diff := cmp.Diff(want, ran); diff != "" {
+		t.Errorf("programs run (-want +got):\n%s", diff)
+	}
+	if legacy, nft := f.Counts(); legacy != 1 || nft != 2 {
+		t.Errorf("counts legacy %d nft %d, want 1 and 2", legacy, nft)
+	}
+	if got := f.Describe(Legacy); !strings.Contains(got, "iptables-legacy-save not run: /proc/net/ip_tables_names lists no table") {
+		t.Errorf("legacy facts %q", got)
+	}
+	// No list: the save runs (ip_tables not loaded, or an older capture).
+	if err := os.Remove(tree.Path("/proc/net/ip_tables_names")); err != nil {
+		t.Fatal(err)
+	}
+	if f, _ = DetectIptables(t.Context(), tree, 2*time.Second); f.Saves[0].NotRun != "" || f.Saves[0].Rules != 1 {
+		t.Errorf("without the list: %+v", f.Saves[0])
 	}
 }
