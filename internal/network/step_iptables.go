@@ -62,7 +62,6 @@ type Save struct {
 	NotRun string
 }
 
-
 // IptablesFacts is what select_iptables needs.
 type IptablesFacts struct {
 	// Saves are the legacy and nft saves of both families.
