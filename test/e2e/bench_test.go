@@ -29,7 +29,6 @@ package e2e
 
 import (
 	"context"
-	"crypto/rand"
 	"crypto/sha256"
 	"debug/elf"
 	"encoding/hex"
@@ -70,59 +69,17 @@ const (
 )
 
 var (
-	benchNodeImage = benchEnv("E2E_NODE_IMAGE", "kind-entrypoint-e2e/node:dev")
+	benchNodeImage = envOr("E2E_NODE_IMAGE", "kind-entrypoint-e2e/node:dev")
 	// benchReference is the reference script; bench/run.sh sets it (kind
 	// v0.23.0's, from its Go module).
-	benchReference = benchEnv("E2E_BENCH_REFERENCE", "/tmp/entrypoint.v0.23")
-	benchBinary    = benchEnv("E2E_BENCH_BINARY", "../../bin/entrypoint")
-	benchHosts     = benchEnv("E2E_BENCH_HOSTS", "../../testdata/hosts")
+	benchReference = envOr("E2E_BENCH_REFERENCE", "/tmp/entrypoint.v0.23")
+	benchBinary    = envOr("E2E_BENCH_BINARY", "../../bin/entrypoint")
+	benchHosts     = envOr("E2E_BENCH_HOSTS", "../../testdata/hosts")
 	// benchDetails, when set, is a file the benchmarks write their raw
 	// samples to (JSON), for bench/report.
 	benchDetails = os.Getenv("E2E_BENCH_DETAILS")
-	benchRunID   = benchNewID()
+	benchRunID   = newRunID()
 )
-
-func benchEnv(key, def string) string {
-	if v := os.Getenv(key); v != "" {
-		return v
-	}
-	return def
-}
-
-func benchNewID() string {
-	b := make([]byte, 3)
-	if _, err := rand.Read(b); err != nil {
-		panic(err)
-	}
-	return hex.EncodeToString(b)
-}
-
-// benchDocker runs the docker CLI and returns its stdout; the error carries
-// stderr.
-func benchDocker(timeout time.Duration, args ...string) (string, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, "docker", args...)
-	var stdout, stderr strings.Builder
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	err := cmd.Run()
-	if ctx.Err() != nil {
-		err = fmt.Errorf("timed out after %v", timeout)
-	}
-	if err != nil {
-		return stdout.String(), fmt.Errorf("docker %s: %w: %s", strings.Join(args, " "), err, strings.TrimSpace(stderr.String()))
-	}
-	return stdout.String(), nil
-}
-
-func benchMustDocker(b *testing.B, args ...string) string {
-	b.Helper()
-	out, err := benchDocker(5*time.Minute, args...)
-	if err != nil {
-		b.Fatal(err)
-	}
-	return out
-}
 
 // --- images -------------------------------------------------------------
 
@@ -222,7 +179,7 @@ func benchCheckNodeImage() error {
 		return fmt.Errorf("the binary (E2E_BENCH_BINARY; make build): %w", err)
 	}
 	sum := sha256.Sum256(data)
-	out, err := benchDocker(time.Minute, "run", "--rm", "--entrypoint", "sha256sum", benchNodeImage, benchEntrypoint)
+	out, err := dockerCmd(time.Minute, "run", "--rm", "--entrypoint", "sha256sum", benchNodeImage, benchEntrypoint)
 	if err != nil {
 		return err
 	}
@@ -234,39 +191,14 @@ func benchCheckNodeImage() error {
 
 // --- nodes --------------------------------------------------------------
 
-// benchKindArgs are the `docker run` flags kind v0.23.0 gives a node
-// (pkg/cluster/internal/providers/docker/provision.go), less labels and
-// ports, as test/e2e's kindRunArgs; tty false drops --tty.
-func benchKindArgs(name, network string, tty bool) []string {
-	args := []string{
-		"--detach",
-		"--hostname", name,
-		"--network", network,
-		"--privileged",
-		"--security-opt", "seccomp=unconfined",
-		"--security-opt", "apparmor=unconfined",
-		"--tmpfs", "/tmp",
-		"--tmpfs", "/run",
-		"--volume", "/var",
-		"--volume", "/lib/modules:/lib/modules:ro",
-		"--restart=on-failure:1",
-		"--init=false",
-		"--cgroupns=private",
-	}
-	if tty {
-		args = append(args, "--tty")
-	}
-	return args
-}
-
 // benchNetwork creates the user-defined network the nodes use (kind's
 // nodes need one for Docker's embedded DNS), removed when b ends.
 func benchNetwork(b *testing.B) string {
 	b.Helper()
 	name := benchPrefix + benchRunID + "-" + strings.ToLower(strings.TrimPrefix(b.Name(), "Benchmark"))
-	benchMustDocker(b, "network", "create", "--label", benchLabel+"="+benchRunID, name)
+	mustDocker(b, "network", "create", "--label", benchLabel+"="+benchRunID, name)
 	b.Cleanup(func() {
-		if _, err := benchDocker(time.Minute, "network", "rm", name); err != nil {
+		if _, err := dockerCmd(time.Minute, "network", "rm", name); err != nil {
 			b.Error(err)
 		}
 	})
@@ -282,13 +214,13 @@ func benchRun(b *testing.B, network, what string, tty bool, extra []string, imag
 	b.Helper()
 	benchNodeSeq++
 	name := fmt.Sprintf("%s%s-%s-%d", benchPrefix, benchRunID, what, benchNodeSeq)
-	argv := append([]string{"run", "--name", name, "--label", benchLabel + "=" + benchRunID}, benchKindArgs(name, network, tty)...)
+	argv := append([]string{"run", "--name", name, "--label", benchLabel + "=" + benchRunID}, kindRunArgs(name, network, "private", tty)...)
 	argv = append(argv, extra...)
 	argv = append(argv, image)
 	argv = append(argv, args...)
-	benchMustDocker(b, argv...)
+	mustDocker(b, argv...)
 	return name, func() {
-		if _, err := benchDocker(2*time.Minute, "rm", "--force", "--volumes", name); err != nil {
+		if _, err := dockerCmd(2*time.Minute, "rm", "--force", "--volumes", name); err != nil {
 			b.Error(err)
 		}
 	}
@@ -327,12 +259,12 @@ func benchLogs(name string) ([]bootlog.Line, error) {
 }
 
 func benchExited(name string) error {
-	st, err := benchDocker(time.Minute, "inspect", "-f", "{{.State.Status}} {{.State.ExitCode}} {{.RestartCount}}", name)
+	st, err := dockerCmd(time.Minute, "inspect", "-f", "{{.State.Status}} {{.State.ExitCode}} {{.RestartCount}}", name)
 	if err != nil {
 		return err
 	}
 	if f := strings.Fields(st); len(f) == 3 && (f[0] == "exited" || f[2] != "0") {
-		logs, _ := benchDocker(time.Minute, "logs", "--tail", "40", name)
+		logs, _ := dockerCmd(time.Minute, "logs", "--tail", "40", name)
 		return fmt.Errorf("%s exited (status, exit code, restarts: %s); log:\n%s", name, strings.TrimSpace(st), logs)
 	}
 	return nil
@@ -343,7 +275,7 @@ func benchExited(name string) error {
 func benchWaitSystemd(name string) (string, error) {
 	var state string
 	err := benchWaitFor(name+": systemd up", func() (bool, error) {
-		out, _ := benchDocker(benchWaitLimit, "exec", name, "systemctl", "is-system-running", "--wait")
+		out, _ := dockerCmd(benchWaitLimit, "exec", name, "systemctl", "is-system-running", "--wait")
 		state = strings.TrimSpace(out)
 		switch state {
 		case "running", "degraded":
@@ -355,7 +287,7 @@ func benchWaitSystemd(name string) (string, error) {
 }
 
 func benchStartedAt(name string) (time.Time, error) {
-	out, err := benchDocker(time.Minute, "inspect", "-f", "{{.State.StartedAt}}", name)
+	out, err := dockerCmd(time.Minute, "inspect", "-f", "{{.State.StartedAt}}", name)
 	if err != nil {
 		return time.Time{}, err
 	}
@@ -652,7 +584,7 @@ func BenchmarkProgramsBeforeInit(b *testing.B) {
 					"-o", "/strace.log", benchEntrypoint, benchInit)
 				var p bootlog.Programs
 				err := benchWaitFor(name+": init exec'd", func() (bool, error) {
-					out, err := benchDocker(time.Minute, "exec", name, "cat", "/strace.log")
+					out, err := dockerCmd(time.Minute, "exec", name, "cat", "/strace.log")
 					if err != nil {
 						return false, benchExited(name)
 					}
@@ -726,11 +658,11 @@ func BenchmarkPeakRSS(b *testing.B) {
 				name, remove := benchRun(b, network, "rss", true,
 					[]string{"--restart=no", "--volume", probe + ":" + probeIn + ":ro", "--entrypoint", probeIn},
 					v.image, "--spawn", benchEntrypoint, probeIn)
-				if _, err := benchDocker(benchWaitLimit, "wait", name); err != nil {
+				if _, err := dockerCmd(benchWaitLimit, "wait", name); err != nil {
 					remove()
 					b.Fatal(err)
 				}
-				out, err := benchDocker(time.Minute, "logs", name)
+				out, err := dockerCmd(time.Minute, "logs", name)
 				remove()
 				if err != nil {
 					b.Fatal(err)

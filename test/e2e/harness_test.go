@@ -3,13 +3,8 @@
 package e2e
 
 import (
-	"bytes"
-	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"fmt"
 	"os"
-	"os/exec"
 	"regexp"
 	"strings"
 	"testing"
@@ -39,21 +34,6 @@ var (
 	machineIDRe = regexp.MustCompile(`^[0-9a-f]{32}\n$`)
 	uuidRe      = regexp.MustCompile(`^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\n?$`)
 )
-
-func envOr(key, def string) string {
-	if v := os.Getenv(key); v != "" {
-		return v
-	}
-	return def
-}
-
-func newRunID() string {
-	b := make([]byte, 3)
-	if _, err := rand.Read(b); err != nil {
-		panic(err)
-	}
-	return hex.EncodeToString(b)
-}
 
 // TestMain checks what every test needs and, after the run, the tier's time
 // budget: the tier (run.sh exports its start as E2E_TIER_START, so image
@@ -109,41 +89,6 @@ func hostSysOptions() string {
 	return "none"
 }
 
-// dockerCmd runs the docker CLI with a fixed argv and returns its stdout;
-// the error carries stderr.
-func dockerCmd(timeout time.Duration, args ...string) (string, error) {
-	return dockerStdin(timeout, nil, args...)
-}
-
-func dockerStdin(timeout time.Duration, stdin []byte, args ...string) (string, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, "docker", args...)
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if stdin != nil {
-		cmd.Stdin = bytes.NewReader(stdin)
-	}
-	err := cmd.Run()
-	if ctx.Err() != nil {
-		err = fmt.Errorf("timed out after %v: %w", timeout, ctx.Err())
-	}
-	if err != nil {
-		return stdout.String(), fmt.Errorf("docker %s: %w: %s", strings.Join(args, " "), err, strings.TrimSpace(stderr.String()))
-	}
-	return stdout.String(), nil
-}
-
-// mustDocker is dockerCmd that fails the test on error.
-func mustDocker(t testing.TB, args ...string) string {
-	t.Helper()
-	out, err := dockerCmd(2*time.Minute, args...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return out
-}
-
 // network is a user-defined Docker network: kind's nodes need one for
 // Docker's embedded DNS.
 type network struct {
@@ -188,26 +133,6 @@ type node struct {
 	Network *network
 }
 
-// kindRunArgs are the flags kind (pkg/cluster/internal/providers/docker,
-// provision.go) gives `docker run` for a node, less labels and ports.
-func kindRunArgs(name, networkName, cgroupns string) []string {
-	return []string{
-		"--detach", "--tty",
-		"--hostname", name,
-		"--network", networkName,
-		"--privileged",
-		"--security-opt", "seccomp=unconfined",
-		"--security-opt", "apparmor=unconfined",
-		"--tmpfs", "/tmp",
-		"--tmpfs", "/run",
-		"--volume", "/var",
-		"--volume", "/lib/modules:/lib/modules:ro",
-		"--restart=on-failure:1",
-		"--init=false",
-		"--cgroupns=" + cgroupns,
-	}
-}
-
 // startNode runs a node container the way kind does and registers its
 // removal (with its /var volume); when the test failed, the node's logs,
 // failed units and journal are dumped first.
@@ -217,7 +142,7 @@ func startNode(t testing.TB, net *network, suffix string, o nodeOpts) *node {
 		o.cgroupns = "private"
 	}
 	name := namePrefix + runID + "-" + suffix
-	args := append([]string{"run", "--name", name, "--label", labelKey + "=" + runID}, kindRunArgs(name, net.Name, o.cgroupns)...)
+	args := append([]string{"run", "--name", name, "--label", labelKey + "=" + runID}, kindRunArgs(name, net.Name, o.cgroupns, true)...)
 	for _, e := range o.env {
 		args = append(args, "--env", e)
 	}
