@@ -321,13 +321,20 @@ func writeRequirements(w io.Writer, mrs, ers []result, det map[string]json.RawMe
 	fmt.Fprintln(w)
 }
 
-func writeBoot(w io.Writer, ers []result) {
-	var rows []result
-	for _, r := range ers {
-		if strings.HasPrefix(r.name, "BenchmarkBoot/") {
-			rows = append(rows, r)
+// under returns the results of one benchmark's sub-benchmarks (prefix
+// "BenchmarkX/"), in order.
+func under(rs []result, prefix string) []result {
+	var out []result
+	for _, r := range rs {
+		if strings.HasPrefix(r.name, prefix) {
+			out = append(out, r)
 		}
 	}
+	return out
+}
+
+func writeBoot(w io.Writer, ers []result) {
+	rows := under(ers, "BenchmarkBoot/")
 	if len(rows) == 0 {
 		return
 	}
@@ -378,12 +385,7 @@ func writeSteps(w io.Writer, ers []result) {
 }
 
 func writePrograms(w io.Writer, ers []result, det map[string]json.RawMessage) {
-	var rows []result
-	for _, r := range ers {
-		if strings.HasPrefix(r.name, "BenchmarkProgramsBeforeInit/") {
-			rows = append(rows, r)
-		}
-	}
+	rows := under(ers, "BenchmarkProgramsBeforeInit/")
 	if len(rows) == 0 {
 		return
 	}
@@ -429,12 +431,7 @@ func programList(raw json.RawMessage) string {
 }
 
 func writeRSS(w io.Writer, ers []result, det map[string]json.RawMessage) {
-	var rows []result
-	for _, r := range ers {
-		if strings.HasPrefix(r.name, "BenchmarkPeakRSS/") {
-			rows = append(rows, r)
-		}
-	}
+	rows := under(ers, "BenchmarkPeakRSS/")
 	if len(rows) == 0 {
 		return
 	}
