@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -30,19 +29,11 @@ flags:
 `
 
 func runCapture(args []string, stdout, stderr io.Writer) int {
-	fl := flag.NewFlagSet("entrypoint capture", flag.ContinueOnError)
-	fl.SetOutput(stderr)
-	fl.Usage = func() {
-		fmt.Fprint(stderr, captureUsage)
-		fl.PrintDefaults()
-	}
+	fl := toolFlagSet("entrypoint capture", captureUsage, stderr)
 	out := fl.String("o", "", "write the archive to `FILE` (.tar.gz)")
 	root := fl.String("root", "", "capture the captured or fake host in `DIR` instead of this machine")
-	if err := fl.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
-		return 2
+	if code, done := parseTool(fl, args, 2); done {
+		return code
 	}
 	if fl.NArg() > 0 || *out == "" {
 		fl.Usage()

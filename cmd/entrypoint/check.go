@@ -83,20 +83,12 @@ flags:
 `
 
 func runCheck(args []string, stdout, stderr io.Writer) int {
-	fl := flag.NewFlagSet("entrypoint check", flag.ContinueOnError)
-	fl.SetOutput(stderr)
-	fl.Usage = func() {
-		fmt.Fprint(stderr, checkUsage)
-		fl.PrintDefaults()
-	}
+	fl := toolFlagSet("entrypoint check", checkUsage, stderr)
 	jsonOut := fl.Bool("json", false, "print the rows as one JSON array of {name, status, observed, hint}")
 	root := fl.String("root", "", "check the captured or fake host in `DIR` instead of this machine")
 	noPodNet := fl.Bool("no-pod-network", false, "skip the pod-network preflight")
-	if err := fl.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
-		return check.ExitUsage
+	if code, done := parseTool(fl, args, check.ExitUsage); done {
+		return code
 	}
 	if fl.NArg() > 0 {
 		fmt.Fprintf(stderr, "entrypoint check: unexpected argument %q\n", fl.Arg(0))
@@ -134,4 +126,28 @@ func runCheck(args []string, stdout, stderr io.Writer) int {
 		return check.ExitUsage
 	}
 	return check.ExitCode(rep.Rows)
+}
+
+// toolFlagSet is the flag set of a tool command (check, capture): its
+// usage text, then its flags.
+func toolFlagSet(name, usage string, stderr io.Writer) *flag.FlagSet {
+	fl := flag.NewFlagSet(name, flag.ContinueOnError)
+	fl.SetOutput(stderr)
+	fl.Usage = func() {
+		fmt.Fprint(stderr, usage)
+		fl.PrintDefaults()
+	}
+	return fl
+}
+
+// parseTool parses a tool command's flags; done says the command ends here
+// with code: 0 after -help, bad after a flag error (already reported).
+func parseTool(fl *flag.FlagSet, args []string, bad int) (code int, done bool) {
+	if err := fl.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0, true
+		}
+		return bad, true
+	}
+	return 0, false
 }
