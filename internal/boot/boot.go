@@ -59,7 +59,7 @@ func (h *Host) netProbes() *network.Probes {
 	return h.probes
 }
 
-// stopProbes ends what prefetch started and still runs (cancel is its
+// stopProbes ends what beginRun started and still runs (cancel is its
 // context's), so that nothing of a run outlives it: a capture archives
 // what the run read, and init must not inherit a probe's process.
 func (h *Host) stopProbes(cancel context.CancelFunc) {
@@ -69,9 +69,10 @@ func (h *Host) stopProbes(cancel context.CancelFunc) {
 	}
 }
 
-// prefetch starts every step's Prefetch, for one Run or DryRun; what they
+// beginRun starts one Run or DryRun: it resets what a run keeps on h (the
+// mount table, the probes) and starts every step's Prefetch; what they
 // start stops with ctx (see stopProbes).
-func prefetch(ctx context.Context, h *Host, steps []Step) {
+func beginRun(ctx context.Context, h *Host, steps []Step) {
 	h.probes, h.mounts = nil, &mounts.Table{}
 	for _, s := range steps {
 		if s.Prefetch != nil {
@@ -139,7 +140,7 @@ func Detect(sys system.System, lookupEnv func(string) (string, bool)) (*Host, er
 // Run applies every step in order, logging to log.
 func Run(ctx context.Context, h *Host, steps []Step, log *logline.Logger) error {
 	ctx, cancel := context.WithCancel(ctx)
-	prefetch(ctx, h, steps)
+	beginRun(ctx, h, steps)
 	defer h.stopProbes(cancel) // a failed step leaves probes running
 	for _, s := range steps {
 		start := time.Now()
@@ -170,7 +171,7 @@ type Result struct {
 // first step that would be fatal; that error is returned too.
 func DryRun(ctx context.Context, h *Host, steps []Step) ([]Result, error) {
 	ctx, cancel := context.WithCancel(ctx)
-	prefetch(ctx, h, steps)
+	beginRun(ctx, h, steps)
 	defer h.stopProbes(cancel)
 	var results []Result
 	for _, s := range steps {
