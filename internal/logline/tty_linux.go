@@ -18,9 +18,9 @@ import (
 // (TIOCOUTQ is always 0), so the only remedy is time, and it buys little:
 // 8 nodes booted at once, 5 rounds, 2 cores at load ~9, lost lines on
 // 2/40 nodes with no wait, 2/40 with 2 ms and with 10 ms, 1/40 with 30 ms,
-// 0/40 with 100 ms (at load ~2: 1/72 with no wait, 0/48 with 10 ms). Only
-// ever the last lines ("pre-init finished", "starting init"); never the
-// line kind waits for, nor one before it. The reference script has the
+// 0/40 with 100 ms (at load ~2: 1/72 with no wait, 0/48 with 10 ms;
+// bench/lost-lines.sh). Only ever the last lines ("pre-init finished",
+// "starting init"); never the line kind waits for, nor one before it. The reference script has the
 // same race (its echo is right before its exec). So by default there is
 // no wait: 100 ms on every node start is too much for two INFO lines that
 // nothing reads; --tty-settle=100ms buys them.
