@@ -85,7 +85,7 @@ var perMountOptions = map[string]MountFlags{
 // ("rw,nosuid,nodev,noexec,relatime") into mount flags.
 func FlagsFromOptions(opts string) MountFlags {
 	var f MountFlags
-	for _, o := range strings.Split(opts, ",") {
+	for o := range strings.SplitSeq(opts, ",") {
 		f |= perMountOptions[o]
 	}
 	return f

@@ -11,8 +11,19 @@ import (
 // reads some thirty files, so that was a sixth of its allocations. Errors
 // are the same *fs.PathError values ("open", "read") with the errno.
 func readFile(name string) ([]byte, error) {
+	data, op, err := readFileErrno(name)
+	if err != nil {
+		return nil, &fs.PathError{Op: op, Path: name, Err: err}
+	}
+	return data, nil
+}
+
+// readFileErrno is readFile with the bare errno and the operation that
+// failed: for a caller that only asks whether a file is there (a Tree's
+// probe files are mostly absent), the *fs.PathError would be one more
+// allocation thrown away.
+func readFileErrno(name string) (data []byte, op string, err error) {
 	var fd int
-	var err error
 	for {
 		fd, err = unix.Open(name, unix.O_RDONLY|unix.O_CLOEXEC, 0)
 		if err != unix.EINTR {
@@ -20,7 +31,7 @@ func readFile(name string) ([]byte, error) {
 		}
 	}
 	if err != nil {
-		return nil, &fs.PathError{Op: "open", Path: name, Err: err}
+		return nil, "open", err
 	}
 	defer unix.Close(fd)
 
@@ -31,7 +42,7 @@ func readFile(name string) ([]byte, error) {
 	if unix.Fstat(fd, &st) == nil && st.Mode&unix.S_IFMT == unix.S_IFREG && st.Size >= int64(size) {
 		size = int(st.Size) + 1
 	}
-	data := make([]byte, 0, size)
+	data = make([]byte, 0, size)
 	for {
 		if len(data) == cap(data) {
 			data = append(data, 0)[:len(data)]
@@ -43,9 +54,9 @@ func readFile(name string) ([]byte, error) {
 		switch {
 		case err == unix.EINTR:
 		case err != nil:
-			return nil, &fs.PathError{Op: "read", Path: name, Err: err}
+			return nil, "read", err
 		case n == 0:
-			return data, nil
+			return data, "", nil
 		}
 	}
 }

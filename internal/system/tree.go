@@ -167,31 +167,52 @@ func (t *Tree) nodeErr(err error) error {
 	if err == nil {
 		return nil
 	}
-	var pe *fs.PathError
-	if errors.As(err, &pe) {
-		// What Path made by concatenation: cut the root off again,
-		// without filepath.Rel's allocations.
-		if rest, ok := strings.CutPrefix(pe.Path, t.Root); ok && plainRoot(t.Root) &&
-			len(rest) > 1 && rest[0] == '/' && !strings.HasPrefix(rest, "/..") && path.Clean(rest) == rest {
-			pe.Path = rest
+	// Errors of the os functions are a *fs.PathError itself: asserting
+	// that first spares errors.As its allocation (its target escapes) on
+	// every missing file a step looks for.
+	pe, ok := err.(*fs.PathError)
+	if !ok {
+		var wrapped *fs.PathError
+		if !errors.As(err, &wrapped) {
 			return err
 		}
-		if rel, rerr := filepath.Rel(t.Root, pe.Path); rerr == nil && !strings.HasPrefix(rel, "..") {
-			pe.Path = "/" + filepath.ToSlash(rel)
-			if pe.Path == "/." {
-				pe.Path = "/"
-			}
+		pe = wrapped
+	}
+	// What Path made by concatenation: cut the root off again, without
+	// filepath.Rel's allocations.
+	if rest, ok := strings.CutPrefix(pe.Path, t.Root); ok && plainRoot(t.Root) &&
+		len(rest) > 1 && rest[0] == '/' && !strings.HasPrefix(rest, "/..") && path.Clean(rest) == rest {
+		pe.Path = rest
+		return err
+	}
+	if rel, rerr := filepath.Rel(t.Root, pe.Path); rerr == nil && !strings.HasPrefix(rel, "..") {
+		pe.Path = "/" + filepath.ToSlash(rel)
+		if pe.Path == "/." {
+			pe.Path = "/"
 		}
 	}
 	return err
 }
 
 func (t *Tree) probe(name string) ([]byte, bool) {
-	b, err := readFile(filepath.Join(t.Root, ProbeDir, name))
-	if err != nil {
-		return nil, false
+	b, _, err := readFileErrno(t.probePath("", name, ""))
+	return b, err == nil
+}
+
+// probePath is the file Root/.host/DIR/NAME+SUFFIX (without DIR when it
+// is ""), made with one concatenation where that is already the clean
+// path filepath.Join would give: Run looks up three such names per
+// command.
+func (t *Tree) probePath(dir, name, suffix string) string {
+	if dir != "" {
+		dir += "/"
 	}
-	return b, true
+	if plainRoot(t.Root) {
+		if p := t.Root + "/" + ProbeDir + "/" + dir + name + suffix; filepath.Clean(p) == p {
+			return p
+		}
+	}
+	return filepath.Join(t.Root, ProbeDir, dir+name+suffix)
 }
 
 func (t *Tree) FSType(p string) (string, error) {
@@ -202,9 +223,9 @@ func (t *Tree) FSType(p string) (string, error) {
 	}
 	if b, ok := t.probe("statfs"); ok {
 		best, bestType := "", ""
-		for _, line := range strings.Split(string(b), "\n") {
-			f := strings.Fields(line)
-			if len(f) == 2 && isUnder(p, f[0]) && len(f[0]) >= len(best) {
+		for line := range strings.Lines(string(b)) {
+			f, ok := twoFields(line)
+			if ok && isUnder(p, f[0]) && len(f[0]) >= len(best) {
 				best, bestType = f[0], f[1]
 			}
 		}
@@ -250,35 +271,46 @@ func (t *Tree) OverlayTrial() error {
 }
 
 func (t *Tree) LookupIP(ctx context.Context, network, host string) ([]netip.Addr, error) {
-	notFound := &net.DNSError{Err: "no such host", Name: host, IsNotFound: true}
-	b, ok := t.probe("hosts")
-	if !ok {
-		return nil, notFound
-	}
+	b, _ := t.probe("hosts")
 	var out []netip.Addr
-	for _, line := range strings.Split(string(b), "\n") {
-		f := strings.Fields(line)
-		if len(f) < 2 || f[0] != host {
-			continue
-		}
-		if f[1] == "hang" {
-			<-ctx.Done()
-			return nil, ctx.Err()
-		}
-		for _, s := range f[1:] {
-			a, err := netip.ParseAddr(s)
-			if err != nil {
-				continue
+	for line := range strings.Lines(string(b)) {
+		// "NAME ADDR...", or "NAME hang".
+		i := 0
+		for f := range strings.FieldsSeq(line) {
+			if i == 0 && f != host {
+				break
 			}
-			if (network == "ip4" && a.Is4()) || (network == "ip6" && a.Is6()) || network == "ip" {
-				out = append(out, a)
+			if i == 1 && f == "hang" {
+				<-ctx.Done()
+				return nil, ctx.Err()
 			}
+			if i >= 1 {
+				a, err := netip.ParseAddr(f)
+				if err == nil && ((network == "ip4" && a.Is4()) || (network == "ip6" && a.Is6()) || network == "ip") {
+					out = append(out, a)
+				}
+			}
+			i++
 		}
 	}
 	if len(out) == 0 {
-		return nil, notFound
+		return nil, &net.DNSError{Err: "no such host", Name: host, IsNotFound: true}
 	}
 	return out, nil
+}
+
+// twoFields returns the fields of a line that has exactly two, as
+// strings.Fields would split it, without allocating the slice.
+func twoFields(line string) (f [2]string, ok bool) {
+	n := 0
+	for s := range strings.FieldsSeq(line) {
+		if n == 2 {
+			return f, false
+		}
+		f[n] = s
+		n++
+	}
+	return f, n == 2
 }
 
 func (t *Tree) Run(ctx context.Context, argv []string, stdin []byte, timeout time.Duration) ([]byte, error) {
@@ -298,14 +330,14 @@ func (t *Tree) Run(ctx context.Context, argv []string, stdin []byte, timeout tim
 		return out, err
 	}
 	name := path.Base(argv[0])
-	if _, ok := t.probe("run/" + name + ".hang"); ok {
+	if _, _, err := readFileErrno(t.probePath("run", name, ".hang")); err == nil {
 		<-ctx.Done()
 		return nil, fmt.Errorf("%s: timed out after %s", argv[0], timeout)
 	}
-	if b, ok := t.probe("run/" + name + ".fail"); ok {
+	if b, _, err := readFileErrno(t.probePath("run", name, ".fail")); err == nil {
 		return nil, fmt.Errorf("%s: %s", argv[0], strings.TrimSpace(string(b)))
 	}
-	if b, ok := t.probe("run/" + name); ok {
+	if b, _, err := readFileErrno(t.probePath("run", name, "")); err == nil {
 		return b, nil
 	}
 	return nil, &exec404{name: argv[0]}
