@@ -205,6 +205,7 @@ func PlanV1(f V1Facts) ([]plan.Action, error) {
 	// Sized for the mounts, their full-path binds and two kubelet roots
 	// each: growing these maps was a good part of planning's allocations.
 	p := &v1Planner{f: f, mounted: make(map[string]bool, 4*len(f.Mounts)), cpuset: map[string][2][]byte{}}
+	p.paths.Grow(pathsSize(f.Mounts))
 	for _, m := range f.Mounts {
 		p.mounted[m.Mountpoint] = true
 	}
@@ -247,18 +248,23 @@ func PlanV1(f V1Facts) ([]plan.Action, error) {
 	// cgroup mounts too, and binding them again would never end.
 	var binds []*mountinfo.Info
 	var bound []mountinfo.Info // what binds point to, allocated once
+	// Every hierarchy of the container shows the same cgroup: one reason.
+	var reason, reasonRoot string
 	for _, m := range f.Mounts {
 		if !p.mounted[m.Mountpoint] || (m.FSType != "cgroup" && m.FSType != "cgroup2") ||
 			m.Root == "/" || path.Dir(m.Mountpoint) != cgroupRoot {
 			continue
 		}
-		target := m.Mountpoint + m.Root
+		target := p.join(m.Mountpoint, m.Root)
 		if p.mounted[target] {
 			continue
 		}
+		if m.Root != reasonRoot {
+			reasonRoot, reason = m.Root, "make "+m.Root+" resolve inside the container's hierarchy"
+		}
 		actions = append(actions,
 			plan.Mkdir(target, 0o755),
-			plan.Bind(m.Mountpoint, target).Because("make "+m.Root+" resolve inside the container's hierarchy"))
+			plan.Bind(m.Mountpoint, target).Because(reason))
 		p.mounted[target] = true
 		if bound == nil {
 			bound = make([]mountinfo.Info, 0, len(f.Mounts))
@@ -277,9 +283,37 @@ func PlanV1(f V1Facts) ([]plan.Action, error) {
 type v1Planner struct {
 	f       V1Facts
 	mounted map[string]bool
+	// paths holds the text of the paths the plan makes (see join).
+	paths strings.Builder
 	// cpuset: the cpuset.cpus and cpuset.mems a kubelet root under each
 	// cpuset mount point copies (Facts.Cpuset is not changed: Plan is pure).
 	cpuset map[string][2][]byte
+}
+
+// join returns the concatenation of parts, kept in p.paths: a v1 host
+// with a dozen hierarchies plans some sixty paths (binds, two kubelet
+// roots in each hierarchy and in each bind), which were a string each.
+// What join returned stays valid: a strings.Builder never changes bytes
+// it has written, even when it grows.
+func (p *v1Planner) join(parts ...string) string {
+	start := p.paths.Len()
+	for _, s := range parts {
+		p.paths.WriteString(s)
+	}
+	return p.paths.String()[start:]
+}
+
+// pathsSize is about what p.paths holds for a plan over mounts: the bind
+// of each cgroup mount at its full path, and in both the kubelet roots
+// with, for cpuset, their two files.
+func pathsSize(mounts []*mountinfo.Info) int {
+	n := 0
+	for _, m := range mounts {
+		if m.FSType == "cgroup" || m.FSType == "cgroup2" {
+			n += 5*len(m.Mountpoint) + 3*len(m.Root) + 2*len("/kubelet/kubelet.slice")
+		}
+	}
+	return n
 }
 
 // cpusetOf finds the cpuset files of the cgroup mounted at m: read for a
@@ -376,7 +410,7 @@ func (p *v1Planner) kubeletRoots(actions []plan.Action, subsystems []*mountinfo.
 
 // kubeletRoot appends what makes one kubelet root to actions.
 func (p *v1Planner) kubeletRoot(actions []plan.Action, subsystem, root string) []plan.Action {
-	target := subsystem + root
+	target := p.join(subsystem, root)
 	if p.mounted[target] {
 		return actions
 	}
@@ -385,8 +419,8 @@ func (p *v1Planner) kubeletRoot(actions []plan.Action, subsystem, root string) [
 	if v, ok := p.cpuset[subsystem]; ok {
 		// A cpuset cgroup with empty cpus or mems refuses tasks (ENOSPC).
 		actions = append(actions,
-			plan.WriteInPlace(target+"/cpuset.cpus", v[0]),
-			plan.WriteInPlace(target+"/cpuset.mems", v[1]))
+			plan.WriteInPlace(p.join(target, "/cpuset.cpus"), v[0]),
+			plan.WriteInPlace(p.join(target, "/cpuset.mems"), v[1]))
 	}
 	return append(actions, plan.Bind(target, target).Because("keep systemd from removing the kubelet's cgroup"))
 }
