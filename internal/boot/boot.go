@@ -48,6 +48,9 @@ type Host struct {
 	// mounts is the mount table the steps read, parsed once per content,
 	// new for each Run or DryRun.
 	mounts *mounts.Table
+	// ahead runs the commands steps start ahead of their turn (Step.Ahead),
+	// new for each Run; nil in a dry run.
+	ahead *plan.Ahead
 }
 
 // netProbes are this run's network probes; each group starts when its
@@ -67,18 +70,43 @@ func (h *Host) stopProbes(cancel context.CancelFunc) {
 	if h.probes != nil {
 		h.probes.Wait()
 	}
+	if h.ahead != nil {
+		h.ahead.Wait()
+	}
 }
 
 // beginRun starts one Run or DryRun: it resets what a run keeps on h (the
-// mount table, the probes) and starts every step's Prefetch; what they
-// start stops with ctx (see stopProbes).
-func beginRun(ctx context.Context, h *Host, steps []Step) {
-	h.probes, h.mounts = nil, &mounts.Table{}
+// mount table, the probes) and starts every step's Prefetch, and, for a
+// Run (apply), every step's Ahead; what they start stops with ctx (see
+// stopProbes).
+func beginRun(ctx context.Context, h *Host, steps []Step, apply bool) {
+	h.probes, h.mounts, h.ahead = nil, &mounts.Table{}, nil
 	for _, s := range steps {
 		if s.Prefetch != nil {
 			s.Prefetch(ctx, h)
 		}
 	}
+	if !apply {
+		return
+	}
+	for _, s := range steps {
+		if s.Ahead == nil {
+			continue
+		}
+		if h.ahead == nil {
+			h.ahead = plan.NewAhead(h.Sys)
+		}
+		h.ahead.Go(ctx, func() (plan.Action, bool) { return s.Ahead(ctx, h) })
+	}
+}
+
+// applySys is what step s applies its actions through: for a step with an
+// Ahead, one whose Run joins what its Ahead started.
+func (h *Host) applySys(s Step) system.System {
+	if s.Ahead != nil && h.ahead != nil {
+		return h.ahead.System()
+	}
+	return h.Sys
 }
 
 // Getenv is LookupEnv without the distinction between unset and empty.
@@ -106,6 +134,14 @@ type Step struct {
 	// takes their answers. Only for probes that nothing an earlier step
 	// does can change.
 	Prefetch func(ctx context.Context, h *Host)
+	// Ahead, when set, decides from its Prefetch's answers (and files no
+	// earlier step touches) the command the step's plan will run first,
+	// so that Run starts it before step 1 and it runs while the steps
+	// before work (see plan.Ahead); the step's Apply then joins that run.
+	// Only for a command whose input nothing an earlier step does can
+	// change, and whose effect none of them can observe. ok false: start
+	// nothing.
+	Ahead func(ctx context.Context, h *Host) (act plan.Action, ok bool)
 }
 
 // StepError is a fatal failure of one step.
@@ -140,7 +176,7 @@ func Detect(sys system.System, lookupEnv func(string) (string, bool)) (*Host, er
 // Run applies every step in order, logging to log.
 func Run(ctx context.Context, h *Host, steps []Step, log *logline.Logger) error {
 	ctx, cancel := context.WithCancel(ctx)
-	beginRun(ctx, h, steps)
+	beginRun(ctx, h, steps, true)
 	defer h.stopProbes(cancel) // a failed step leaves probes running
 	for _, s := range steps {
 		start := time.Now()
@@ -148,7 +184,7 @@ func Run(ctx context.Context, h *Host, steps []Step, log *logline.Logger) error 
 		// A plan that fails returns the actions that come before the
 		// failure (its log lines): they are applied, then the step stops.
 		_, actions, err := s.Plan(ctx, h)
-		if applyErr := plan.Apply(ctx, h.Sys, slog, actions, h.UserNS); err == nil {
+		if applyErr := plan.Apply(ctx, h.applySys(s), slog, actions, h.UserNS); err == nil {
 			err = applyErr
 		}
 		if err != nil {
@@ -171,7 +207,7 @@ type Result struct {
 // first step that would be fatal; that error is returned too.
 func DryRun(ctx context.Context, h *Host, steps []Step) ([]Result, error) {
 	ctx, cancel := context.WithCancel(ctx)
-	beginRun(ctx, h, steps)
+	beginRun(ctx, h, steps, false)
 	defer h.stopProbes(cancel)
 	var results []Result
 	for _, s := range steps {

@@ -41,7 +41,10 @@ func Steps() []Step {
 		}, Prefetch: func(ctx context.Context, h *Host) { h.netProbes().StartSaves(ctx) }},
 		{Name: "enable_network_magic", Plan: func(ctx context.Context, h *Host) ([]Fact, []plan.Action, error) {
 			return enableNetworkMagic(ctx, h, ipt)
-		}, Prefetch: func(ctx context.Context, h *Host) { h.netProbes().StartNames(ctx) }},
+		}, Prefetch: func(ctx context.Context, h *Host) { h.netProbes().StartNames(ctx) },
+			Ahead: func(ctx context.Context, h *Host) (plan.Action, bool) {
+				return h.netProbes().DNSRestoreAhead(ctx, h.LookupEnv)
+			}},
 	}
 	for i := range steps {
 		steps[i].Code = 11 + i

@@ -134,6 +134,29 @@ func (p *Probes) DetectMagic(ctx context.Context, lookupEnv func(string) (string
 	return f, err
 }
 
+// DNSRestoreAhead is the iptables-restore enable_network_magic will plan
+// first, decided as the step decides it (DetectIptables, DetectMagic,
+// PlanMagic) but before step 1 has finished: its inputs are the probes'
+// answers and files that steps 1–9 leave alone, so boot can start it
+// early (plan.Ahead). ok is false when the step would fail before it, or
+// plan none.
+func (p *Probes) DNSRestoreAhead(ctx context.Context, lookupEnv func(string) (string, bool)) (plan.Action, bool) {
+	ipt, err := p.DetectIptables(ctx)
+	if err != nil {
+		return plan.Action{}, false
+	}
+	f, err := p.DetectMagic(ctx, lookupEnv, ipt)
+	if err != nil {
+		return plan.Action{}, false
+	}
+	// A plan that fails still applies the actions before the failure.
+	actions, _ := PlanMagic(f)
+	if len(actions) == 0 || actions[0].Op != plan.OpRun {
+		return plan.Action{}, false
+	}
+	return actions[0], true
+}
+
 // readFiles reads what DetectMagic needs from files, while its probes run.
 func (f *MagicFacts) readFiles(sys system.System) error {
 	if route, err := sys.ReadFile(ProcNetRoute); err != nil {
