@@ -57,11 +57,21 @@ func RewriteDockerDNS(save []byte, hostIP string) (out []byte, changed bool) {
 	if err != nil || !host.Is4() || len(save) == 0 {
 		return save, false
 	}
-	hostText := host.String()
+	// ParseAddr takes an IPv4 address only in its one spelling (dotted
+	// decimal, no leading zeros, no zone): hostIP is host.String().
+	hostText := hostIP
 
 	text := string(save)
 	endsInNewline := strings.HasSuffix(text, "\n")
 	lines := strings.Split(strings.TrimSuffix(text, "\n"), "\n")
+
+	// The rules' arguments share one array, sized for every line of the
+	// text split at every blank; the edited rules and their twins share
+	// one buffer (see rewriteDNSRule): a rule set of a few dozen rules
+	// was a few allocations per rule.
+	spans := make([]span, 0, len(lines)+countBlanks(text))
+	var edited strings.Builder
+	edited.Grow(len(text))
 
 	// A PREROUTING twin is only added when its table lacks it, which is what
 	// makes a second run a no-op. Tables are told apart by position ("*name"
@@ -71,26 +81,34 @@ func RewriteDockerDNS(save []byte, hostIP string) (out []byte, changed bool) {
 		table int
 		rule  string
 	}
-	// Only lines starting with '-' are rules, as for CountRules.
+	// Only lines starting with '-' are rules, as for CountRules; each is
+	// parsed once, after its edits. twin is the rule's PREROUTING twin,
+	// if it has one, and twinKey that twin's key in its table.
+	twins := make([]struct {
+		twin    string
+		twinKey tableRule
+	}, len(lines))
 	present := make(map[tableRule]bool)
-	tableOf := make([]int, len(lines))
-	isRule := make([]bool, len(lines))
-	rules := make([]rule, len(lines)) // each rule parsed once, after its edits
 	table := 0
 	for i, line := range lines {
 		if strings.HasPrefix(line, "*") {
 			table++
 		}
-		tableOf[i] = table
-		if isRule[i] = strings.HasPrefix(line, "-"); isRule[i] {
-			r := parseRule(line)
-			if edited := rewriteDNSRule(r, hostText); edited != line {
-				line, r = edited, parseRule(edited)
+		if strings.HasPrefix(line, "-") {
+			var r rule
+			r, spans = appendRule(spans, line)
+			if e := rewriteDNSRule(&edited, r, hostText); e != line {
+				line = e
+				r, spans = appendRule(spans, line)
 				lines[i] = line
 			}
-			rules[i] = r
 			if r.chain() == "PREROUTING" {
 				present[tableRule{table, r.key()}] = true
+			}
+			if twin, ok := preroutingTwin(&edited, r); ok {
+				var t rule
+				t, spans = appendRule(spans, twin)
+				twins[i].twin, twins[i].twinKey = twin, tableRule{table, t.key()}
 			}
 		}
 		if strings.TrimSpace(line) == "COMMIT" {
@@ -98,43 +116,47 @@ func RewriteDockerDNS(save []byte, hostIP string) (out []byte, changed bool) {
 		}
 	}
 
-	var b strings.Builder
-	b.Grow(len(text) + 256)
+	// At most every line of the text, and every edited line and twin.
+	out = make([]byte, 0, len(text)+edited.Len()+1)
 	for i, line := range lines {
 		if i > 0 {
-			b.WriteByte('\n')
+			out = append(out, '\n')
 		}
-		b.WriteString(line)
-		if !isRule[i] {
-			continue
+		out = append(out, line...)
+		if t := twins[i]; t.twin != "" && !present[t.twinKey] {
+			present[t.twinKey] = true
+			out = append(out, '\n')
+			out = append(out, t.twin...)
 		}
-		twin, ok := preroutingTwin(rules[i])
-		if !ok {
-			continue
-		}
-		k := tableRule{tableOf[i], parseRule(twin).key()}
-		if present[k] {
-			continue
-		}
-		present[k] = true
-		b.WriteByte('\n')
-		b.WriteString(twin)
 	}
 	if endsInNewline {
-		b.WriteByte('\n')
+		out = append(out, '\n')
 	}
-	out = []byte(b.String())
 	if bytes.Equal(out, save) {
 		return save, false
 	}
 	return out, true
 }
 
-// rewriteDNSRule applies the per-line edits of RewriteDockerDNS to one rule.
-func rewriteDNSRule(r rule, host string) string {
-	line := r.line
-	var edits []edit
+// countBlanks counts the bytes of text a rule's arguments are split at.
+func countBlanks(text string) int {
+	n := 0
+	for i := 0; i < len(text); i++ {
+		if isRuleBlank(text[i]) {
+			n++
+		}
+	}
+	return n
+}
 
+// rewriteDNSRule applies the per-line edits of RewriteDockerDNS to one rule;
+// an edited line is written to buf.
+func rewriteDNSRule(buf *strings.Builder, r rule, host string) string {
+	line := r.line
+	// Room for the most edits a rule gets without a duplicate option
+	// (-d, --to-source, --dport), off the heap.
+	var room [3]edit
+	edits := room[:0]
 	dnat := -1
 	toEmbeddedDNS, tcpOrUDP, hasDport := false, false, false
 	for i := range r.args {
@@ -145,14 +167,14 @@ func rewriteDNSRule(r rule, host string) string {
 			// with the "/32" of a host match, which must survive.
 			if next == dockerEmbeddedDNS || strings.HasPrefix(next, dockerEmbeddedDNS+"/") {
 				start := r.args[i+1].start
-				edits = append(edits, edit{start, start + len(dockerEmbeddedDNS), host})
+				edits = append(edits, edit{start, start + len(dockerEmbeddedDNS), host, ""})
 			}
 		case "--to-source":
 			// Docker's SNAT rule rewrites the embedded server's random port
 			// back to 53 but keeps the source address, 127.0.0.11. Replies
 			// to a pod must come from the address the pod asked instead.
 			if next == ":53" {
-				edits = append(edits, edit{r.args[i+1].start, r.args[i+1].end, host + ":53"})
+				edits = append(edits, edit{r.args[i+1].start, r.args[i+1].end, host, ":53"})
 			}
 		case "--to-destination":
 			toEmbeddedDNS = toEmbeddedDNS || next == dockerEmbeddedDNS || strings.HasPrefix(next, dockerEmbeddedDNS+":")
@@ -173,21 +195,22 @@ func rewriteDNSRule(r rule, host string) string {
 	// minikube #15573.
 	if dnat >= 0 && toEmbeddedDNS && tcpOrUDP && !hasDport {
 		start := r.args[dnat].start
-		edits = append(edits, edit{start, start, "--dport 53 "})
+		edits = append(edits, edit{start, start, "--dport 53 ", ""})
 	}
-	return applyEdits(line, edits)
+	return applyEdits(buf, line, edits)
 }
 
 // preroutingTwin returns "-A PREROUTING X -j DOCKER_OUTPUT" for a rule
 // "-A OUTPUT X -j DOCKER_OUTPUT". Docker only sends the node's own (OUTPUT)
 // DNS traffic to DOCKER_OUTPUT; pods' packets arrive through PREROUTING.
-func preroutingTwin(r rule) (string, bool) {
+// The twin is written to buf.
+func preroutingTwin(buf *strings.Builder, r rule) (string, bool) {
 	line := r.line
 	n := len(r.args)
 	if n < 4 || r.arg(0) != "-A" || r.arg(1) != "OUTPUT" || r.arg(n-2) != "-j" || r.arg(n-1) != "DOCKER_OUTPUT" {
 		return "", false
 	}
-	return line[:r.args[1].start] + "PREROUTING" + line[r.args[1].end:], true
+	return applyEdits(buf, line, []edit{{r.args[1].start, r.args[1].end, "PREROUTING", ""}}), true
 }
 
 // rule is one iptables-save rule line split into its arguments, each kept as
@@ -206,20 +229,23 @@ type span struct{ start, end int }
 func parseRule(line string) rule {
 	// Room for every argument at once: one allocation per rule rather
 	// than one per doubling (rules were a third of a plan's allocations).
-	n := 1
-	for i := 0; i < len(line); i++ {
-		if isRuleBlank(line[i]) {
-			n++
-		}
-	}
-	r := rule{line: line, args: make([]span, 0, n)}
+	r, _ := appendRule(make([]span, 0, 1+countBlanks(line)), line)
+	return r
+}
+
+// appendRule is parseRule with the rule's arguments appended to spans,
+// which it returns grown: the rules of one text can share one array.
+func appendRule(spans []span, line string) (rule, []span) {
+	first := len(spans)
 	i := 0
 	for {
 		for i < len(line) && isRuleBlank(line[i]) {
 			i++
 		}
 		if i == len(line) {
-			return r
+			// The full slice expression keeps a later rule's appends
+			// out of this rule's arguments.
+			return rule{line: line, args: spans[first:len(spans):len(spans)]}, spans
 		}
 		start := i
 		quoted := false
@@ -232,7 +258,7 @@ func parseRule(line string) rule {
 			}
 			i++
 		}
-		r.args = append(r.args, span{start, i})
+		spans = append(spans, span{start, i})
 	}
 }
 
@@ -274,25 +300,29 @@ func (r rule) key() string {
 	return strings.Join(parts, " ")
 }
 
-// edit replaces line[start:end] with text.
+// edit replaces line[start:end] with text and then more (a text in two
+// parts, so that it need not be concatenated first).
 type edit struct {
 	start, end int
-	text       string
+	text, more string
 }
 
-// applyEdits applies non-overlapping edits, in any order.
-func applyEdits(line string, edits []edit) string {
+// applyEdits applies non-overlapping edits, in any order. The edited line
+// is written to buf, and is a slice of buf's string: a strings.Builder
+// never changes what it has written, so it stays valid as buf grows.
+func applyEdits(buf *strings.Builder, line string, edits []edit) string {
 	if len(edits) == 0 {
 		return line
 	}
 	slices.SortStableFunc(edits, func(a, b edit) int { return a.start - b.start })
-	var b strings.Builder
+	start := buf.Len()
 	last := 0
 	for _, e := range edits {
-		b.WriteString(line[last:e.start])
-		b.WriteString(e.text)
+		buf.WriteString(line[last:e.start])
+		buf.WriteString(e.text)
+		buf.WriteString(e.more)
 		last = e.end
 	}
-	b.WriteString(line[last:])
-	return b.String()
+	buf.WriteString(line[last:])
+	return buf.String()[start:]
 }
