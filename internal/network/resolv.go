@@ -1,9 +1,9 @@
 package network
 
 import (
+	"bytes"
 	"fmt"
 	"net/netip"
-	"strings"
 )
 
 // RewriteResolvConf rewrites resolv.conf: nameserver 127.0.0.11 -> hostIP.
@@ -37,29 +37,43 @@ func RewriteResolvConf(orig []byte, hostIP string, search *string) ([]byte, erro
 		}
 	}
 
-	var b strings.Builder
-	b.Grow(len(orig) + 64)
+	// Room for the input, a search line and a longer address or two.
+	out := make([]byte, 0, len(orig)+64+searchLen(search))
 	if search != nil && *search != "" {
-		b.WriteString("search ")
-		b.WriteString(*search)
-		b.WriteByte('\n')
+		out = append(out, "search "...)
+		out = append(out, *search...)
+		out = append(out, '\n')
 	}
-	if text := strings.TrimRight(string(orig), "\n"); text != "" {
-		for line := range strings.SplitSeq(text, "\n") {
-			fields := resolvFields(line)
+	var hostText string // host.String(), made for the first line that needs it
+	if text := bytes.TrimRight(orig, "\n"); len(text) > 0 {
+		for line := range bytes.SplitSeq(text, []byte("\n")) {
+			f, n := resolvFields(line)
 			switch {
-			case len(fields) > 0 && line[fields[0].start:fields[0].end] == "search" && search != nil:
+			case n > 0 && string(line[f[0].start:f[0].end]) == "search" && search != nil:
 				continue
-			case len(fields) > 1 && line[fields[0].start:fields[0].end] == "nameserver" &&
-				line[fields[1].start:fields[1].end] == dockerEmbeddedDNS:
-				line = line[:fields[1].start] + host.String() + line[fields[1].end:]
+			case n > 1 && string(line[f[0].start:f[0].end]) == "nameserver" &&
+				string(line[f[1].start:f[1].end]) == dockerEmbeddedDNS:
+				if hostText == "" {
+					hostText = host.String()
+				}
+				out = append(out, line[:f[1].start]...)
+				out = append(out, hostText...)
+				out = append(out, line[f[1].end:]...)
+			default:
+				out = append(out, line...)
 			}
-			b.WriteString(line)
-			b.WriteByte('\n')
+			out = append(out, '\n')
 		}
 	}
 	// Dropped search lines can expose blank lines that were not last before.
-	return []byte(strings.TrimRight(b.String(), "\n") + "\n"), nil
+	return append(bytes.TrimRight(out, "\n"), '\n'), nil
+}
+
+func searchLen(search *string) int {
+	if search == nil {
+		return 0
+	}
+	return len(*search)
 }
 
 // checkSearch refuses a search value that would not stay one "search" line:
@@ -75,23 +89,26 @@ func checkSearch(search string) error {
 	return nil
 }
 
-// resolvFields returns the byte ranges of a resolv.conf line's fields.
-func resolvFields(line string) []span {
-	var fields []span
+// resolvFields returns the byte ranges of a resolv.conf line's first two
+// fields (its keyword and first value: all a rewrite looks at), and how
+// many of those the line has.
+func resolvFields(line []byte) (f [2]span, n int) {
 	i := 0
-	for {
+	for n < len(f) {
 		for i < len(line) && isResolvBlank(line[i]) {
 			i++
 		}
 		if i == len(line) {
-			return fields
+			break
 		}
 		start := i
 		for i < len(line) && !isResolvBlank(line[i]) {
 			i++
 		}
-		fields = append(fields, span{start, i})
+		f[n] = span{start, i}
+		n++
 	}
+	return f, n
 }
 
 func isResolvBlank(c byte) bool { return c == ' ' || c == '\t' || c == '\r' }
