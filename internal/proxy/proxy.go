@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io/fs"
 	"path"
-	"strings"
 	"unicode/utf8"
 
 	"github.com/kind-entrypoint/entrypoint/internal/plan"
@@ -38,7 +37,7 @@ type Facts struct {
 
 // Detect reads the proxy variables and the current drop-in.
 func Detect(sys system.System, lookupEnv func(string) (string, bool)) (Facts, error) {
-	var f Facts
+	f := Facts{Vars: make([]Var, 0, len(upper)+len(lower))}
 	for _, k := range upper {
 		v, _ := lookupEnv(k)
 		f.Vars = append(f.Vars, Var{k, v})
@@ -83,19 +82,24 @@ func Plan(f Facts) ([]plan.Action, error) {
 // (measured on systemd 252), so those are escaped. A newline or another
 // control character cannot be carried through and is refused.
 func Render(vars []Var) ([]byte, error) {
-	var b strings.Builder
-	b.WriteString("[Manager]\nDefaultEnvironment=")
-	for i, v := range vars {
+	const head = "[Manager]\nDefaultEnvironment="
+	n := len(head) + 1
+	for _, v := range vars {
 		if err := check(v); err != nil {
 			return nil, err
 		}
-		if i > 0 {
-			b.WriteByte(' ')
-		}
-		b.WriteString(Quote(v.Name + "=" + v.Value))
+		// Quotes, '=' and a blank, and room for a few escapes.
+		n += len(v.Name) + len(v.Value) + 8
 	}
-	b.WriteByte('\n')
-	return []byte(b.String()), nil
+	b := make([]byte, 0, n)
+	b = append(b, head...)
+	for i, v := range vars {
+		if i > 0 {
+			b = append(b, ' ')
+		}
+		b = appendQuoted(b, v.Name, "=", v.Value)
+	}
+	return append(b, '\n'), nil
 }
 
 func check(v Var) error {
@@ -115,19 +119,24 @@ func check(v Var) error {
 // Quote quotes one word for a systemd DefaultEnvironment= line. It works on
 // bytes: every byte but '"', '\\' and '%' is written as it is.
 func Quote(s string) string {
-	var b strings.Builder
-	b.WriteByte('"')
-	for i := 0; i < len(s); i++ {
-		switch c := s[i]; c {
-		case '"', '\\':
-			b.WriteByte('\\')
-			b.WriteByte(c)
-		case '%':
-			b.WriteString("%%")
-		default:
-			b.WriteByte(c)
+	return string(appendQuoted(make([]byte, 0, len(s)+2), s))
+}
+
+// appendQuoted appends to b, quoted as by Quote, the word made of parts
+// (a name, "=" and a value, without concatenating them first).
+func appendQuoted(b []byte, parts ...string) []byte {
+	b = append(b, '"')
+	for _, s := range parts {
+		for i := 0; i < len(s); i++ {
+			switch c := s[i]; c {
+			case '"', '\\':
+				b = append(b, '\\', c)
+			case '%':
+				b = append(b, "%%"...)
+			default:
+				b = append(b, c)
+			}
 		}
 	}
-	b.WriteByte('"')
-	return b.String()
+	return append(b, '"')
 }
