@@ -4,6 +4,7 @@
 package identity
 
 import (
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -44,7 +45,10 @@ func NewMachineID(rand io.Reader) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	return fmt.Sprintf("%x\n", b), nil
+	var out [33]byte
+	hex.Encode(out[:32], b[:])
+	out[32] = '\n'
+	return string(out[:]), nil
 }
 
 // NewUUID returns a random UUID v4 in the form /proc/sys/kernel/random/uuid
@@ -54,7 +58,16 @@ func NewUUID(rand io.Reader) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	return fmt.Sprintf("%x-%x-%x-%x-%x\n", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16]), nil
+	// 8-4-4-4-12 hex digits, dashed: the groups are bytes 0-4, 4-6,
+	// 6-8, 8-10 and 10-16.
+	var out [37]byte
+	hex.Encode(out[0:8], b[0:4])
+	hex.Encode(out[9:13], b[4:6])
+	hex.Encode(out[14:18], b[6:8])
+	hex.Encode(out[19:23], b[8:10])
+	hex.Encode(out[24:36], b[10:16])
+	out[8], out[13], out[18], out[23], out[36] = '-', '-', '-', '-', '\n'
+	return string(out[:]), nil
 }
 
 func random16(rand io.Reader) ([16]byte, error) {

@@ -50,15 +50,34 @@ type Facts struct {
 
 // Describe summarises the binaries for --dry-run.
 func (f Facts) Describe() string {
-	var parts []string
-	for _, b := range []Binary{f.Mount, f.Umount} {
-		if b.Path == "" {
-			parts = append(parts, b.Name+" not found")
+	// "PATH UID:GID MODE on FSTYPE" or "NAME not found", for both, in
+	// one buffer.
+	bins := []Binary{f.Mount, f.Umount}
+	n := 0
+	for _, bin := range bins {
+		n += len(bin.Name) + len(bin.Path) + len(bin.FSType) + 48
+	}
+	b := make([]byte, 0, n)
+	for i, bin := range bins {
+		if i > 0 {
+			b = append(b, ", "...)
+		}
+		if bin.Path == "" {
+			b = append(b, bin.Name...)
+			b = append(b, " not found"...)
 			continue
 		}
-		parts = append(parts, fmt.Sprintf("%s %d:%d %s on %s", b.Path, b.UID, b.GID, b.Mode, b.FSType))
+		b = append(b, bin.Path...)
+		b = append(b, ' ')
+		b = strconv.AppendInt(b, int64(bin.UID), 10)
+		b = append(b, ':')
+		b = strconv.AppendInt(b, int64(bin.GID), 10)
+		b = append(b, ' ')
+		b = append(b, bin.Mode.String()...)
+		b = append(b, " on "...)
+		b = append(b, bin.FSType...)
 	}
-	return strings.Join(parts, ", ")
+	return string(b)
 }
 
 // Detect finds the binaries on searchPath and reads the mount table
