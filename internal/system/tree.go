@@ -218,7 +218,11 @@ func (t *Tree) probePath(dir, name, suffix string) string {
 func (t *Tree) FSType(p string) (string, error) {
 	p = path.Clean(p)
 	// statfs(2) of a path that does not exist fails; so must a replay.
-	if _, err := os.Stat(t.Path(p)); err != nil {
+	// (A stat(2) of its own, not os.Stat: only whether it succeeds
+	// counts, not a FileInfo.)
+	var st unix.Stat_t
+	tp := t.Path(p)
+	if err := retryEINTR(func() error { return unix.Stat(tp, &st) }); err != nil {
 		return "", &fs.PathError{Op: "statfs", Path: p, Err: fs.ErrNotExist}
 	}
 	if b, ok := t.probe("statfs"); ok {
