@@ -288,7 +288,8 @@ type scan struct {
 	// parts holds every key path's parts back to back; each path is a
 	// capacity-limited slice of it (a few allocations per document
 	// instead of a few per key; a path keeps its array when parts grows).
-	parts []string
+	// raws does the same for the keys' parts as written.
+	parts, raws []string
 }
 
 // section is the run of key/values after one [header] or [[header]], or
@@ -308,11 +309,13 @@ type keyValue struct {
 	rawKey  []string // the key's parts as written, quotes included
 	start   int
 	lineEnd int
-	value   *valueRef // nil unless the value is a string, boolean or inline table
+	value   valueRef // kind Invalid unless the value is a string, boolean or inline table
 }
 
 // valueRef keeps what plan needs of a value node, which the parser
-// invalidates when it moves to the next expression.
+// invalidates when it moves to the next expression. It is kept by value
+// (a document has a dozen or more), its kind Invalid for the values plan
+// never edits.
 type valueRef struct {
 	kind  unstable.Kind
 	raw   unstable.Range
@@ -321,17 +324,23 @@ type valueRef struct {
 
 type inlineItem struct {
 	key   []string
-	value *valueRef
+	value valueRef
 }
 
 func scanDocument(data []byte) (*scan, error) {
+	// Each header and each key/value starts a line of its own: sized by
+	// the lines, sections and kvs are allocated once.
+	lines, headers := countLines(data)
 	sc := &scan{
 		data:     data,
 		eol:      documentEOL(data),
-		sections: []section{{lastKV: -1}},
+		sections: make([]section, 1, 1+headers),
+		kvs:      make([]keyValue, 0, lines-headers),
 		text:     string(data),
 		parts:    make([]string, 0, 256),
+		raws:     make([]string, 0, 64),
 	}
+	sc.sections[0].lastKV = -1
 	var p unstable.Parser
 	p.Reset(data)
 	for p.NextExpression() {
@@ -347,7 +356,7 @@ func scanDocument(data []byte) (*scan, error) {
 				array:   expr.Kind == unstable.ArrayTable,
 				start:   first,
 				lineEnd: lineEnd(data, last),
-				indent:  indentAt(data, first),
+				indent:  indentAt(sc.text, first),
 				lastKV:  -1,
 			})
 		case unstable.KeyValue:
@@ -364,7 +373,7 @@ func scanDocument(data []byte) (*scan, error) {
 				rawKey:  raw,
 				start:   start,
 				lineEnd: lineEnd(data, start+int(expr.Raw.Length)),
-				value:   newValueRef(data, expr.Value()),
+				value:   newValueRef(expr.Value()),
 			})
 			sc.sections[cur].lastKV = len(sc.kvs) - 1
 		}
@@ -386,19 +395,27 @@ func scanDocument(data []byte) (*scan, error) {
 
 // keyPath decodes a (possibly dotted, possibly quoted) key onto sc.parts
 // and returns where its first part starts and where its last ends, and
-// with wantRaw its parts as written, quotes included.
+// with wantRaw its parts as written, quotes included (kept in sc.raws).
 func (sc *scan) keyPath(it *unstable.Iterator, wantRaw bool) (raw []string, first, last int) {
 	first = -1
+	from := len(sc.raws)
 	for it.Next() {
 		n := it.Node()
 		asWritten := sc.text[n.Raw.Offset : n.Raw.Offset+n.Raw.Length]
 		part := asWritten
 		if string(n.Data) != asWritten {
-			part = string(n.Data) // quoted: unescaped
+			// Quoted: the part is what the quotes hold, unescaped; a
+			// new string only when an escape made it differ.
+			if inner := unquote(asWritten); string(n.Data) == inner {
+				part = inner
+			} else {
+				part = string(n.Data)
+			}
 		}
 		sc.parts = append(sc.parts, part)
 		if wantRaw {
-			raw = append(raw, asWritten)
+			sc.raws = append(sc.raws, asWritten)
+			raw = sc.raws[from:len(sc.raws):len(sc.raws)]
 		}
 		if first < 0 {
 			first = int(n.Raw.Offset)
@@ -406,6 +423,26 @@ func (sc *scan) keyPath(it *unstable.Iterator, wantRaw bool) (raw []string, firs
 		last = int(n.Raw.Offset + n.Raw.Length)
 	}
 	return raw, first, last
+}
+
+// unquote is s without the quotes around it, when it has them.
+func unquote(s string) string {
+	if len(s) >= 2 && (s[0] == '"' || s[0] == '\'') && s[len(s)-1] == s[0] {
+		return s[1 : len(s)-1]
+	}
+	return s
+}
+
+// countLines counts data's lines, and those of them that start, after
+// blanks, with '[' (each header is one of those).
+func countLines(data []byte) (lines, headers int) {
+	for line := range bytes.Lines(data) {
+		lines++
+		if l := bytes.TrimLeft(line, " \t"); len(l) > 0 && l[0] == '[' {
+			headers++
+		}
+	}
+	return lines, headers
 }
 
 // keyParts decodes a key on its own (an inline table's).
@@ -417,12 +454,12 @@ func keyParts(it *unstable.Iterator) []string {
 	return path
 }
 
-func newValueRef(d []byte, n *unstable.Node) *valueRef {
+func newValueRef(n *unstable.Node) valueRef {
 	switch n.Kind {
 	case unstable.String, unstable.Bool:
-		return &valueRef{kind: n.Kind, raw: n.Raw}
+		return valueRef{kind: n.Kind, raw: n.Raw}
 	case unstable.InlineTable:
-		v := &valueRef{kind: n.Kind, raw: n.Raw}
+		v := valueRef{kind: n.Kind, raw: n.Raw}
 		it := n.Children()
 		for it.Next() {
 			kv := it.Node()
@@ -430,11 +467,11 @@ func newValueRef(d []byte, n *unstable.Node) *valueRef {
 				continue
 			}
 			key := kv.Key()
-			v.items = append(v.items, inlineItem{key: keyParts(&key), value: newValueRef(d, kv.Value())})
+			v.items = append(v.items, inlineItem{key: keyParts(&key), value: newValueRef(kv.Value())})
 		}
 		return v
 	}
-	return nil
+	return valueRef{}
 }
 
 // errorAt formats an error at the definition of path when the scan knows
@@ -494,11 +531,12 @@ func (sc *scan) plan(want []assignment) ([]splice, error) {
 // findValue finds the value token of path. inline reports that a table on
 // the way is an inline table, which plan cannot add keys to.
 func (sc *scan) findValue(path []string) (raw unstable.Range, found, inline bool) {
-	for _, kv := range sc.kvs {
-		if kv.value == nil {
+	for i := range sc.kvs {
+		kv := &sc.kvs[i]
+		if kv.value.kind == unstable.Invalid {
 			continue
 		}
-		if raw, found, in := findIn(kv.path, kv.value, path); found || in {
+		if raw, found, in := findIn(kv.path, &kv.value, path); found || in {
 			return raw, found, in
 		}
 	}
@@ -515,12 +553,13 @@ func findIn(at []string, v *valueRef, path []string) (raw unstable.Range, found,
 	if v.kind != unstable.InlineTable || !hasPrefix(path, at) {
 		return unstable.Range{}, false, false
 	}
-	for _, it := range v.items {
-		if it.value == nil {
+	for i := range v.items {
+		it := &v.items[i]
+		if it.value.kind == unstable.Invalid {
 			continue
 		}
 		sub := append(append([]string(nil), at...), it.key...)
-		if raw, found, _ := findIn(sub, it.value, path); found {
+		if raw, found, _ := findIn(sub, &it.value, path); found {
 			return raw, true, true
 		}
 	}
@@ -540,7 +579,7 @@ func (sc *scan) explicitTable(parent []string) (at int, indent, eol string, ok b
 			return s.lineEnd, s.indent + "  ", sc.lineEOL(s.lineEnd), true
 		}
 		kv := sc.kvs[s.lastKV]
-		return kv.lineEnd, indentAt(sc.data, kv.start), sc.lineEOL(kv.lineEnd), true
+		return kv.lineEnd, indentAt(sc.text, kv.start), sc.lineEOL(kv.lineEnd), true
 	}
 	return 0, "", "", false
 }
@@ -557,7 +596,7 @@ func (sc *scan) dottedTable(parent []string) (at int, indent, eol string, rel []
 		}
 		// Reuse the document's own spelling of the shared key prefix.
 		rel = append([]string(nil), kv.rawKey[:len(parent)-len(s.path)]...)
-		return kv.lineEnd, indentAt(sc.data, kv.start), sc.lineEOL(kv.lineEnd), rel, true
+		return kv.lineEnd, indentAt(sc.text, kv.start), sc.lineEOL(kv.lineEnd), rel, true
 	}
 	return 0, "", "", nil, false
 }
@@ -637,13 +676,15 @@ func lineEnd(d []byte, off int) int {
 	return len(d)
 }
 
-func indentAt(d []byte, off int) string {
-	start := bytes.LastIndexByte(d[:off], '\n') + 1
+// indentAt is the blanks that start the line holding off, in text (a
+// substring of it, not a copy).
+func indentAt(text string, off int) string {
+	start := strings.LastIndexByte(text[:off], '\n') + 1
 	i := start
-	for i < off && (d[i] == ' ' || d[i] == '\t') {
+	for i < off && (text[i] == ' ' || text[i] == '\t') {
 		i++
 	}
-	return string(d[start:i])
+	return text[start:i]
 }
 
 func position(d []byte, off int) (line, col int) {
