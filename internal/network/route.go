@@ -41,72 +41,91 @@ func DefaultGatewayV4(procNetRoute []byte) (netip.Addr, error) {
 // 192.168.0.1 on little-endian machines and 1.0.168.192 on big-endian ones.
 // Tests use this to cover both.
 func defaultGatewayV4(table []byte, order binary.ByteOrder) (netip.Addr, error) {
-	lines := strings.Split(string(table), "\n")
-	header := strings.Fields(lines[0])
-	if len(header) == 0 {
+	// The columns read, found by the header's names (the first of a name
+	// given twice); col holds their indexes, in names' order.
+	const (
+		destination = iota
+		gateway
+		flags
+		metric
+		mask
+	)
+	names := [...]string{"Destination", "Gateway", "Flags", "Metric", "Mask"}
+	col := [len(names)]int{-1, -1, -1, -1, -1}
+
+	header, rest, _ := strings.Cut(string(table), "\n")
+	n := 0
+	for name := range strings.FieldsSeq(header) {
+		for j := range names {
+			if name == names[j] && col[j] < 0 {
+				col[j] = n
+			}
+		}
+		n++
+	}
+	if n == 0 {
 		return netip.Addr{}, errors.New("line 1: no header")
 	}
-	column := make(map[string]int, len(header))
-	for i, name := range header {
-		if _, dup := column[name]; !dup {
-			column[name] = i
-		}
-	}
 	minFields := 0
-	for _, name := range []string{"Destination", "Gateway", "Flags", "Metric", "Mask"} {
-		i, ok := column[name]
-		if !ok {
+	for j, name := range names {
+		if col[j] < 0 {
 			return netip.Addr{}, fmt.Errorf("line 1: header has no %s column", name)
 		}
-		minFields = max(minFields, i+1)
+		minFields = max(minFields, col[j]+1)
 	}
 
 	var best netip.Addr
 	var bestMetric uint32
-	for n, line := range lines[1:] {
-		lineNo := n + 2
-		fields := strings.Fields(line)
+	// One line's fields, in an array reused for every line.
+	var room [16]string
+	lineNo := 1
+	for line := range strings.SplitSeq(rest, "\n") {
+		lineNo++
+		fields := room[:0]
+		for f := range strings.FieldsSeq(line) {
+			fields = append(fields, f)
+		}
 		if len(fields) == 0 {
 			continue
 		}
 		if len(fields) < minFields {
 			return netip.Addr{}, fmt.Errorf("line %d: %d fields, want at least %d", lineNo, len(fields), minFields)
 		}
-		field := func(name string) string { return fields[column[name]] }
-		bad := func(name string, err error) error {
-			return fmt.Errorf("line %d: field %s %q: %w", lineNo, name, field(name), err)
+		field := func(j int) string { return fields[col[j]] }
+		bad := func(j int, err error) error {
+			return fmt.Errorf("line %d: field %s %q: %w", lineNo, names[j], field(j), err)
 		}
-		dest, err := parseRouteHex(field("Destination"))
+		dest, err := parseRouteHex(field(destination))
 		if err != nil {
-			return netip.Addr{}, bad("Destination", err)
+			return netip.Addr{}, bad(destination, err)
 		}
-		gateway, err := parseRouteHex(field("Gateway"))
+		gw, err := parseRouteHex(field(gateway))
 		if err != nil {
-			return netip.Addr{}, bad("Gateway", err)
+			return netip.Addr{}, bad(gateway, err)
 		}
-		mask, err := parseRouteHex(field("Mask"))
+		m, err := parseRouteHex(field(mask))
 		if err != nil {
-			return netip.Addr{}, bad("Mask", err)
+			return netip.Addr{}, bad(mask, err)
 		}
-		flags, err := strconv.ParseUint(field("Flags"), 16, 16)
+		fl, err := strconv.ParseUint(field(flags), 16, 16)
 		if err != nil {
-			return netip.Addr{}, bad("Flags", errors.Unwrap(err))
+			return netip.Addr{}, bad(flags, errors.Unwrap(err))
 		}
-		metric, err := parseRouteMetric(field("Metric"))
+		met, err := parseRouteMetric(field(metric))
 		if err != nil {
-			return netip.Addr{}, bad("Metric", err)
+			return netip.Addr{}, bad(metric, err)
 		}
 
-		if dest != 0 || mask != 0 || gateway == 0 ||
-			flags&(rtfUp|rtfGateway) != rtfUp|rtfGateway || flags&rtfReject != 0 {
+		if dest != 0 || m != 0 || gw == 0 ||
+			fl&(rtfUp|rtfGateway) != rtfUp|rtfGateway || fl&rtfReject != 0 {
 			continue
 		}
-		if best.IsValid() && metric >= bestMetric {
+		if best.IsValid() && met >= bestMetric {
 			continue
 		}
 		var b [4]byte
-		order.PutUint32(b[:], gateway)
-		best, bestMetric = netip.AddrFrom4(b), metric
+		order.PutUint32(b[:], gw)
+		best, bestMetric = netip.AddrFrom4(b), met
 	}
 	if !best.IsValid() {
 		return netip.Addr{}, ErrNoDefaultRoute

@@ -4,6 +4,7 @@
 package userns
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -44,30 +45,43 @@ func InUserNS(sys system.System) (bool, error) {
 // ParseUIDMap reports whether a uid_map is the initial namespace's identity
 // mapping of every uid.
 func ParseUIDMap(b []byte) (full bool, err error) {
-	var lines [][3]uint64
-	for i, line := range strings.Split(string(b), "\n") {
-		f := strings.Fields(line)
-		if len(f) == 0 {
+	lines := 0 // lines with a mapping
+	var first [3]uint64
+	i := 0
+	for line := range bytes.SplitSeq(b, []byte("\n")) {
+		i++
+		var f [3][]byte
+		n := 0
+		for field := range bytes.FieldsSeq(line) {
+			if n < len(f) {
+				f[n] = field
+			}
+			n++
+		}
+		if n == 0 {
 			continue
 		}
-		if len(f) != 3 {
-			return false, fmt.Errorf("line %d: want 3 fields, got %d", i+1, len(f))
+		if n != 3 {
+			return false, fmt.Errorf("line %d: want 3 fields, got %d", i, n)
 		}
 		var v [3]uint64
 		for j, s := range f {
-			n, err := strconv.ParseUint(s, 10, 32)
+			u, err := strconv.ParseUint(string(s), 10, 32)
 			if err != nil {
-				return false, fmt.Errorf("line %d: field %d: %w", i+1, j+1, err)
+				return false, fmt.Errorf("line %d: field %d: %w", i, j+1, err)
 			}
-			v[j] = n
+			v[j] = u
 		}
-		lines = append(lines, v)
+		if lines == 0 {
+			first = v
+		}
+		lines++
 	}
-	if len(lines) == 0 {
+	if lines == 0 {
 		// An unwritten map: a new user namespace before its mapping is set.
 		return false, nil
 	}
-	return len(lines) == 1 && lines[0] == [3]uint64{0, 0, 4294967295}, nil
+	return lines == 1 && first == [3]uint64{0, 0, 4294967295}, nil
 }
 
 // Facts is what validate_userns checks.
