@@ -11,7 +11,7 @@ import (
 // reads some thirty files, so that was a sixth of its allocations. Errors
 // are the same *fs.PathError values ("open", "read") with the errno.
 func readFile(name string) ([]byte, error) {
-	data, op, err := readFileErrno(name)
+	data, op, err := readFileErrno(name, nil)
 	if err != nil {
 		return nil, &fs.PathError{Op: op, Path: name, Err: err}
 	}
@@ -21,8 +21,8 @@ func readFile(name string) ([]byte, error) {
 // readFileErrno is readFile with the bare errno and the operation that
 // failed: for a caller that only asks whether a file is there (a Tree's
 // probe files are mostly absent), the *fs.PathError would be one more
-// allocation thrown away.
-func readFileErrno(name string) (data []byte, op string, err error) {
+// allocation thrown away. The data is read into buf when it has room.
+func readFileErrno(name string, buf []byte) (data []byte, op string, err error) {
 	var fd int
 	for {
 		fd, err = unix.Open(name, unix.O_RDONLY|unix.O_CLOEXEC, 0)
@@ -42,7 +42,9 @@ func readFileErrno(name string) (data []byte, op string, err error) {
 	if unix.Fstat(fd, &st) == nil && st.Mode&unix.S_IFMT == unix.S_IFREG && st.Size >= int64(size) {
 		size = int(st.Size) + 1
 	}
-	data = make([]byte, 0, size)
+	if data = buf[:0]; cap(data) < size {
+		data = make([]byte, 0, size)
+	}
 	for {
 		if len(data) == cap(data) {
 			data = append(data, 0)[:len(data)]

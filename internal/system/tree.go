@@ -67,9 +67,10 @@ type Tree struct {
 	// from, for the lookups that only read it (FSType is asked for
 	// several paths of one unchanged table in every dry run).
 	parsed struct {
-		ok     bool
-		data   []byte
-		mounts []*mountinfo.Info
+		ok      bool
+		data    []byte
+		mounts  []*mountinfo.Info
+		scratch []byte
 	}
 }
 
@@ -195,7 +196,7 @@ func (t *Tree) nodeErr(err error) error {
 }
 
 func (t *Tree) probe(name string) ([]byte, bool) {
-	b, _, err := readFileErrno(t.probePath("", name, ""))
+	b, _, err := readFileErrno(t.probePath("", name, ""), nil)
 	return b, err == nil
 }
 
@@ -334,14 +335,14 @@ func (t *Tree) Run(ctx context.Context, argv []string, stdin []byte, timeout tim
 		return out, err
 	}
 	name := path.Base(argv[0])
-	if _, _, err := readFileErrno(t.probePath("run", name, ".hang")); err == nil {
+	if _, _, err := readFileErrno(t.probePath("run", name, ".hang"), nil); err == nil {
 		<-ctx.Done()
 		return nil, fmt.Errorf("%s: timed out after %s", argv[0], timeout)
 	}
-	if b, _, err := readFileErrno(t.probePath("run", name, ".fail")); err == nil {
+	if b, _, err := readFileErrno(t.probePath("run", name, ".fail"), nil); err == nil {
 		return nil, fmt.Errorf("%s: %s", argv[0], strings.TrimSpace(string(b)))
 	}
-	if b, _, err := readFileErrno(t.probePath("run", name, "")); err == nil {
+	if b, _, err := readFileErrno(t.probePath("run", name, ""), nil); err == nil {
 		return b, nil
 	}
 	return nil, &exec404{name: argv[0]}
@@ -503,26 +504,29 @@ func (t *Tree) mounts() ([]*mountinfo.Info, error) {
 }
 
 // readMounts is mounts for reading only: the result is shared, and must
-// not be changed. It is parsed again only when the file changed.
+// not be changed. It is parsed again only when the file changed. FSType
+// reads the file for every path it is asked about: it is read into a
+// buffer kept for that (the bytes of the last parse and a scratch one,
+// swapped when the file changed).
 func (t *Tree) readMounts() ([]*mountinfo.Info, error) {
-	b, err := readFile(t.Path(mountinfoPath))
-	if err != nil {
-		return nil, t.nodeErr(err)
-	}
 	t.mu.Lock()
-	if t.parsed.ok && bytes.Equal(b, t.parsed.data) {
-		mounts := t.parsed.mounts
-		t.mu.Unlock()
-		return mounts, nil
+	defer t.mu.Unlock()
+	name := t.Path(mountinfoPath)
+	b, op, err := readFileErrno(name, t.parsed.scratch)
+	if err != nil {
+		return nil, t.nodeErr(&fs.PathError{Op: op, Path: name, Err: err})
 	}
-	t.mu.Unlock()
+	if t.parsed.ok && bytes.Equal(b, t.parsed.data) {
+		t.parsed.scratch = b
+		return t.parsed.mounts, nil
+	}
 	mounts, err := mountinfo.GetMountsFromReader(bytes.NewReader(b), nil)
 	if err != nil {
+		t.parsed.scratch = b
 		return nil, err
 	}
-	t.mu.Lock()
-	t.parsed.ok, t.parsed.data, t.parsed.mounts = true, b, mounts
-	t.mu.Unlock()
+	t.parsed.ok, t.parsed.mounts = true, mounts
+	t.parsed.data, t.parsed.scratch = b, t.parsed.data
 	return mounts, nil
 }
 
