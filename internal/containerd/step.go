@@ -8,6 +8,7 @@ import (
 	"maps"
 	"path"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/coreos/go-systemd/v22/unit"
@@ -245,9 +246,9 @@ func Plan(f Facts) ([]plan.Action, error) {
 			if old == "" {
 				old = "overlayfs"
 			}
-			actions = append(actions, plan.Info(fmt.Sprintf("changing snapshotter from %q to %q", old, f.Snapshotter)))
+			actions = append(actions, plan.Info("changing snapshotter from "+strconv.Quote(old)+" to "+strconv.Quote(f.Snapshotter)))
 		} else {
-			actions = append(actions, plan.Info(fmt.Sprintf("snapshotter is already %q", f.Snapshotter)))
+			actions = append(actions, plan.Info("snapshotter is already "+strconv.Quote(f.Snapshotter)))
 		}
 	}
 	if res.Changed {
