@@ -6,10 +6,11 @@
 # "INFO: starting init" - StartedAt and of "pre-init finished in N ms".
 # Alternating spreads the machine's other load over both; still, on our
 # shared 2-core machines two runs of 40 boots can disagree by 2-3 ms, so
-# run it more than once. The README's fsync numbers ("Performance") come
-# from ROUNDS=40 runs of bin/entrypoint against a build that skipped the
-# syncs of the files rederived every start. Not part of make bench. Needs
-# root and what test/e2e/run.sh needs.
+# run it more than once. The README's numbers ("Performance") come from
+# ROUNDS=40 runs of bin/entrypoint against a build that skipped the syncs
+# of the files rederived every start, and against one that planned no
+# iptables-restore. Not part of make bench. Needs root and what
+# test/e2e/run.sh needs.
 #
 # usage: bench/ab-boots.sh BINARY_A BINARY_B   (env ROUNDS=15)
 set -o errexit -o nounset -o pipefail
