@@ -12,30 +12,67 @@ import (
 
 	"github.com/kind-entrypoint/entrypoint/internal/containerd"
 	"github.com/kind-entrypoint/entrypoint/internal/logline"
+	"github.com/kind-entrypoint/entrypoint/internal/network"
 	"github.com/kind-entrypoint/entrypoint/internal/system"
 )
+
+// configGate holds configure_containerd's first read of its config
+// (step 2) until open is closed, or a second has passed; opened says
+// which. then, if set, runs once the wait is over.
+type configGate struct {
+	open   chan struct{}
+	then   func()
+	once   sync.Once
+	opened bool
+}
+
+func (g *configGate) hold(p string) {
+	if p != containerd.ConfigPath {
+		return
+	}
+	g.once.Do(func() {
+		select {
+		case <-g.open:
+			g.opened = true
+		case <-time.After(time.Second):
+		}
+		if g.then != nil {
+			g.then()
+		}
+	})
+}
 
 // inFlight is a Tree that holds every iptables-save and name lookup until
 // released, and holds configure_containerd's read of its config until
 // want of those probes have started (or a second has passed).
 type inFlight struct {
 	*system.Tree
+	configGate
 	want int
 
-	mu       sync.Mutex
-	started  int
-	all      chan struct{}
-	release  chan struct{}
-	sawAll   bool
-	seen     int // probes started when the config was read
-	waitedOn bool
+	mu      sync.Mutex
+	started int
+	release chan struct{}
+	seen    int // probes started when the config was read
+}
+
+func newInFlight(tree *system.Tree, want int) *inFlight {
+	f := &inFlight{Tree: tree, want: want, release: make(chan struct{})}
+	f.open = make(chan struct{})
+	f.then = func() {
+		f.mu.Lock()
+		f.seen = f.started
+		f.mu.Unlock()
+		close(f.release)
+	}
+	return f
 }
 
 func (f *inFlight) probe(ctx context.Context) {
 	f.mu.Lock()
 	f.started++
 	if f.started == f.want {
-		close(f.all)
+		close(f.open)
 	}
 	f.mu.Unlock()
 	select {
@@ -57,23 +94,7 @@ func (f *inFlight) LookupIP(ctx context.Context, network, host string) ([]netip.
 }
 
 func (f *inFlight) Stat(p string) (fs.FileInfo, error) {
-	if p == containerd.ConfigPath {
-		f.mu.Lock()
-		first := !f.waitedOn
-		f.waitedOn = true
-		f.mu.Unlock()
-		if first {
-			select {
-			case <-f.all:
-				f.sawAll = true
-			case <-time.After(time.Second):
-			}
-			f.mu.Lock()
-			f.seen = f.started
-			f.mu.Unlock()
-			close(f.release)
-		}
-	}
+	f.hold(p)
 	return f.Tree.Stat(p)
 }
 
@@ -105,9 +126,9 @@ func runOrDryRun(t *testing.T, tree *system.Tree, sys system.System, dry bool) *
 func TestProbesRunDuringEarlierSteps(t *testing.T) {
 	for _, dry := range []bool{false, true} {
 		tree := copyRoot(t, scenario{"net-ip-change", hostsDir + "/net-ip-change"})
-		sys := &inFlight{Tree: tree, want: 7, all: make(chan struct{}), release: make(chan struct{})}
+		sys := newInFlight(tree, 7)
 		runOrDryRun(t, tree, sys, dry)
-		if !sys.sawAll {
+		if !sys.opened {
 			t.Errorf("dry run %t: %d of 7 probes had started when configure_containerd read its config", dry, sys.seen)
 		}
 	}
@@ -115,17 +136,16 @@ func TestProbesRunDuringEarlierSteps(t *testing.T) {
 
 // restoreFirst is a Tree that, with hold, holds configure_containerd's
 // read of its config until an iptables-restore has started (or a second
-// has passed).
+// has passed). It counts the restores and the reads of /proc/net/route.
 type restoreFirst struct {
 	*system.Tree
-	hold    bool
-	started chan struct{}
-	once    sync.Once
+	configGate
+	hold bool
+	once sync.Once
 
-	mu       sync.Mutex
-	restores int
-	early    bool // a restore had started when the config was read
-	held     bool
+	mu         sync.Mutex
+	restores   int
+	routeReads int
 }
 
 func (f *restoreFirst) Run(ctx context.Context, argv []string, stdin []byte, timeout time.Duration) ([]byte, error) {
@@ -133,24 +153,23 @@ func (f *restoreFirst) Run(ctx context.Context, argv []string, stdin []byte, tim
 		f.mu.Lock()
 		f.restores++
 		f.mu.Unlock()
-		f.once.Do(func() { close(f.started) })
+		f.once.Do(func() { close(f.open) })
 	}
 	return f.Tree.Run(ctx, argv, stdin, timeout)
 }
 
-func (f *restoreFirst) Stat(p string) (fs.FileInfo, error) {
-	if p == containerd.ConfigPath && f.hold {
+func (f *restoreFirst) ReadFile(p string) ([]byte, error) {
+	if p == network.ProcNetRoute {
 		f.mu.Lock()
-		first := !f.held
-		f.held = true
+		f.routeReads++
 		f.mu.Unlock()
-		if first {
-			select {
-			case <-f.started:
-				f.early = true
-			case <-time.After(time.Second):
-			}
-		}
+	}
+	return f.Tree.ReadFile(p)
+}
+
+func (f *restoreFirst) Stat(p string) (fs.FileInfo, error) {
+	if f.hold {
+		f.configGate.hold(p)
 	}
 	return f.Tree.Stat(p)
 }
@@ -162,7 +181,8 @@ func (f *restoreFirst) Stat(p string) (fs.FileInfo, error) {
 func TestDNSRestoreRunsAhead(t *testing.T) {
 	for _, dry := range []bool{false, true} {
 		tree := copyRoot(t, scenario{"net-ip-change", hostsDir + "/net-ip-change"})
-		sys := &restoreFirst{Tree: tree, hold: !dry, started: make(chan struct{})}
+		sys := &restoreFirst{Tree: tree, hold: !dry}
+		sys.open = make(chan struct{})
 		h := runOrDryRun(t, tree, sys, dry)
 		want := 1
 		if dry {
@@ -171,8 +191,13 @@ func TestDNSRestoreRunsAhead(t *testing.T) {
 		if sys.restores != want {
 			t.Errorf("dry run %t: %d restores, want %d", dry, sys.restores, want)
 		}
-		if !dry && !sys.early {
+		if !dry && !sys.opened {
 			t.Errorf("no restore had started when configure_containerd read its config")
+		}
+		// enable_network_magic reads its facts once, for the head start
+		// and for itself.
+		if sys.routeReads != 1 {
+			t.Errorf("dry run %t: %s read %d times, want once", dry, network.ProcNetRoute, sys.routeReads)
 		}
 		if !dry && h.ahead != nil && len(h.ahead.Unclaimed()) > 0 {
 			t.Errorf("enable_network_magic did not take the restore started ahead: %q", h.ahead.Unclaimed())

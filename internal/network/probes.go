@@ -36,6 +36,12 @@ type Probes struct {
 	namesOnce sync.Once
 	namesDone chan struct{}
 	names     names
+
+	// enable_network_magic's facts, read once for magicMode (DetectMagic).
+	magicOnce sync.Once
+	magicMode Mode
+	magic     MagicFacts
+	magicErr  error
 }
 
 // names are the answers of the name probes.

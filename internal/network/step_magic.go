@@ -108,8 +108,23 @@ func DetectMagic(ctx context.Context, sys system.System, lookupEnv func(string) 
 }
 
 // DetectMagic is the package's DetectMagic on the lookups p started (or
-// starts now).
+// starts now). It reads the facts once per Probes: the step's head start
+// (DNSRestoreAhead) and the step itself both ask for them, with the same
+// environment and saves, and nothing between them changes what is read
+// (see Probes). A call for another backend reads afresh.
 func (p *Probes) DetectMagic(ctx context.Context, lookupEnv func(string) (string, bool), ipt IptablesFacts) (MagicFacts, error) {
+	mode := ipt.Mode()
+	p.magicOnce.Do(func() {
+		p.magicMode = mode
+		p.magic, p.magicErr = p.detectMagic(ctx, lookupEnv, ipt)
+	})
+	if mode != p.magicMode {
+		return p.detectMagic(ctx, lookupEnv, ipt)
+	}
+	return p.magic, p.magicErr
+}
+
+func (p *Probes) detectMagic(ctx context.Context, lookupEnv func(string) (string, bool), ipt IptablesFacts) (MagicFacts, error) {
 	p.StartNames(ctx)
 	mode := ipt.Mode()
 	f := MagicFacts{Mode: mode}
