@@ -9,16 +9,18 @@
 #   chains    iptables-nft-restore --noflush that flushes and refills only
 #             the chains the rewrite changes;
 # each from Docker's original rules, printing the median wall time and the
-# CPU (user+sys) of the last run. The README's "12-20 ms, nearly all of it
-# waiting in the kernel while rules are deleted" comes from this.
+# CPU (user+sys) of the last run. In an image with strace (IMAGE=
+# kind-entrypoint-bench/strace:dev, which make bench builds) it also times,
+# three times, the full restore's commit against the close of its netfilter
+# socket. The README's restore numbers ("Performance") come from this.
 #
-# usage: bench/nft-restore.sh   (env N=15); needs root and Docker, and the
-# node image (test/e2e/run.sh --build-only).
+# usage: bench/nft-restore.sh   (env N=15, IMAGE: default the node image of
+# test/e2e/run.sh --build-only); needs root and Docker.
 set -o errexit -o nounset -o pipefail
 
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$repo"
-image=$(bash test/e2e/run.sh --build-only)
+image=${IMAGE:-$(bash test/e2e/run.sh --build-only)}
 net=kind-ep-nft-restore name=kind-ep-nft-restore
 docker network create "$net" > /dev/null
 trap 'docker rm -f "$name" > /dev/null 2>&1; docker network rm "$net" > /dev/null 2>&1' EXIT
@@ -61,4 +63,16 @@ measure() { # label, flush-before, restore args...
 measure full keep /tmp/full
 measure add-only flush --noflush /tmp/add
 measure chains keep --noflush /tmp/chains
+# Where the full restore's wall time goes, when the image has strace: the
+# commit (the one sendmsg of the batch) against closing the netfilter
+# socket afterwards, which waits for the deleted rules' RCU grace period.
+if command -v strace > /dev/null; then
+  for ((i = 0; i < 3; i++)); do
+    iptables-nft-restore /tmp/orig
+    strace -T -e trace=sendmsg,close -o /tmp/strace iptables-nft-restore /tmp/full
+    commit=$(grep 'NFNL_MSG_BATCH_BEGIN' /tmp/strace | sed -n 's/.*<\([0-9.]*\)>$/\1/p' | tail -n 1)
+    slowest=$(grep '^close(' /tmp/strace | sed -n 's/.*<\([0-9.]*\)>$/\1/p' | sort -n | tail -n 1)
+    awk -v c="$commit" -v s="$slowest" 'BEGIN { printf "full, under strace: commit (sendmsg) %.2f ms, slowest close %.2f ms\n", c * 1000, s * 1000 }'
+  done
+fi
 IN
