@@ -402,9 +402,9 @@ func (b *builder) probes(p Probes) error {
 		switch {
 		case r.Err == nil:
 			b.probeFile("run/"+name, r.Output, fmt.Sprintf("output of %s", r))
-		case strings.Contains(r.Err.Error(), "timed out after"):
+		case system.TimedOut(r.Err):
 			b.probeFile("run/"+name+".hang", nil, fmt.Sprintf("%s timed out", r))
-		case NotInstalled(r.Err):
+		case system.NotInstalled(r.Err):
 			b.note(system.ProbeDir+"/run/"+name, "%s: not installed", r)
 		default:
 			msg := strings.TrimPrefix(r.Err.Error(), r.Argv[0]+": ")
@@ -510,14 +510,6 @@ func (b *builder) write(w io.Writer) error {
 		return err
 	}
 	return zw.Close()
-}
-
-// NotInstalled reports whether System.Run failed because the command does
-// not exist: system.Tree's error wraps fs.ErrNotExist; system.Linux's wraps
-// os/exec's ErrNotFound, known here by its text (only internal/system may
-// import os/exec).
-func NotInstalled(err error) bool {
-	return err != nil && (errors.Is(err, fs.ErrNotExist) || strings.Contains(err.Error(), "executable file not found"))
 }
 
 // IsPrivateKey reports whether a file is a private key: named *.key (as

@@ -450,19 +450,3 @@ func TestExtractRefuses(t *testing.T) {
 		}
 	}
 }
-
-// TestNotInstalled: a command that does not exist, on a replayed host and
-// on this machine, is told apart from one that fails.
-func TestNotInstalled(t *testing.T) {
-	ctx := context.Background()
-	tree := system.NewTree(t.TempDir())
-	_, treeErr := tree.Run(ctx, []string{"iptables-nft-save"}, nil, time.Second)
-	_, linuxErr := system.Linux{}.Run(ctx, []string{"entrypoint-test-no-such-command"}, nil, time.Second)
-	_, failErr := system.Linux{}.Run(ctx, []string{"false"}, nil, time.Second)
-	if !NotInstalled(treeErr) || !NotInstalled(linuxErr) {
-		t.Errorf("not installed: %v, %v", treeErr, linuxErr)
-	}
-	if NotInstalled(failErr) || NotInstalled(nil) {
-		t.Errorf("a failing command counts as not installed: %v", failErr)
-	}
-}

@@ -516,7 +516,7 @@ func (c *checker) iptables(ctx context.Context) []Row {
 				ok++
 				total += s.Rules
 				parts = append(parts, fmt.Sprintf("%s %d", s.Command, s.Rules))
-			case capture.NotInstalled(s.Err):
+			case system.NotInstalled(s.Err):
 				missing++
 				parts = append(parts, s.Command+" not installed")
 			default:
@@ -557,7 +557,7 @@ func (c *checker) iptables(ctx context.Context) []Row {
 }
 
 func timedOut(err error) bool {
-	return err != nil && (errors.Is(err, context.DeadlineExceeded) || strings.Contains(err.Error(), "timed out after"))
+	return errors.Is(err, context.DeadlineExceeded) || system.TimedOut(err)
 }
 
 // names is the rows of enable_network_magic's lookups: the Docker host, the

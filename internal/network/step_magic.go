@@ -242,7 +242,7 @@ func lookupFirst(ctx context.Context, sys system.System, timeout time.Duration, 
 	defer cancel()
 	addrs, err := sys.LookupIP(ctx, network, host)
 	if errors.Is(err, context.DeadlineExceeded) {
-		return netip.Addr{}, fmt.Errorf("looking up %s: timed out after %s", host, timeout)
+		return netip.Addr{}, &system.TimeoutError{What: "looking up " + host, After: timeout}
 	}
 	if err != nil {
 		return netip.Addr{}, err

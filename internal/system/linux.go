@@ -91,8 +91,11 @@ func (Linux) Run(ctx context.Context, argv []string, stdin []byte, timeout time.
 	// the timeout.
 	cmd.WaitDelay = time.Second
 	err := cmd.Run()
+	if errors.Is(err, exec.ErrNotFound) {
+		return nil, &NotInstalledError{Name: argv[0]}
+	}
 	if ctx.Err() == context.DeadlineExceeded {
-		return stdout.Bytes(), fmt.Errorf("%s: timed out after %s", argv[0], timeout)
+		return stdout.Bytes(), &TimeoutError{What: argv[0], After: timeout}
 	}
 	if err != nil {
 		if msg := bytes.TrimSpace(stderr.Bytes()); len(msg) > 0 {

@@ -330,14 +330,14 @@ func (t *Tree) Run(ctx context.Context, argv []string, stdin []byte, timeout tim
 	if t.Exec != nil {
 		out, err := t.Exec(ctx, argv, stdin)
 		if ctx.Err() == context.DeadlineExceeded {
-			return out, fmt.Errorf("%s: timed out after %s", argv[0], timeout)
+			return out, &TimeoutError{What: argv[0], After: timeout}
 		}
 		return out, err
 	}
 	name := path.Base(argv[0])
 	if _, _, err := readFileErrno(t.probePath("run", name, ".hang"), nil); err == nil {
 		<-ctx.Done()
-		return nil, fmt.Errorf("%s: timed out after %s", argv[0], timeout)
+		return nil, &TimeoutError{What: argv[0], After: timeout}
 	}
 	if b, _, err := readFileErrno(t.probePath("run", name, ".fail"), nil); err == nil {
 		return nil, fmt.Errorf("%s: %s", argv[0], strings.TrimSpace(string(b)))
@@ -345,15 +345,8 @@ func (t *Tree) Run(ctx context.Context, argv []string, stdin []byte, timeout tim
 	if b, _, err := readFileErrno(t.probePath("run", name, ""), nil); err == nil {
 		return b, nil
 	}
-	return nil, &exec404{name: argv[0]}
+	return nil, &NotInstalledError{Name: argv[0]}
 }
-
-type exec404 struct{ name string }
-
-func (e *exec404) Error() string {
-	return fmt.Sprintf("exec: %q: executable file not found in $PATH", e.name)
-}
-func (e *exec404) Unwrap() error { return fs.ErrNotExist }
 
 func (t *Tree) WriteFile(p string, data []byte, perm fs.FileMode) error {
 	if err := t.fail("write", p); err != nil {
