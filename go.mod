@@ -3,9 +3,9 @@ module github.com/kind-entrypoint/entrypoint
 go 1.26.0
 
 require (
-	github.com/coreos/go-systemd/v22 v22.7.0 // indirect
-	github.com/google/go-cmp v0.7.0 // indirect
-	github.com/moby/sys/mountinfo v0.7.3 // indirect
-	github.com/pelletier/go-toml/v2 v2.4.3 // indirect
-	golang.org/x/sys v0.50.0 // indirect
+	github.com/coreos/go-systemd/v22 v22.7.0
+	github.com/google/go-cmp v0.7.0
+	github.com/moby/sys/mountinfo v0.7.3
+	github.com/pelletier/go-toml/v2 v2.4.3
+	golang.org/x/sys v0.50.0
 )
