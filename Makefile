@@ -8,7 +8,7 @@ STATICCHECK_VERSION ?= v0.8.2
 
 export CGO_ENABLED := 0
 
-.PHONY: all build test unit e2e e2e-vm run bench fuzz lint image clean
+.PHONY: all build test unit e2e e2e-cluster e2e-vm run bench fuzz lint image clean
 
 all: build
 
@@ -30,6 +30,12 @@ run: build
 
 e2e: build
 	bash test/e2e/run.sh
+
+# Real Kubernetes on our nodes: Kubernetes built from the Go module proxy,
+# clusters created, checked and restarted by the real kind CLI, and the same
+# with kind's own script as a control run; see test/cluster/README.md.
+e2e-cluster: build
+	bash test/cluster/run.sh
 
 # cgroup v2 and rootless hosts: the same node image in a Debian VM (qemu,
 # TCG); see test/vm/README.md.

@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/kind-entrypoint/entrypoint/test/harness"
 )
 
 // kindVersion is the kind CLI the node image must satisfy as a client.
@@ -21,25 +23,14 @@ const kindVersion = "v0.23.0"
 // the cache dir.
 func kindBinary(t *testing.T) string {
 	t.Helper()
-	dir := filepath.Join(cacheDir, "kind-"+kindVersion)
-	bin := filepath.Join(dir, "kind")
-	if fi, err := os.Stat(bin); err == nil && fi.Mode().IsRegular() {
-		return bin
-	}
-	goTool, err := exec.LookPath("go")
-	if err != nil {
-		goTool = "/usr/local/go/bin/go"
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
-	defer cancel()
 	start := time.Now()
-	cmd := exec.CommandContext(ctx, goTool, "install", "sigs.k8s.io/kind@"+kindVersion)
-	cmd.Dir = t.TempDir() // outside this module: go install pkg@version needs none
-	cmd.Env = append(os.Environ(), "GOBIN="+dir, "GOFLAGS=", "CGO_ENABLED=0")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go install sigs.k8s.io/kind@%s: %v\n%s", kindVersion, err, out)
+	bin, built, err := harness.KindBinary(cacheDir, kindVersion)
+	if err != nil {
+		t.Fatal(err)
 	}
-	t.Logf("built kind %s in %v", kindVersion, time.Since(start).Round(time.Second))
+	if built {
+		t.Logf("built kind %s in %v", kindVersion, time.Since(start).Round(time.Second))
+	}
 	return bin
 }
 

@@ -1,0 +1,168 @@
+#!/usr/bin/env bash
+# Cluster tier: real Kubernetes on nodes booted by the entrypoint (what
+# `make e2e-cluster` runs). As root, on the machine test/e2e/run.sh runs on:
+#   1. the e2e node image and Docker, from test/e2e/run.sh --build-only;
+#   2. Kubernetes, etcd and CoreDNS built from the Go module proxy
+#      (build-binaries.sh), cached by a hash of their recipe;
+#   3. the images kubeadm and the default manifests name, made locally
+#      (FROM scratch, or the e2e base image where a userland is needed) and
+#      saved into one archive;
+#   4. the cluster node image (node/Dockerfile) and the control run's image
+#      with kind's own scripts (node/Dockerfile.reference);
+#   5. go test -tags cluster ./test/cluster/: the real kind CLI creates,
+#      checks and restarts clusters from both images.
+#
+# `run.sh --build-only` stops after step 4 and prints the two image names.
+# Environment: CLUSTER_GO_TEST_ARGS (extra `go test` arguments),
+# CLUSTER_STATE_DIR (default /var/cache/kind-entrypoint-cluster).
+set -o errexit -o nounset -o pipefail
+
+build_only=0
+case ${1:-} in
+  "") ;;
+  --build-only) build_only=1 ;;
+  *) echo "usage: $0 [--build-only]" >&2; exit 2 ;;
+esac
+
+tier_start=$(date +%s)
+repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+cd "$repo"
+here=test/cluster
+state=${CLUSTER_STATE_DIR:-/var/cache/kind-entrypoint-cluster}
+e2e_state=${E2E_STATE_DIR:-/var/cache/kind-entrypoint-e2e}
+log_dir=/var/log/kind-entrypoint-cluster
+export DOCKER_BUILDKIT=0
+
+log() { printf '%s cluster: %s\n' "$(date +%T)" "$*" >&2; }
+die() { log "ERROR: $*"; exit 1; }
+since() { echo "$(( $(date +%s) - $1 ))s"; }
+
+[[ $(id -u) == 0 ]] || die "must run as root (runs dockerd and node containers)"
+[[ -d /usr/local/go/bin ]] && export PATH="$PATH:/usr/local/go/bin"
+mkdir -p "$state" "$e2e_state" "$log_dir"
+
+# The e2e tier's lock, for this whole run: both tiers tag images and drive
+# the same dockerd.
+exec 9> "$e2e_state/lock"
+flock -w 1800 9 || die "another run still holds $e2e_state/lock after 30 minutes"
+export E2E_LOCK_HELD=1
+
+# shellcheck source=versions
+source "$here/versions"
+
+# --- 1. Docker and the e2e node image ----------------------------------------
+node_image=$(bash test/e2e/run.sh --build-only)
+# the base image it was built from (run.sh labels the node image with it)
+base_image=$(docker image inspect -f '{{index .Config.Labels "kind-entrypoint.base"}}' "$node_image")
+docker image inspect "$base_image" > /dev/null || die "base image $base_image missing"
+
+# Leftovers of an interrupted run: kind's nodes and our throwaway containers
+# carry the cluster's name, which starts kind-ep-cl-, and so do the networks.
+mapfile -t stale < <(docker ps -a --format '{{.ID}} {{.Names}}' | awk '$2 ~ /^kind-ep-cl-/ {print $1}')
+if ((${#stale[@]})); then
+  log "removing ${#stale[@]} leftover containers"
+  docker rm -f -v "${stale[@]}" > /dev/null
+fi
+mapfile -t stale_nets < <(docker network ls --format '{{.Name}}' | grep '^kind-ep-cl-' || true)
+if ((${#stale_nets[@]})); then
+  log "removing leftover networks: ${stale_nets[*]}"
+  docker network rm "${stale_nets[@]}" > /dev/null
+fi
+
+# --- 2. Kubernetes, etcd, CoreDNS --------------------------------------------
+bin_hash=$(cat "$here/versions" "$here/build-binaries.sh" | sha256sum | cut -c1-12)
+bins=$state/bin-$bin_hash
+t=$(date +%s)
+if [[ -x $bins/kubeadm && -x $bins/etcd && -x $bins/coredns ]]; then
+  log "binaries $bins present"
+else
+  log "building Kubernetes $KUBERNETES, etcd $ETCD, CoreDNS $COREDNS (cold: about 20 minutes on 2 cores; log: $log_dir/build-binaries.log)"
+  bash "$here/build-binaries.sh" "$here/versions" "$bins" > "$log_dir/build-binaries.log" 2>&1 \
+    || { grep -v '^go: downloading' "$log_dir/build-binaries.log" | tail -n 30 >&2; die "building the binaries failed"; }
+fi
+log "binaries ready in $(since "$t")"
+
+# --- 3. component images -----------------------------------------------------
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+t=$(date +%s)
+mkdir -p "$work/ctx/bin" "$work/tools"
+CGO_ENABLED=0 go build -trimpath -ldflags '-s -w' -o "$work/tools/" ./test/cluster/pause ./test/cluster/podprobe
+CGO_ENABLED=0 go build -trimpath -ldflags '-s -w' -o "$work/ctx/bin/runtimeshim" ./test/e2e/runtimeshim
+
+# import_image NAME ENTRYPOINT_JSON FILE...: a FROM-scratch image holding FILEs
+# in /usr/local/bin (and at / too, for those images whose entrypoint is /NAME).
+import_image() {
+  local name=$1 entry=$2
+  shift 2
+  local root=$work/root-${name//[^a-z0-9]/_}
+  mkdir -p "$root/usr/local/bin"
+  for f in "$@"; do
+    cp "$f" "$root/usr/local/bin/"
+    ln -f "$root/usr/local/bin/$(basename "$f")" "$root/$(basename "$f")"
+  done
+  local change=(--change 'ENV PATH=/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin')
+  [[ -n $entry ]] && change+=(--change "ENTRYPOINT $entry")
+  tar --numeric-owner --owner=0 --group=0 -C "$root" -c . | docker import "${change[@]}" - "$name" > /dev/null
+}
+k8s_tag=$KUBERNETES
+images=(
+  "registry.k8s.io/kube-apiserver:$k8s_tag"
+  "registry.k8s.io/kube-controller-manager:$k8s_tag"
+  "registry.k8s.io/kube-scheduler:$k8s_tag"
+  "registry.k8s.io/kube-proxy:$k8s_tag"
+  "registry.k8s.io/etcd:$ETCD_IMAGE_TAG"
+  "registry.k8s.io/coredns/coredns:$COREDNS"
+  "registry.k8s.io/pause:$PAUSE_IMAGE_TAG"
+  "kind-entrypoint.test/netbase:dev"
+  "kind-entrypoint.test/podprobe:dev"
+)
+import_image "${images[0]}" "" "$bins/kube-apiserver"
+import_image "${images[1]}" "" "$bins/kube-controller-manager"
+import_image "${images[2]}" "" "$bins/kube-scheduler"
+import_image "${images[4]}" "" "$bins/etcd"
+import_image "${images[5]}" '["/coredns"]' "$bins/coredns"
+import_image "${images[6]}" '["/pause"]' "$work/tools/pause"
+import_image "${images[8]}" '["/podprobe"]' "$work/tools/podprobe"
+mkdir "$work/netbase"
+cp "$bins/kube-proxy" "$bins/kubectl" "$here/node/Dockerfile.netbase" "$work/netbase/"
+docker build -q -f "$work/netbase/Dockerfile.netbase" --build-arg BASE_IMAGE="$base_image" \
+  -t "${images[7]}" -t "${images[3]}" "$work/netbase" > /dev/null 2> "$log_dir/build-netbase.log" \
+  || { cat "$log_dir/build-netbase.log" >&2; die "netbase image build failed"; }
+docker save -o "$work/ctx/images.tar" "${images[@]}"
+log "component images made in $(since "$t") ($(du -m "$work/ctx/images.tar" | cut -f1) MiB)"
+
+# --- 4. node images ----------------------------------------------------------
+t=$(date +%s)
+cluster_image=kind-entrypoint-cluster/node:$KUBERNETES
+reference_image=kind-entrypoint-cluster/node-reference:$KUBERNETES
+cp -r "$here/node/files" "$here/node/Dockerfile" "$work/ctx/"
+cp "$bins/kubeadm" "$bins/kubelet" "$bins/kubectl" "$work/ctx/bin/"
+docker build -q -t "$cluster_image" --build-arg NODE_IMAGE="$node_image" \
+  --build-arg KUBERNETES_VERSION="$KUBERNETES" "$work/ctx" > /dev/null 2> "$log_dir/build-node.log" \
+  || { cat "$log_dir/build-node.log" >&2; die "cluster node image build failed"; }
+kind_dir=$(go mod download -json "sigs.k8s.io/kind@$KIND_REFERENCE" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')
+[[ -n $kind_dir ]] || die "go mod download sigs.k8s.io/kind@$KIND_REFERENCE failed"
+mkdir -p "$work/ref/kind-bin"
+cp "$kind_dir/images/base/files/usr/local/bin/entrypoint" "$work/ref/entrypoint"
+cp "$kind_dir/images/base/files/kind/bin/"*.sh "$work/ref/kind-bin/"
+cp "$here/node/Dockerfile.reference" "$work/ref/Dockerfile"
+docker build -q -t "$reference_image" --build-arg CLUSTER_IMAGE="$cluster_image" \
+  "$work/ref" > /dev/null 2> "$log_dir/build-reference.log" \
+  || { cat "$log_dir/build-reference.log" >&2; die "reference node image build failed"; }
+log "node images $cluster_image and $reference_image built in $(since "$t")"
+if ((build_only)); then
+  printf '%s\n%s\n' "$cluster_image" "$reference_image"
+  exit 0
+fi
+
+# --- 5. tests ----------------------------------------------------------------
+export CLUSTER_IMAGE=$cluster_image CLUSTER_REFERENCE_IMAGE=$reference_image
+export CLUSTER_CACHE_DIR=$state CLUSTER_KIND_VERSION=$KIND CLUSTER_KIND_REFERENCE=$KIND_REFERENCE
+export CLUSTER_LOG_DIR=$log_dir
+t=$(date +%s)
+rc=0
+# shellcheck disable=SC2086 # CLUSTER_GO_TEST_ARGS is a list of arguments
+go test -tags cluster -v -count=1 -timeout 60m ${CLUSTER_GO_TEST_ARGS:-} ./test/cluster/ || rc=$?
+log "go test finished in $(since "$t") (exit $rc); whole tier $(since "$tier_start")"
+exit "$rc"
