@@ -26,6 +26,8 @@ const namePrefix = "kind-ep-cl-" // run.sh and cleanup find leftovers by it
 var (
 	clusterImage   = mustEnv("CLUSTER_IMAGE")
 	referenceImage = mustEnv("CLUSTER_REFERENCE_IMAGE")
+	// kind v0.23.0's script, which does not rewrite kubelet.conf
+	referenceOldImage = mustEnv("CLUSTER_REFERENCE_OLD_IMAGE")
 	kindVersion    = mustEnv("CLUSTER_KIND_VERSION")
 	kindReference  = mustEnv("CLUSTER_KIND_REFERENCE")
 	cacheDir       = mustEnv("CLUSTER_CACHE_DIR")
@@ -50,13 +52,26 @@ func TestOurNodes(t *testing.T) {
 }
 
 // TestReferenceScript is the control run: the same tier with kind's own
-// script as the node image's entrypoint. Where this fails too, the fault is
-// the recipe's.
+// script as the node image's entrypoint, from the kind release made for this
+// Kubernetes. It is SPEC.md's reference: v0.23.0's script plus the one later
+// change, kubelet.conf among the files an IP change rewrites. Where this
+// fails too, the fault is the recipe's.
 func TestReferenceScript(t *testing.T) {
 	c := createCluster(t, "ref", referenceImage, kindVersion, true)
 	c.checkAll(t, "before-restart")
 	c.restartWithNewIPs(t)
 	c.checkAll(t, "after-restart")
+}
+
+// TestReferenceScriptV023: kind v0.23.0's script, before that change. Since
+// kubeadm points a control plane's kubelet.conf at the node's own address,
+// its restart with a new IP leaves the kubelet talking to the old one. The
+// test shows that, which is why the entrypoint rewrites kubelet.conf.
+func TestReferenceScriptV023(t *testing.T) {
+	c := createCluster(t, "ref023", referenceOldImage, kindVersion, true)
+	c.staleKubeletConf = true
+	c.checkAll(t, "before-restart")
+	c.restartWithNewIPs(t)
 }
 
 // TestOlderKind: kind v0.23.0, whose node-image contract the entrypoint
@@ -71,6 +86,9 @@ type cluster struct {
 	net               string
 	nodes             []string // control plane first
 	env               []string
+	// staleKubeletConf: the node's script leaves the old address in the
+	// control plane's kubelet.conf (kind v0.23.0's)
+	staleKubeletConf bool
 }
 
 func (c *cluster) cp() string { return c.nodes[0] }
@@ -388,13 +406,22 @@ func (c *cluster) restartWithNewIPs(t *testing.T) {
 	}
 	cp := c.cp()
 	newIP := c.nodeIP(t, cp)
-	for _, f := range []string{"/etc/kubernetes/manifests/kube-apiserver.yaml", "/etc/kubernetes/manifests/etcd.yaml", "/kind/kubeadm.conf"} {
+	const kubeletConf = "/etc/kubernetes/kubelet.conf"
+	for _, f := range []string{"/etc/kubernetes/manifests/kube-apiserver.yaml", "/etc/kubernetes/manifests/etcd.yaml", "/kind/kubeadm.conf", kubeletConf} {
 		text, err := harness.Docker(time.Minute, nil, "exec", cp, "cat", f)
 		if err != nil {
 			t.Errorf("%s: %v", f, err)
 			continue
 		}
-		if strings.Contains(text, old[cp].String()) || !strings.Contains(text, newIP.String()) {
+		rewritten := !strings.Contains(text, old[cp].String()) && strings.Contains(text, newIP.String())
+		switch {
+		case f == kubeletConf && c.staleKubeletConf:
+			if rewritten {
+				t.Errorf("%s: rewritten to %s, by a script that should not have", f, newIP)
+			} else {
+				t.Logf("%s still points at the old address %s", f, old[cp])
+			}
+		case !rewritten:
 			t.Errorf("%s: the old address %s is still there, or the new %s is not", f, old[cp], newIP)
 		}
 	}

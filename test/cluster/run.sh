@@ -7,12 +7,13 @@
 #   3. the images kubeadm and the default manifests name, made locally
 #      (FROM scratch, or the e2e base image where a userland is needed) and
 #      saved into one archive;
-#   4. the cluster node image (node/Dockerfile) and the control run's image
-#      with kind's own scripts (node/Dockerfile.reference);
+#   4. the cluster node image (node/Dockerfile) and the control runs' images
+#      with kind's own scripts (node/Dockerfile.reference), of the kind
+#      release made for this Kubernetes and of kind v0.23.0;
 #   5. go test -tags cluster ./test/cluster/: the real kind CLI creates,
 #      checks and restarts clusters from both images.
 #
-# `run.sh --build-only` stops after step 4 and prints the two image names.
+# `run.sh --build-only` stops after step 4 and prints the three image names.
 # Environment: CLUSTER_GO_TEST_ARGS (extra `go test` arguments),
 # CLUSTER_STATE_DIR (default /var/cache/kind-entrypoint-cluster).
 set -o errexit -o nounset -o pipefail
@@ -135,29 +136,37 @@ log "component images made in $(since "$t") ($(du -m "$work/ctx/images.tar" | cu
 # --- 4. node images ----------------------------------------------------------
 t=$(date +%s)
 cluster_image=kind-entrypoint-cluster/node:$KUBERNETES
-reference_image=kind-entrypoint-cluster/node-reference:$KUBERNETES
+reference_image=kind-entrypoint-cluster/node-reference-$KIND:$KUBERNETES
+reference_old_image=kind-entrypoint-cluster/node-reference-$KIND_REFERENCE:$KUBERNETES
 cp -r "$here/node/files" "$here/node/Dockerfile" "$work/ctx/"
 cp "$bins/kubeadm" "$bins/kubelet" "$bins/kubectl" "$work/ctx/bin/"
 docker build -q -t "$cluster_image" --build-arg NODE_IMAGE="$node_image" \
   --build-arg KUBERNETES_VERSION="$KUBERNETES" "$work/ctx" > /dev/null 2> "$log_dir/build-node.log" \
   || { cat "$log_dir/build-node.log" >&2; die "cluster node image build failed"; }
-kind_dir=$(go mod download -json "sigs.k8s.io/kind@$KIND_REFERENCE" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')
-[[ -n $kind_dir ]] || die "go mod download sigs.k8s.io/kind@$KIND_REFERENCE failed"
-mkdir -p "$work/ref/kind-bin"
-cp "$kind_dir/images/base/files/usr/local/bin/entrypoint" "$work/ref/entrypoint"
-cp "$kind_dir/images/base/files/kind/bin/"*.sh "$work/ref/kind-bin/"
-cp "$here/node/Dockerfile.reference" "$work/ref/Dockerfile"
-docker build -q -t "$reference_image" --build-arg CLUSTER_IMAGE="$cluster_image" \
-  "$work/ref" > /dev/null 2> "$log_dir/build-reference.log" \
-  || { cat "$log_dir/build-reference.log" >&2; die "reference node image build failed"; }
-log "node images $cluster_image and $reference_image built in $(since "$t")"
+# build_reference KIND_VERSION TAG: the cluster image with that kind
+# release's scripts, from its Go module, in place of our binary.
+build_reference() {
+  local kind_dir ctx=$work/ref-$1
+  kind_dir=$(go mod download -json "sigs.k8s.io/kind@$1" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')
+  [[ -n $kind_dir ]] || die "go mod download sigs.k8s.io/kind@$1 failed"
+  mkdir -p "$ctx/kind-bin"
+  cp "$kind_dir/images/base/files/usr/local/bin/entrypoint" "$ctx/entrypoint"
+  cp "$kind_dir/images/base/files/kind/bin/"*.sh "$ctx/kind-bin/"
+  cp "$here/node/Dockerfile.reference" "$ctx/Dockerfile"
+  docker build -q -t "$2" --build-arg CLUSTER_IMAGE="$cluster_image" \
+    "$ctx" > /dev/null 2> "$log_dir/build-reference.log" \
+    || { cat "$log_dir/build-reference.log" >&2; die "reference node image build ($1) failed"; }
+}
+build_reference "$KIND" "$reference_image"
+build_reference "$KIND_REFERENCE" "$reference_old_image"
+log "node images $cluster_image, $reference_image and $reference_old_image built in $(since "$t")"
 if ((build_only)); then
-  printf '%s\n%s\n' "$cluster_image" "$reference_image"
+  printf '%s\n' "$cluster_image" "$reference_image" "$reference_old_image"
   exit 0
 fi
 
 # --- 5. tests ----------------------------------------------------------------
-export CLUSTER_IMAGE=$cluster_image CLUSTER_REFERENCE_IMAGE=$reference_image
+export CLUSTER_IMAGE=$cluster_image CLUSTER_REFERENCE_IMAGE=$reference_image CLUSTER_REFERENCE_OLD_IMAGE=$reference_old_image
 export CLUSTER_CACHE_DIR=$state CLUSTER_KIND_VERSION=$KIND CLUSTER_KIND_REFERENCE=$KIND_REFERENCE
 export CLUSTER_LOG_DIR=$log_dir
 t=$(date +%s)
