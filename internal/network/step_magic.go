@@ -174,7 +174,7 @@ func (p *Probes) DNSRestoreAhead(ctx context.Context, lookupEnv func(string) (st
 
 // readFiles reads what DetectMagic needs from files, while its probes run.
 func (f *MagicFacts) readFiles(sys system.System) error {
-	if route, err := sys.ReadFile(ProcNetRoute); err != nil {
+	if route, err := sys.ReadFile(ProcNetRoute, system.LimitTable); err != nil {
 		f.GatewayErr = err
 	} else if f.Gateway, err = DefaultGatewayV4(route); err != nil {
 		f.GatewayErr = fmt.Errorf("%s: %w", ProcNetRoute, err)
@@ -218,7 +218,7 @@ func (f *MagicFacts) readFiles(sys system.System) error {
 // when /proc does not say (a captured tree).
 func hostname(sys system.System) (string, error) {
 	for _, p := range []string{procHostname, etcHostname} {
-		b, err := sys.ReadFile(p)
+		b, err := sys.ReadFile(p, system.LimitValue)
 		if notExist(err) {
 			continue
 		}
@@ -563,7 +563,7 @@ func readFile(sys system.System, p string) (*File, error) {
 	if !fi.Mode().IsRegular() {
 		return nil, fmt.Errorf("%s: not a regular file (%s)", p, fi.Mode().Type())
 	}
-	b, err := sys.ReadFile(p)
+	b, err := sys.ReadFile(p, system.LimitConfig)
 	if err != nil {
 		return nil, err
 	}
@@ -572,7 +572,7 @@ func readFile(sys system.System, p string) (*File, error) {
 
 // readRecord reads a recorded address, blanks trimmed; nil when missing.
 func readRecord(sys system.System, p string) (*string, error) {
-	b, err := sys.ReadFile(p)
+	b, err := sys.ReadFile(p, system.LimitValue)
 	if notExist(err) {
 		return nil, nil
 	}

@@ -1,4 +1,4 @@
-package mounts
+package system
 
 import (
 	"bytes"
@@ -13,6 +13,9 @@ import (
 	"github.com/moby/sys/mountinfo"
 )
 
+// rootLine is a mountinfo line of a node's root.
+const rootLine = "1042 975 0:94 / / rw,relatime master:482 - overlay overlay rw,lowerdir=/l,upperdir=/u,workdir=/w"
+
 // FuzzParseMountinfo: any mount table parses as the library parses it, or
 // gives an error that names a line of it, is short, and holds no control
 // character or invalid UTF-8 (it goes to a log line).
@@ -23,7 +26,7 @@ func FuzzParseMountinfo(f *testing.F) {
 			f.Add(b)
 		}
 	}
-	f.Add([]byte(rootLine + "\n" + sysLine + "\n"))
+	f.Add([]byte(rootLine + "\n" + "1046 1042 0:99 / /sys rw,nosuid,nodev,noexec,relatime - sysfs sysfs rw\n"))
 	f.Add([]byte(rootLine + "\r\n" + `1 0 0:1 / /a\040b rw - tmpfs tmpfs rw` + "\n"))
 	f.Add([]byte("1 0 \x1b[2J / / rw - tmpfs tmpfs rw\n"))
 	f.Add([]byte(""))
