@@ -210,6 +210,10 @@ func DryRun(ctx context.Context, h *Host, steps []Step) ([]Result, error) {
 	var results []Result
 	for _, s := range steps {
 		facts, actions, err := s.Plan(ctx, h)
+		if err == nil {
+			// What the apply would stop at, the dry run says.
+			err = plan.Preflight(h.Sys, actions)
+		}
 		results = append(results, Result{Step: s.Name, Facts: facts, Actions: actions, Err: err})
 		if err != nil {
 			return results, &StepError{Step: s.Name, Code: s.Code, Err: err}

@@ -139,6 +139,12 @@ func CPUCgroup(procSelfCgroup []byte) (string, error) {
 				if !strings.HasPrefix(p, "/") {
 					return "", fmt.Errorf("line %d: cgroup path %q is not absolute", i+1, p)
 				}
+				// "/.." is how the kernel shows a cgroup outside the
+				// namespace's root: not one the node can make its
+				// own, and never a path for mkdir or mount.
+				if path.Clean(p) != p || p == "/.." || strings.HasPrefix(p, "/../") || strings.Contains(p, "/../") || strings.HasSuffix(p, "/..") {
+					return "", fmt.Errorf("line %d: cgroup path %q is not a clean path inside the cgroup namespace", i+1, p)
+				}
 				return p, nil
 			}
 		}

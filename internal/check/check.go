@@ -572,7 +572,7 @@ func (c *checker) names(ctx context.Context, lookupEnv func(string) (string, boo
 		return []Row{{"host-docker-internal", Fail, err.Error(), ""}}
 	}
 	gw := f.Gateway.IsValid()
-	docker := f.DockerHost.IsValid() && !f.DockerHost.IsLoopback()
+	docker := network.UsableHostIP(f.DockerHost)
 	var rows []Row
 
 	const hdi = "host-docker-internal"
@@ -585,7 +585,7 @@ func (c *checker) names(ctx context.Context, lookupEnv func(string) (string, boo
 	case gw:
 		obs := fmt.Sprintf("not found (%v)", f.DockerHostErr)
 		if f.DockerHost.IsValid() {
-			obs = f.DockerHost.String() + " is loopback, not the host"
+			obs = f.DockerHost.String() + " is not the host (loopback, or no host's address)"
 		}
 		rows = append(rows, Row{hdi, Pass, obs + "; the default gateway " + f.Gateway.String() + " is used instead", ""})
 	default:

@@ -257,19 +257,19 @@ func lookupFirst(ctx context.Context, sys system.System, timeout time.Duration, 
 		}
 		return a, nil
 	}
-	return netip.Addr{}, fmt.Errorf("%s has no usable %s address", host, strings.TrimPrefix(network, "ip"))
+	return netip.Addr{}, fmt.Errorf("%s has no usable %s address", host, strings.Replace(network, "ip", "IPv", 1))
 }
 
 // HostIP is the address pods reach the Docker host's DNS by, and where it
 // comes from: host.docker.internal unless that is missing or loopback (the
 // node's loopback is not the host's), else the default gateway.
 func (f MagicFacts) HostIP() (netip.Addr, string) {
-	if f.DockerHost.IsValid() && !f.DockerHost.IsLoopback() {
+	if UsableHostIP(f.DockerHost) {
 		return f.DockerHost, DockerHostName
 	}
 	why := fmt.Sprintf("%s: %v", DockerHostName, f.DockerHostErr)
 	if f.DockerHost.IsValid() {
-		why = fmt.Sprintf("%s is loopback %s", DockerHostName, f.DockerHost)
+		why = DockerHostName + " " + unusableWhy(f.DockerHost)
 	}
 	if f.Gateway.IsValid() {
 		return f.Gateway, "default gateway; " + why

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"path"
 	"strconv"
 	"strings"
 
@@ -48,8 +49,20 @@ func ParseMountinfo(b []byte) ([]*mountinfo.Info, error) {
 	if len(mi) == 0 {
 		return nil, errors.New("no mounts")
 	}
+	// The kernel prints mount points (and roots that are paths) clean and
+	// absolute; anything else is a forged table, and a mount point with
+	// ".." would lead the steps' mkdir, mount and umount elsewhere.
+	for i, m := range mi {
+		if !cleanAbs(m.Mountpoint) || (strings.HasPrefix(m.Root, "/") && !cleanAbs(m.Root)) {
+			return nil, fmt.Errorf("mount %d (ID %d): mount point %s, root %s: not a clean absolute path", i+1, m.ID, quoteClipped(m.Mountpoint), quoteClipped(m.Root))
+		}
+	}
 	return mi, nil
 }
+
+// cleanAbs reports whether p is absolute and clean: no ".", "..", "//"
+// or trailing "/" (as path.Clean would give).
+func cleanAbs(p string) bool { return strings.HasPrefix(p, "/") && path.Clean(p) == p }
 
 // maxQuoted is how much of a bad line an error quotes.
 const maxQuoted = 80
