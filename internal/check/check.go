@@ -585,7 +585,10 @@ func (c *checker) names(ctx context.Context, lookupEnv func(string) (string, boo
 	case gw:
 		obs := fmt.Sprintf("not found (%v)", f.DockerHostErr)
 		if f.DockerHost.IsValid() {
-			obs = f.DockerHost.String() + " is not the host (loopback, or no host's address)"
+			obs = f.DockerHost.String() + " is loopback, not the host"
+			if !f.DockerHost.IsLoopback() {
+				obs = f.DockerHost.String() + " names no host"
+			}
 		}
 		rows = append(rows, Row{hdi, Pass, obs + "; the default gateway " + f.Gateway.String() + " is used instead", ""})
 	default:
