@@ -39,11 +39,8 @@ func runCapture(args []string, stdout, stderr io.Writer) int {
 		fl.Usage()
 		return 2
 	}
-	if *root != "" {
-		if fi, err := os.Stat(*root); err != nil || !fi.IsDir() {
-			fmt.Fprintf(stderr, "entrypoint capture: --root %s: not a directory\n", *root)
-			return 2
-		}
+	if !checkRoot("entrypoint capture", *root, stderr) {
+		return 2
 	}
 	log := logline.New(stderr, logline.Text)
 	sys, lookupEnv := hostSystem(*root)

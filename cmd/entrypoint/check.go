@@ -94,11 +94,8 @@ func runCheck(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "entrypoint check: unexpected argument %q\n", fl.Arg(0))
 		return check.ExitUsage
 	}
-	if *root != "" {
-		if fi, err := os.Stat(*root); err != nil || !fi.IsDir() {
-			fmt.Fprintf(stderr, "entrypoint check: --root %s: not a directory\n", *root)
-			return check.ExitUsage
-		}
+	if !checkRoot("entrypoint check", *root, stderr) {
+		return check.ExitUsage
 	}
 	sys, lookupEnv := hostSystem(*root)
 	o := check.Options{Sys: sys, LookupEnv: lookupEnv, Live: *root == ""}

@@ -65,6 +65,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fl.Usage()
 		return 2
 	}
+	if !checkRoot("entrypoint", o.root, stderr) {
+		return 2
+	}
 
 	sys, lookupEnv := hostSystem(o.root)
 	ctx := context.Background()

@@ -102,6 +102,19 @@ func printCommands(w io.Writer) {
 	}
 }
 
+// checkRoot is the usage check of a --root DIR, before anything runs: a
+// replay of a host that is not there would plan from nothing.
+func checkRoot(cmd, root string, stderr io.Writer) bool {
+	if root == "" {
+		return true
+	}
+	if fi, err := os.Stat(root); err != nil || !fi.IsDir() {
+		fmt.Fprintf(stderr, "%s: --root %s: not a directory\n", cmd, root)
+		return false
+	}
+	return true
+}
+
 // hostSystem is the system the flags select: this machine, or with --root
 // a captured or fake host (and the environment recorded with it).
 func hostSystem(root string) (system.System, func(string) (string, bool)) {
@@ -157,6 +170,9 @@ func runCommand(cmd companion.Command, o options, args []string, stdin io.Reader
 	}
 	if o.root != "" && !o.dryRun {
 		fmt.Fprintln(stderr, "entrypoint: --root needs --dry-run")
+		return 2
+	}
+	if !checkRoot("entrypoint "+cmd.Name, o.root, stderr) {
 		return 2
 	}
 	log := logline.New(stderr, lf)

@@ -6,7 +6,6 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/kind-entrypoint/entrypoint/internal/mounts"
 	"github.com/kind-entrypoint/entrypoint/internal/system"
 )
 
@@ -38,7 +37,7 @@ func BenchmarkReadMountinfo(b *testing.B) {
 			tree := system.NewTree(filepath.Join(hostsDir, name, "root"))
 			b.ReportAllocs()
 			for b.Loop() {
-				if _, err := mounts.ReadMountinfo(tree); err != nil {
+				if _, err := system.ReadMountinfo(tree); err != nil {
 					b.Fatal(err)
 				}
 			}

@@ -8,10 +8,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"strconv"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/kind-entrypoint/entrypoint/internal/cgroupfix"
 	"github.com/kind-entrypoint/entrypoint/internal/logline"
@@ -212,6 +210,10 @@ func DryRun(ctx context.Context, h *Host, steps []Step) ([]Result, error) {
 	var results []Result
 	for _, s := range steps {
 		facts, actions, err := s.Plan(ctx, h)
+		if err == nil {
+			// What the apply would stop at, the dry run says.
+			err = plan.Preflight(h.Sys, actions)
+		}
 		results = append(results, Result{Step: s.Name, Facts: facts, Actions: actions, Err: err})
 		if err != nil {
 			return results, &StepError{Step: s.Name, Code: s.Code, Err: err}
@@ -228,13 +230,13 @@ func Render(w io.Writer, h *Host, results []Result) error {
 	for i, r := range results {
 		fmt.Fprintf(&b, "step %d %s:\n", i+1, r.Step)
 		for _, f := range r.Facts {
-			fmt.Fprintf(&b, "  fact %s: %s\n", f.Name, factValue(f.Value))
+			fmt.Fprintf(&b, "  fact %s: %s\n", logline.Escape(f.Name), factValue(f.Value))
 		}
 		for _, a := range r.Actions {
 			fmt.Fprintf(&b, "  %s\n", a)
 		}
 		if r.Err != nil {
-			fmt.Fprintf(&b, "  FATAL: %v\n", r.Err)
+			fmt.Fprintf(&b, "  FATAL: %s\n", logline.Escape(r.Err.Error()))
 		} else if len(r.Actions) == 0 {
 			b.WriteString("  (nothing to do)\n")
 		}
@@ -246,21 +248,14 @@ func Render(w io.Writer, h *Host, results []Result) error {
 // maxFact is the longest fact value a dry run prints in full.
 const maxFact = 300
 
-// factValue makes a detected value safe for one line: facts come from
-// files and the environment, and a newline there must not forge a plan
-// line, nor a 10 MB file make a 10 MB line.
+// factValue makes a detected value safe for one line (logline.Escape):
+// facts come from files and the environment, and a newline there must not
+// forge a plan line, nor a 10 MB file make a 10 MB line.
 func factValue(v string) string {
-	clipped := false
 	if len(v) > maxFact {
-		v, clipped = v[:maxFact], true
+		return logline.Escape(v[:maxFact]) + "… (clipped)"
 	}
-	if strings.IndexFunc(v, func(r rune) bool { return r < 0x20 || r == 0x7f || r == utf8.RuneError }) >= 0 {
-		v = strconv.Quote(v)
-	}
-	if clipped {
-		v += "… (clipped)"
-	}
-	return v
+	return logline.Escape(v)
 }
 
 func cgroupName(v2 bool) string {

@@ -8,8 +8,8 @@ import (
 func TestFactValue(t *testing.T) {
 	for in, want := range map[string]string{
 		"overlayfs":              "overlayfs",
-		"native\nstep 3 x:":      `"native\nstep 3 x:"`,
-		"tab\there":              `"tab\there"`,
+		"native\nstep 3 x:":      `native\nstep 3 x:`,
+		"tab\there":              `tab\there`,
 		strings.Repeat("a", 400): strings.Repeat("a", 300) + "… (clipped)",
 	} {
 		if got := factValue(in); got != want {

@@ -56,7 +56,7 @@ func fakeCommands(tree *system.Tree) func(ctx context.Context, argv []string, st
 			return nil, ctx.Err()
 		}
 		if exists(name, ".fail") {
-			if b, err := readFile(probe(name + ".fail")); err == nil {
+			if b, err := readFile(probe(name+".fail"), system.LimitConfig); err == nil {
 				return nil, fmt.Errorf("%s: exit status 1: %s", argv[0], strings.TrimSpace(string(b)))
 			}
 		}
@@ -69,7 +69,7 @@ func fakeCommands(tree *system.Tree) func(ctx context.Context, argv []string, st
 		case name == "kubeadm":
 			return nil, fakeKubeadm(tree, argv)
 		}
-		if b, err := readFile(probe(name)); err == nil {
+		if b, err := readFile(probe(name), system.LimitOutput); err == nil {
 			return b, nil
 		}
 		return nil, &fs.PathError{Op: "exec", Path: argv[0], Err: fs.ErrNotExist}

@@ -135,7 +135,7 @@ func TestRestartConverges(t *testing.T) {
 				return // fatal scenarios: nothing to converge
 			}
 			first := snapshot(t, tree)
-			mountsFirst, _ := tree.ReadFile("/proc/self/mountinfo")
+			mountsFirst, _ := tree.ReadFile("/proc/self/mountinfo", system.LimitTable)
 			if err := runOnce(t, tree); err != nil {
 				t.Fatalf("second run: %v", err)
 			}
@@ -147,7 +147,7 @@ func TestRestartConverges(t *testing.T) {
 			if diff := cmp.Diff(first, second); diff != "" {
 				t.Errorf("second run changed files (-first +second):\n%s", diff)
 			}
-			mountsSecond, _ := tree.ReadFile("/proc/self/mountinfo")
+			mountsSecond, _ := tree.ReadFile("/proc/self/mountinfo", system.LimitTable)
 			if !bytes.Equal(mountsFirst, mountsSecond) {
 				t.Errorf("second run changed mounts:\n%s", cmp.Diff(string(mountsFirst), string(mountsSecond)))
 			}

@@ -146,7 +146,7 @@ func TestNoEnvironmentInCommands(t *testing.T) {
 					network.ResolvConf:    marker(network.DNSSearchEnv),
 					containerd.ConfigPath: snapshotterMarker,
 				} {
-					if b, err := tree.ReadFile(file); err == nil && bytes.Contains(b, []byte(m)) {
+					if b, err := tree.ReadFile(file, system.LimitTable); err == nil && bytes.Contains(b, []byte(m)) {
 						reached[file] = true
 					}
 				}

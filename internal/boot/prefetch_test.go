@@ -158,13 +158,13 @@ func (f *restoreFirst) Run(ctx context.Context, argv []string, stdin []byte, tim
 	return f.Tree.Run(ctx, argv, stdin, timeout)
 }
 
-func (f *restoreFirst) ReadFile(p string) ([]byte, error) {
+func (f *restoreFirst) ReadFile(p string, limit int) ([]byte, error) {
 	if p == network.ProcNetRoute {
 		f.mu.Lock()
 		f.routeReads++
 		f.mu.Unlock()
 	}
-	return f.Tree.ReadFile(p)
+	return f.Tree.ReadFile(p, system.LimitTable)
 }
 
 func (f *restoreFirst) Stat(p string) (fs.FileInfo, error) {

@@ -95,7 +95,11 @@ func fixMount(_ context.Context, h *Host) ([]Fact, []plan.Action, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	facts := []Fact{{"mount binaries", f.Describe()}, {"/sys", f.Sys.Options}}
+	sys := "nothing mounted"
+	if f.Sys != nil {
+		sys = f.Sys.Options
+	}
+	facts := []Fact{{"mount binaries", f.Describe()}, {"/sys", sys}}
 	return facts, mounts.Plan(f), nil
 }
 

@@ -89,7 +89,7 @@ func Archive(w io.Writer, rec *Recorder, o Options) ([]Item, error) {
 	if o.Time.IsZero() {
 		o.Time = time.Now()
 	}
-	b := &builder{sys: rec.sys, preserve: map[string]bool{}, entries: map[string]*entry{}, mtime: o.Time.Truncate(time.Second)}
+	b := &builder{sys: rec.sys, limit: rec.ReadLimit, preserve: map[string]bool{}, entries: map[string]*entry{}, mtime: o.Time.Truncate(time.Second)}
 	paths := rec.Paths()
 	for p, a := range paths {
 		if a&(Lstat|Link) != 0 {
@@ -97,7 +97,7 @@ func Archive(w io.Writer, rec *Recorder, o Options) ([]Item, error) {
 		}
 	}
 	for _, p := range slices.Sorted(maps.Keys(paths)) {
-		if err := b.add(p, paths[p], 0); err != nil {
+		if err := b.add(p, paths[p], b.limit(p), 0); err != nil {
 			return nil, err
 		}
 	}
@@ -117,7 +117,10 @@ type entry struct {
 }
 
 type builder struct {
-	sys      system.System
+	sys system.System
+	// limit is the read limit of a path read: a file is archived as
+	// much of it as the steps could read.
+	limit    func(p string) int
 	preserve map[string]bool
 	entries  map[string]*entry // by node path
 	items    []Item
@@ -187,8 +190,8 @@ func (b *builder) resolveDir(d string, hops int) (string, error) {
 	return cur, nil
 }
 
-// add archives node path p, read as a says.
-func (b *builder) add(p string, a Access, hops int) error {
+// add archives node path p, read as a says (with that read's limit).
+func (b *builder) add(p string, a Access, limit, hops int) error {
 	p = path.Clean("/" + p)
 	if p == "/" {
 		return nil
@@ -219,7 +222,7 @@ func (b *builder) add(p string, a Access, hops int) error {
 				if !path.IsAbs(target) {
 					target = path.Join(path.Dir(loc), target)
 				}
-				return b.add(target, rest, hops)
+				return b.add(target, rest, limit, hops)
 			}
 			return nil
 		}
@@ -257,7 +260,7 @@ func (b *builder) add(p string, a Access, hops int) error {
 		}
 		b.note(p, "directory, its %d entries listed, their content not archived (%s)", len(entries), a)
 	case fi.Mode().IsRegular() && a&Read != 0:
-		data, err := b.sys.ReadFile(loc)
+		data, err := b.sys.ReadFile(loc, limit)
 		if err != nil {
 			b.note(p, "unreadable: %v (%s)", err, a)
 			return nil

@@ -382,7 +382,7 @@ func TestRecorder(t *testing.T) {
 	if c.overlay.Load() != 1 || c.fstype.Load() != 1 || c.runs.Load() != 1 {
 		t.Errorf("probes reached the system %d, %d, %d times, want once each", c.overlay.Load(), c.fstype.Load(), c.runs.Load())
 	}
-	if _, err := rec.ReadFile("/proc/self/uid_map"); err != nil {
+	if _, err := rec.ReadFile("/proc/self/uid_map", system.LimitTable); err != nil {
 		t.Fatal(err)
 	}
 	_, _ = rec.Lstat("/nonexistent")

@@ -90,6 +90,7 @@ type Recorder struct {
 
 	mu      sync.Mutex
 	paths   map[string]Access
+	limits  map[string]int // the largest read limit asked of each path
 	fstypes map[string]*memo[string]
 	nofile  map[string]*memo[uint64]
 	overlay map[string]*memo[struct{}]
@@ -105,6 +106,7 @@ func NewRecorder(sys system.System) *Recorder {
 	return &Recorder{
 		sys:     sys,
 		paths:   map[string]Access{},
+		limits:  map[string]int{},
 		fstypes: map[string]*memo[string]{},
 		nofile:  map[string]*memo[uint64]{},
 		overlay: map[string]*memo[struct{}]{},
@@ -123,9 +125,19 @@ func (r *Recorder) record(p string, a Access) {
 	r.mu.Unlock()
 }
 
-func (r *Recorder) ReadFile(p string) ([]byte, error) {
-	r.record(p, Read)
-	return r.sys.ReadFile(p)
+func (r *Recorder) ReadFile(p string, limit int) ([]byte, error) {
+	r.mu.Lock()
+	r.paths[p] |= Read
+	r.limits[p] = max(r.limits[p], limit)
+	r.mu.Unlock()
+	return r.sys.ReadFile(p, limit)
+}
+
+// ReadLimit is the largest limit a read of p asked for (0: never read).
+func (r *Recorder) ReadLimit(p string) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.limits[p]
 }
 
 func (r *Recorder) Stat(p string) (fs.FileInfo, error) {

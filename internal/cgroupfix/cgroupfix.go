@@ -73,7 +73,7 @@ type V1Facts struct {
 // DetectV1 reads the facts.
 func DetectV1(sys system.System, tbl *mounts.Table) (V1Facts, error) {
 	var f V1Facts
-	b, err := sys.ReadFile(procSelfCgroup)
+	b, err := sys.ReadFile(procSelfCgroup, system.LimitConfig)
 	if err != nil {
 		return f, err
 	}
@@ -90,7 +90,7 @@ func DetectV1(sys system.System, tbl *mounts.Table) (V1Facts, error) {
 	}
 	if fi, err := sys.Stat(miscDir); err == nil && fi.IsDir() {
 		f.MiscDir = true
-		if f.ProcCgroups, err = sys.ReadFile(procCgroups); err != nil {
+		if f.ProcCgroups, err = sys.ReadFile(procCgroups, system.LimitConfig); err != nil {
 			return f, err
 		}
 	}
@@ -102,11 +102,11 @@ func DetectV1(sys system.System, tbl *mounts.Table) (V1Facts, error) {
 		if !isCpusetMount(m) || path.Dir(m.Mountpoint) != cgroupRoot {
 			continue
 		}
-		cpus, err := sys.ReadFile(path.Join(m.Mountpoint, "cpuset.cpus"))
+		cpus, err := sys.ReadFile(path.Join(m.Mountpoint, "cpuset.cpus"), system.LimitValue)
 		if err != nil {
 			return f, err
 		}
-		mems, err := sys.ReadFile(path.Join(m.Mountpoint, "cpuset.mems"))
+		mems, err := sys.ReadFile(path.Join(m.Mountpoint, "cpuset.mems"), system.LimitValue)
 		if err != nil {
 			return f, err
 		}
@@ -138,6 +138,12 @@ func CPUCgroup(procSelfCgroup []byte) (string, error) {
 			if c == "cpu" {
 				if !strings.HasPrefix(p, "/") {
 					return "", fmt.Errorf("line %d: cgroup path %q is not absolute", i+1, p)
+				}
+				// "/.." is how the kernel shows a cgroup outside the
+				// namespace's root: not one the node can make its
+				// own, and never a path for mkdir or mount.
+				if path.Clean(p) != p || p == "/.." || strings.HasPrefix(p, "/../") || strings.Contains(p, "/../") || strings.HasSuffix(p, "/..") {
+					return "", fmt.Errorf("line %d: cgroup path %q is not a clean path inside the cgroup namespace", i+1, p)
 				}
 				return p, nil
 			}

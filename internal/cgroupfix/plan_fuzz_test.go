@@ -13,7 +13,6 @@ import (
 	"github.com/moby/sys/mountinfo"
 
 	"github.com/kind-entrypoint/entrypoint/internal/logline"
-	"github.com/kind-entrypoint/entrypoint/internal/mounts"
 	"github.com/kind-entrypoint/entrypoint/internal/plan"
 	"github.com/kind-entrypoint/entrypoint/internal/system"
 )
@@ -82,7 +81,7 @@ func FuzzPlanV1(f *testing.F) {
 func plausibleMounts(table []byte) []*mountinfo.Info {
 	var out []*mountinfo.Info
 	for line := range bytes.Lines(table) {
-		mi, err := mounts.ParseMountinfo(line)
+		mi, err := system.ParseMountinfo(line)
 		if err != nil {
 			continue
 		}
@@ -230,7 +229,7 @@ func checkV1Converges(t *testing.T, f V1Facts) {
 }
 
 func readFile(tree *system.Tree, p string) string {
-	b, _ := tree.ReadFile(p)
+	b, _ := tree.ReadFile(p, system.LimitTable)
 	return string(b)
 }
 

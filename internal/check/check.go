@@ -134,9 +134,9 @@ func Run(ctx context.Context, o Options) Report {
 	rep.Host = h
 	rep.Results, rep.PlanErr = boot.DryRun(ctx, h, boot.Steps())
 	c.h = h
-	c.mi, c.miErr = mounts.ReadMountinfo(rec)
+	c.mi, c.miErr = system.ReadMountinfo(rec)
 	c.kind = c.exists("/kind")
-	comm, _ := rec.ReadFile("/proc/1/comm")
+	comm, _ := rec.ReadFile("/proc/1/comm", system.LimitValue)
 	c.booted = c.kind && strings.TrimSpace(string(comm)) == "systemd"
 
 	rows := []Row{c.userNS(), c.cgroupVersion(), c.cgroupNS(), c.controllers(), c.cgroupMounts(), c.nofile()}
@@ -173,7 +173,7 @@ func (c *checker) userNS() Row {
 	if !c.h.UserNS {
 		return Row{"user-namespace", Pass, "no (uid_map is the full identity map)", ""}
 	}
-	m, _ := c.sys.ReadFile("/proc/self/uid_map")
+	m, _ := c.sys.ReadFile("/proc/self/uid_map", system.LimitConfig)
 	return Row{"user-namespace", Pass, "yes (rootless): uid_map " + strings.Join(strings.Fields(string(m)), " "),
 		"kind in a user namespace is experimental: see kind's rootless guide (cgroup v2 with delegation, RLIMIT_NOFILE, fuse-overlayfs)"}
 }
@@ -204,7 +204,7 @@ func (c *checker) cgroupNS() Row {
 			// container in the host's cgroup namespace would show the
 			// host's root too; kind never makes one, and Docker's
 			// default on v2 is private.)
-			self, _ := c.sys.ReadFile("/proc/self/cgroup")
+			self, _ := c.sys.ReadFile("/proc/self/cgroup", system.LimitConfig)
 			return Row{name, Pass, "yes (" + cgroupRoot + " is mounted at the namespace's root; this process is in " +
 				strings.TrimPrefix(strings.TrimSpace(string(self)), "0::") + ")", ""}
 		}
@@ -248,7 +248,7 @@ func (c *checker) controllers() Row {
 	const name = "cgroup-controllers"
 	var have []string
 	if c.h.CgroupV2 {
-		b, err := c.sys.ReadFile(cgroupRoot + "/cgroup.controllers")
+		b, err := c.sys.ReadFile(cgroupRoot+"/cgroup.controllers", system.LimitValue)
 		if err != nil {
 			return Row{name, Fail, err.Error(), "run the node --privileged (kind does)"}
 		}
@@ -572,7 +572,7 @@ func (c *checker) names(ctx context.Context, lookupEnv func(string) (string, boo
 		return []Row{{"host-docker-internal", Fail, err.Error(), ""}}
 	}
 	gw := f.Gateway.IsValid()
-	docker := f.DockerHost.IsValid() && !f.DockerHost.IsLoopback()
+	docker := network.UsableHostIP(f.DockerHost)
 	var rows []Row
 
 	const hdi = "host-docker-internal"
@@ -586,6 +586,9 @@ func (c *checker) names(ctx context.Context, lookupEnv func(string) (string, boo
 		obs := fmt.Sprintf("not found (%v)", f.DockerHostErr)
 		if f.DockerHost.IsValid() {
 			obs = f.DockerHost.String() + " is loopback, not the host"
+			if !f.DockerHost.IsLoopback() {
+				obs = f.DockerHost.String() + " names no host"
+			}
 		}
 		rows = append(rows, Row{hdi, Pass, obs + "; the default gateway " + f.Gateway.String() + " is used instead", ""})
 	default:
@@ -680,7 +683,7 @@ func (c *checker) libModules() Row {
 	if err != nil || !fi.IsDir() {
 		return Row{name, Warn, "missing", hint}
 	}
-	rel, err := c.sys.ReadFile("/proc/sys/kernel/osrelease")
+	rel, err := c.sys.ReadFile("/proc/sys/kernel/osrelease", system.LimitValue)
 	release := strings.TrimSpace(string(rel))
 	if err != nil || release == "" {
 		return Row{name, Pass, "present; the running kernel is unknown (no /proc/sys/kernel/osrelease)", ""}
@@ -740,9 +743,11 @@ func WriteText(w io.Writer, rows []Row) error {
 	counts := map[Status]int{}
 	for _, r := range rows {
 		counts[r.Status]++
-		fmt.Fprintf(&b, "%-4s  %-*s  %s\n", r.Status, width, r.Name, r.Observed)
+		// Observed quotes the host (paths, file contents, errors):
+		// one line each, whatever it holds.
+		fmt.Fprintf(&b, "%-4s  %-*s  %s\n", r.Status, width, r.Name, logline.Escape(r.Observed))
 		if r.Hint != "" && r.Status != Pass {
-			fmt.Fprintf(&b, "%-4s  %-*s  hint: %s\n", "", width, "", r.Hint)
+			fmt.Fprintf(&b, "%-4s  %-*s  hint: %s\n", "", width, "", logline.Escape(r.Hint))
 		}
 	}
 	fmt.Fprintf(&b, "%d pass, %d warn, %d fail: exit %d\n", counts[Pass], counts[Warn], counts[Fail], ExitCode(rows))

@@ -90,7 +90,7 @@ func undoMountHacks(_ context.Context, h *boot.Host) ([]boot.Fact, []plan.Action
 		return []boot.Fact{{Name: "cgroup", Value: "v2: nothing was bound"}}, nil, nil
 	}
 	bound := true // when the mount table cannot be read, try anyway
-	if mi, err := mounts.ReadMountinfo(h.Sys); err == nil {
+	if mi, err := system.ReadMountinfo(h.Sys); err == nil {
 		bound = mounts.Top(mi, ProcCgroups) != nil
 	}
 	facts := []boot.Fact{{Name: ProcCgroups + " bound", Value: strconv.FormatBool(bound)}}
@@ -118,7 +118,7 @@ type KubeletCgroupFacts struct {
 // DetectKubeletCgroup reads the facts.
 func DetectKubeletCgroup(sys system.System) (KubeletCgroupFacts, error) {
 	f := KubeletCgroupFacts{Exists: map[string]bool{}, Enabled: map[string][]string{}}
-	b, err := sys.ReadFile(CgroupRoot + "/cgroup.procs")
+	b, err := sys.ReadFile(CgroupRoot+"/cgroup.procs", system.LimitConfig)
 	if err != nil {
 		return f, err
 	}
@@ -128,7 +128,7 @@ func DetectKubeletCgroup(sys system.System) (KubeletCgroupFacts, error) {
 			f.Procs = append(f.Procs, pid)
 		}
 	}
-	if b, err = sys.ReadFile(CgroupRoot + "/cgroup.controllers"); err != nil {
+	if b, err = sys.ReadFile(CgroupRoot+"/cgroup.controllers", system.LimitValue); err != nil {
 		return f, err
 	}
 	f.Controllers = strings.Fields(string(b))
@@ -145,7 +145,7 @@ func DetectKubeletCgroup(sys system.System) (KubeletCgroupFacts, error) {
 			return f, fmt.Errorf("%s: not a directory", dir)
 		}
 		f.Exists[g] = true
-		b, err := sys.ReadFile(dir + "/cgroup.subtree_control")
+		b, err := sys.ReadFile(dir+"/cgroup.subtree_control", system.LimitValue)
 		if err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return f, err
 		}
@@ -283,7 +283,7 @@ func DetectProductFiles(sys system.System, bundle string) (ProductFacts, error) 
 		if !fi.Mode().IsRegular() {
 			continue
 		}
-		b, err := sys.ReadFile(p)
+		b, err := sys.ReadFile(p, system.LimitValue)
 		if err != nil {
 			return f, err
 		}
@@ -302,7 +302,7 @@ func DetectProductFiles(sys system.System, bundle string) (ProductFacts, error) 
 		}
 		f.Binds = append(f.Binds, b)
 	}
-	if mi, err := mounts.ReadMountinfo(sys); err == nil {
+	if mi, err := system.ReadMountinfo(sys); err == nil {
 		f.Inherit = identity.InheritedFlags(mi, f.Rootfs+"/product_name")
 	}
 	return f, nil

@@ -82,7 +82,7 @@ func Detect(sys system.System, getenv func(string) string, userNS bool) (Facts, 
 		} else {
 			f.OverlayErr = sys.OverlayTrial()
 			if f.OverlayErr == nil {
-				label, _ := sys.ReadFile(selinuxLabel)
+				label, _ := sys.ReadFile(selinuxLabel, system.LimitValue)
 				f.SELinux = bytes.Contains(label, []byte("_t:"))
 			}
 		}
@@ -98,7 +98,7 @@ func Detect(sys system.System, getenv func(string) string, userNS bool) (Facts, 
 	switch fi, err := sys.Stat(ConfigPath); {
 	case err == nil:
 		f.ConfigMode = fi.Mode().Perm()
-		if f.Config, err = sys.ReadFile(ConfigPath); err != nil {
+		if f.Config, err = sys.ReadFile(ConfigPath, maxConfigSize); err != nil {
 			return f, err
 		}
 	case !errors.Is(err, fs.ErrNotExist):
@@ -116,7 +116,7 @@ func Detect(sys system.System, getenv func(string) string, userNS bool) (Facts, 
 func detectFuseUnit(sys system.System, f *Facts) error {
 	for _, dir := range unitDirs {
 		p := path.Join(dir, FuseUnit)
-		b, err := sys.ReadFile(p)
+		b, err := sys.ReadFile(p, system.LimitConfig)
 		if errors.Is(err, fs.ErrNotExist) {
 			continue
 		}

@@ -471,7 +471,7 @@ func under(p, dir string) bool {
 
 // readOptional reads a file that may not exist (nil, nil).
 func readOptional(sys system.System, p string) ([]byte, error) {
-	b, err := sys.ReadFile(p)
+	b, err := sys.ReadFile(p, system.LimitValue)
 	if notExist(err) {
 		return nil, nil
 	}

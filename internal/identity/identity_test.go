@@ -279,7 +279,7 @@ func TestDetect(t *testing.T) {
 	}
 	// Through the link target: the Tree follows a file bind only at the
 	// path it was mounted on.
-	if b, _ := tr.ReadFile(n.DMI.Target); string(b) != ProductNameValue {
+	if b, _ := tr.ReadFile(n.DMI.Target, system.LimitTable); string(b) != ProductNameValue {
 		t.Errorf("%s reads %q after the bind", n.DMI.Target, b)
 	}
 }

@@ -100,7 +100,9 @@ func (l *Logger) write(lv Level, msg string, d time.Duration) {
 		line, _ = json.Marshal(j)
 		line = append(line, '\n')
 	} else {
-		line = []byte(string(lv) + ": " + msg + "\n")
+		// Messages carry host text (paths, addresses, errors that
+		// quote files): one line each, whatever it holds.
+		line = []byte(string(lv) + ": " + Escape(msg) + "\n")
 	}
 	l.out.mu.Lock()
 	defer l.out.mu.Unlock()

@@ -3,17 +3,13 @@
 package mounts
 
 import (
-	"bufio"
 	"bytes"
 	"errors"
-	"fmt"
 	"io/fs"
 	"path"
 	"strconv"
 	"strings"
 	"syscall"
-	"unicode"
-	"unicode/utf8"
 
 	"github.com/moby/sys/mountinfo"
 
@@ -23,8 +19,6 @@ import (
 
 // DefaultPath is searched when PATH is unset, as a shell would.
 const DefaultPath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
-
-const mountinfoPath = "/proc/self/mountinfo"
 
 // Binary is a mount or umount executable found on PATH.
 type Binary struct {
@@ -111,117 +105,25 @@ type Table struct {
 	mi   []*mountinfo.Info
 }
 
-// Read is ReadMountinfo, from the last parse when the file is unchanged.
+// Read is system.ReadMountinfo, from the last parse when the file is
+// unchanged.
 func (t *Table) Read(sys system.System) ([]*mountinfo.Info, error) {
 	if t == nil {
-		return ReadMountinfo(sys)
+		return system.ReadMountinfo(sys)
 	}
-	b, err := sys.ReadFile(mountinfoPath)
+	b, err := sys.ReadFile(system.MountinfoPath, system.LimitTable)
 	if err != nil {
 		return nil, err
 	}
 	if t.mi != nil && bytes.Equal(b, t.data) {
 		return t.mi, nil
 	}
-	mi, err := parseMountinfoFile(b)
+	mi, err := system.ParseMountinfoFile(b)
 	if err != nil {
 		return nil, err
 	}
 	t.data, t.mi = b, mi
 	return mi, nil
-}
-
-// ReadMountinfo reads and parses /proc/self/mountinfo.
-func ReadMountinfo(sys system.System) ([]*mountinfo.Info, error) {
-	b, err := sys.ReadFile(mountinfoPath)
-	if err != nil {
-		return nil, err
-	}
-	return parseMountinfoFile(b)
-}
-
-func parseMountinfoFile(b []byte) ([]*mountinfo.Info, error) {
-	mi, err := ParseMountinfo(b)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", mountinfoPath, err)
-	}
-	return mi, nil
-}
-
-// ParseMountinfo parses a mount table. An error names the line that cannot
-// be read and quotes it, clipped and escaped: the parser's own message
-// holds the whole line as it is, which may be kilobytes of binary (a
-// terminal escape sequence among them) in a log line. A table without a
-// single mount is an error too: a process always sees the mount holding
-// its root, so it is a broken capture, not a host.
-func ParseMountinfo(b []byte) ([]*mountinfo.Info, error) {
-	mi, err := mountinfo.GetMountsFromReader(bytes.NewReader(b), nil)
-	if err != nil {
-		return nil, mountinfoLineError(b, err)
-	}
-	if len(mi) == 0 {
-		return nil, errors.New("no mounts")
-	}
-	return mi, nil
-}
-
-// maxQuoted is how much of a bad line an error quotes.
-const maxQuoted = 80
-
-// mountinfoLineError finds the line the parser refused by parsing each
-// line on its own (only on this error path), and words its error.
-func mountinfoLineError(b []byte, err error) error {
-	n := 0
-	for line := range bytes.Lines(b) {
-		n++
-		_, lerr := mountinfo.GetMountsFromReader(bytes.NewReader(line), nil)
-		if lerr == nil {
-			continue
-		}
-		if errors.Is(lerr, bufio.ErrTooLong) {
-			return fmt.Errorf("line %d: longer than %d bytes", n, bufio.MaxScanTokenSize)
-		}
-		// The scanner drops the newline and a CR before it.
-		text := string(bytes.TrimSuffix(bytes.TrimSuffix(line, []byte("\n")), []byte("\r")))
-		why := lerr.Error()
-		if rest, ok := strings.CutPrefix(why, "parsing '"+text+"' failed: "); ok {
-			why = rest
-		}
-		return fmt.Errorf("line %d: %s: %s", n, quote(text), escapeControls(clip(why, 2*maxQuoted)))
-	}
-	return err
-}
-
-func quote(s string) string {
-	if len(s) > maxQuoted {
-		return strconv.Quote(s[:maxQuoted]) + "..."
-	}
-	return strconv.Quote(s)
-}
-
-func clip(s string, n int) string {
-	if len(s) > n {
-		return s[:n] + "..."
-	}
-	return s
-}
-
-// escapeControls writes control characters and invalid UTF-8 as \xNN, for
-// the parts of a parser's message that quote the input unescaped.
-func escapeControls(s string) string {
-	var b strings.Builder
-	for i := 0; i < len(s); {
-		r, size := utf8.DecodeRuneInString(s[i:])
-		if r == utf8.RuneError && size == 1 || unicode.IsControl(r) {
-			for _, c := range []byte(s[i : i+size]) {
-				fmt.Fprintf(&b, `\x%02x`, c)
-			}
-		} else {
-			b.WriteString(s[i : i+size])
-		}
-		i += size
-	}
-	return b.String()
 }
 
 // Top is the mount visible at mountpoint p (the last one mounted there), or

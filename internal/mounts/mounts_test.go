@@ -487,7 +487,7 @@ func TestReadMountinfoErrors(t *testing.T) {
 			`/proc/self/mountinfo: line 2: "garbage garbage garbage garbage garbage garbage garbage garbage garbage garbage "...: missing - separator`},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := ReadMountinfo(tree(t, nil, tt.mountinfo, nil))
+			_, err := system.ReadMountinfo(tree(t, nil, tt.mountinfo, nil))
 			if err == nil || err.Error() != tt.want {
 				t.Errorf("ReadMountinfo: %v\nwant %s", err, tt.want)
 			}

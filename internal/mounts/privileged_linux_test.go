@@ -31,11 +31,11 @@ func TestMain(m *testing.M) { nstest.Main(m) }
 // thread, which stays in the machine's namespace.
 type threadLinux struct{ system.Linux }
 
-func (l threadLinux) ReadFile(p string) ([]byte, error) {
+func (l threadLinux) ReadFile(p string, limit int) ([]byte, error) {
 	if p == "/proc/self/mountinfo" {
 		p = "/proc/thread-self/mountinfo"
 	}
-	return l.Linux.ReadFile(p)
+	return l.Linux.ReadFile(p, system.LimitTable)
 }
 
 func apply(t *testing.T, sys system.System, actions ...plan.Action) {

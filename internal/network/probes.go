@@ -101,7 +101,7 @@ func (p *Probes) noTables(names string) (string, bool) {
 	if names == "" {
 		return "", false
 	}
-	b, err := p.sys.ReadFile(names)
+	b, err := p.sys.ReadFile(names, system.LimitConfig)
 	if err != nil || len(bytes.TrimSpace(b)) > 0 {
 		return "", false
 	}

@@ -174,7 +174,7 @@ func (p *Probes) DNSRestoreAhead(ctx context.Context, lookupEnv func(string) (st
 
 // readFiles reads what DetectMagic needs from files, while its probes run.
 func (f *MagicFacts) readFiles(sys system.System) error {
-	if route, err := sys.ReadFile(ProcNetRoute); err != nil {
+	if route, err := sys.ReadFile(ProcNetRoute, system.LimitTable); err != nil {
 		f.GatewayErr = err
 	} else if f.Gateway, err = DefaultGatewayV4(route); err != nil {
 		f.GatewayErr = fmt.Errorf("%s: %w", ProcNetRoute, err)
@@ -218,7 +218,7 @@ func (f *MagicFacts) readFiles(sys system.System) error {
 // when /proc does not say (a captured tree).
 func hostname(sys system.System) (string, error) {
 	for _, p := range []string{procHostname, etcHostname} {
-		b, err := sys.ReadFile(p)
+		b, err := sys.ReadFile(p, system.LimitValue)
 		if notExist(err) {
 			continue
 		}
@@ -257,19 +257,19 @@ func lookupFirst(ctx context.Context, sys system.System, timeout time.Duration, 
 		}
 		return a, nil
 	}
-	return netip.Addr{}, fmt.Errorf("%s has no usable %s address", host, strings.TrimPrefix(network, "ip"))
+	return netip.Addr{}, fmt.Errorf("%s has no usable %s address", host, strings.Replace(network, "ip", "IPv", 1))
 }
 
 // HostIP is the address pods reach the Docker host's DNS by, and where it
 // comes from: host.docker.internal unless that is missing or loopback (the
 // node's loopback is not the host's), else the default gateway.
 func (f MagicFacts) HostIP() (netip.Addr, string) {
-	if f.DockerHost.IsValid() && !f.DockerHost.IsLoopback() {
+	if UsableHostIP(f.DockerHost) {
 		return f.DockerHost, DockerHostName
 	}
 	why := fmt.Sprintf("%s: %v", DockerHostName, f.DockerHostErr)
 	if f.DockerHost.IsValid() {
-		why = fmt.Sprintf("%s is loopback %s", DockerHostName, f.DockerHost)
+		why = DockerHostName + " " + unusableWhy(f.DockerHost)
 	}
 	if f.Gateway.IsValid() {
 		return f.Gateway, "default gateway; " + why
@@ -563,7 +563,7 @@ func readFile(sys system.System, p string) (*File, error) {
 	if !fi.Mode().IsRegular() {
 		return nil, fmt.Errorf("%s: not a regular file (%s)", p, fi.Mode().Type())
 	}
-	b, err := sys.ReadFile(p)
+	b, err := sys.ReadFile(p, system.LimitConfig)
 	if err != nil {
 		return nil, err
 	}
@@ -572,7 +572,7 @@ func readFile(sys system.System, p string) (*File, error) {
 
 // readRecord reads a recorded address, blanks trimmed; nil when missing.
 func readRecord(sys system.System, p string) (*string, error) {
-	b, err := sys.ReadFile(p)
+	b, err := sys.ReadFile(p, system.LimitValue)
 	if notExist(err) {
 		return nil, nil
 	}

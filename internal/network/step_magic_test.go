@@ -472,7 +472,7 @@ func TestCertRenewalApply(t *testing.T) {
 			APIServerCert: wantCrt, APIServerKey: wantKey,
 			APIServerCert + ".old": oldCrt, APIServerKey + ".old": oldKey,
 		} {
-			if b, err := tree.ReadFile(p); err != nil || string(b) != want {
+			if b, err := tree.ReadFile(p, system.LimitTable); err != nil || string(b) != want {
 				t.Errorf("kubeadm fails %t: %s = %q, %v; want %q", kubeadmFails, p, b, err, want)
 			}
 		}

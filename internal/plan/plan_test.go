@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -154,5 +155,33 @@ func TestApplyTree(t *testing.T) {
 	}
 	if diff := cmp.Diff("INFO: one\nWARN: two\n", log.String()); diff != "" {
 		t.Errorf("log (-want +got):\n%s", diff)
+	}
+}
+
+// TestPreflight: a dry run calls no plan fine that its apply would stop at
+// for the file types on the way (issue 15, 8).
+func TestPreflight(t *testing.T) {
+	root := t.TempDir()
+	if err := system.WriteFiles(root, map[string]string{"etc/machine-id/x": "x", "kind": "x", "etc/ok": "x"}); err != nil {
+		t.Fatal(err)
+	}
+	sys := system.NewTree(root)
+	for _, c := range []struct {
+		name    string
+		actions []Action
+		want    string
+	}{
+		{"write over a directory", []Action{WriteFile("/etc/machine-id", nil, 0o444)}, "write (planned) /etc/machine-id: is a directory"},
+		{"write below a file", []Action{WriteFile("/kind/product_name", nil, 0o644)}, "write (planned) /kind/product_name: not a directory"},
+		{"mkdir below a file", []Action{Mkdir("/kind/a/b", 0o755)}, "mkdir (planned) /kind/a/b: not a directory"},
+		{"a warning is no failure", []Action{WriteFile("/kind/x", nil, 0o644).OrWarn("w")}, ""},
+		{"made by the plan", []Action{Mkdir("/etc/new/dir", 0o755), WriteFile("/etc/new/dir/f", nil, 0o644)}, ""},
+		{"removed by the plan", []Action{Remove("/kind"), Mkdir("/kind", 0o755), WriteFile("/kind/f", nil, 0o644)}, ""},
+		{"a file", []Action{WriteFile("/etc/ok", nil, 0o644), WriteInPlace("/etc/ok", nil)}, ""},
+	} {
+		err := Preflight(sys, c.actions)
+		if got := fmt.Sprint(err); (c.want == "" && err != nil) || (c.want != "" && got != c.want) {
+			t.Errorf("%s: %v, want %q", c.name, err, c.want)
+		}
 	}
 }

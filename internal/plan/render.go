@@ -7,12 +7,16 @@ import (
 	"io/fs"
 	"strconv"
 	"strings"
+
+	"github.com/kind-entrypoint/entrypoint/internal/logline"
 )
 
 // maxShown is the longest file content a rendered action shows in full.
 const maxShown = 200
 
-// String renders the action as one line, the form --dry-run prints.
+// String renders the action as one line, the form --dry-run prints: its
+// paths and texts come from the host, so the line is escaped
+// (logline.Escape).
 func (a Action) String() string {
 	var b strings.Builder
 	b.WriteString(string(a.Op))
@@ -81,7 +85,7 @@ func (a Action) String() string {
 		b.WriteString("  # ")
 		b.WriteString(a.Reason)
 	}
-	return b.String()
+	return logline.Escape(b.String())
 }
 
 // octal prints a mode as chmod would take it, special bits included.

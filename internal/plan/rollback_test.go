@@ -46,7 +46,7 @@ func TestRollback(t *testing.T) {
 		if fail {
 			want, wantLog = "old", "ERROR: kept the old certificate: exit status 1\nINFO: after\n"
 		}
-		if b, _ := tree.ReadFile("/crt"); string(b) != want {
+		if b, _ := tree.ReadFile("/crt", system.LimitTable); string(b) != want {
 			t.Errorf("fail %t: /crt = %q, want %q", fail, b, want)
 		}
 		if diff := cmp.Diff(wantLog, logs.String()); diff != "" {

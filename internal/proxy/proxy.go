@@ -47,7 +47,7 @@ func Detect(sys system.System, lookupEnv func(string) (string, bool)) (Facts, er
 			f.Vars = append(f.Vars, Var{k, v})
 		}
 	}
-	b, err := sys.ReadFile(DropIn)
+	b, err := sys.ReadFile(DropIn, system.LimitConfig)
 	switch {
 	case err == nil:
 		f.Current = b

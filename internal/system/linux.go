@@ -22,11 +22,11 @@ type Linux struct{}
 
 var _ System = Linux{}
 
-func (Linux) ReadFile(path string) ([]byte, error)       { return readFile(path) }
-func (Linux) Stat(path string) (fs.FileInfo, error)      { return os.Stat(path) }
-func (Linux) Lstat(path string) (fs.FileInfo, error)     { return os.Lstat(path) }
-func (Linux) ReadDir(path string) ([]fs.DirEntry, error) { return os.ReadDir(path) }
-func (Linux) Readlink(path string) (string, error)       { return os.Readlink(path) }
+func (Linux) ReadFile(path string, limit int) ([]byte, error) { return readFile(path, limit) }
+func (Linux) Stat(path string) (fs.FileInfo, error)           { return os.Stat(path) }
+func (Linux) Lstat(path string) (fs.FileInfo, error)          { return os.Lstat(path) }
+func (Linux) ReadDir(path string) ([]fs.DirEntry, error)      { return os.ReadDir(path) }
+func (Linux) Readlink(path string) (string, error)            { return os.Readlink(path) }
 
 func (Linux) FSType(path string) (string, error) {
 	var st unix.Statfs_t
@@ -85,12 +85,16 @@ func (Linux) Run(ctx context.Context, argv []string, stdin []byte, timeout time.
 	if stdin != nil {
 		cmd.Stdin = bytes.NewReader(stdin)
 	}
-	var stdout, stderr bytes.Buffer
+	stdout := boundedBuffer{limit: LimitOutput, cancel: cancel}
+	stderr := boundedBuffer{limit: LimitValue}
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	// A hung child that inherited our pipes must not keep us waiting past
 	// the timeout.
 	cmd.WaitDelay = time.Second
 	err := cmd.Run()
+	if stdout.over {
+		return nil, fmt.Errorf("%s: standard output longer than the %d-byte limit", argv[0], LimitOutput)
+	}
 	if errors.Is(err, exec.ErrNotFound) {
 		return nil, &NotInstalledError{Name: argv[0]}
 	}
@@ -105,6 +109,32 @@ func (Linux) Run(ctx context.Context, argv []string, stdin []byte, timeout time.
 	}
 	return stdout.Bytes(), nil
 }
+
+// boundedBuffer keeps what a command writes up to limit bytes. Past it,
+// stdout's cancel kills the command (its output would be cut short, so
+// it is refused); stderr's rest is dropped (only its first line is
+// shown). Not an embedded bytes.Buffer: io.Copy would use its ReadFrom,
+// which has no limit.
+type boundedBuffer struct {
+	buf    bytes.Buffer
+	limit  int
+	over   bool
+	cancel context.CancelFunc
+}
+
+func (b *boundedBuffer) Write(p []byte) (int, error) {
+	if room := b.limit - b.buf.Len(); len(p) > room {
+		b.buf.Write(p[:max(room, 0)])
+		if !b.over && b.cancel != nil {
+			b.cancel()
+		}
+		b.over = true
+		return len(p), nil
+	}
+	return b.buf.Write(p)
+}
+
+func (b *boundedBuffer) Bytes() []byte { return b.buf.Bytes() }
 
 func firstLine(b []byte) []byte {
 	if i := bytes.IndexByte(b, '\n'); i >= 0 {

@@ -1,64 +1,142 @@
 package system
 
 import (
+	"fmt"
 	"io/fs"
 
 	"golang.org/x/sys/unix"
 )
 
-// readFile is os.ReadFile with fewer allocations: the path and the data,
-// where os.ReadFile also allocates an *os.File and a FileInfo. A dry run
-// reads some thirty files, so that was a sixth of its allocations. Errors
-// are the same *fs.PathError values ("open", "read") with the errno.
-func readFile(name string) ([]byte, error) {
-	data, op, err := readFileErrno(name, nil)
-	if err != nil {
-		return nil, &fs.PathError{Op: op, Path: name, Err: err}
-	}
-	return data, nil
+// Read limits: every ReadFile names the most its file may hold, so that a
+// file linked to /dev/zero, or one grown without bound, is an error naming
+// it, never the whole machine's memory.
+const (
+	// LimitValue fits a file of one short value: an id, an address, a
+	// name, a kernel version, a controller list.
+	LimitValue = 4 << 10
+	// LimitConfig fits a configuration file or a small kernel table
+	// (uid_map, /proc/self/cgroup, /proc/cgroups, resolv.conf, a unit).
+	LimitConfig = 1 << 20
+	// LimitTable fits a kernel table that grows with the host: the
+	// mount table of a busy node (tens of thousands of mounts), its
+	// routes.
+	LimitTable = 16 << 20
+	// LimitOutput fits the standard output of a command the entrypoint
+	// runs (iptables-save of a node with tens of thousands of services).
+	LimitOutput = 64 << 20
+)
+
+// TooLargeError is the error of a read that found more than its limit.
+type TooLargeError struct {
+	Path  string
+	Limit int
 }
 
-// readFileErrno is readFile with the bare errno and the operation that
-// failed: for a caller that only asks whether a file is there (a Tree's
-// probe files are mostly absent), the *fs.PathError would be one more
-// allocation thrown away. The data is read into buf when it has room.
-func readFileErrno(name string, buf []byte) (data []byte, op string, err error) {
-	var fd int
-	for {
-		fd, err = unix.Open(name, unix.O_RDONLY|unix.O_CLOEXEC, 0)
-		if err != unix.EINTR {
-			break
-		}
-	}
+func (e *TooLargeError) Error() string {
+	return fmt.Sprintf("%s: more than the %d-byte limit for this file", e.Path, e.Limit)
+}
+
+// NotRegularError is the error of a read of something that is not a
+// regular file (a pipe, a device, a directory, a socket): where a file is
+// expected, reading one could block forever or never end.
+type NotRegularError struct {
+	Path string
+	Type string
+}
+
+func (e *NotRegularError) Error() string {
+	return fmt.Sprintf("%s: not a regular file (%s)", e.Path, e.Type)
+}
+
+// openFlags open a file to read: O_NONBLOCK so that opening a named pipe
+// returns at once (its type is then refused), O_NOCTTY so that a terminal
+// never becomes ours.
+const openFlags = unix.O_RDONLY | unix.O_CLOEXEC | unix.O_NONBLOCK | unix.O_NOCTTY
+
+// readFile reads the regular file name, at most limit bytes. Errors are
+// *fs.PathError values ("open", "read") with the errno, a
+// *NotRegularError or a *TooLargeError.
+func readFile(name string, limit int) ([]byte, error) {
+	fd, err := openRetry(func() (int, error) { return unix.Open(name, openFlags, 0) })
 	if err != nil {
-		return nil, "open", err
+		return nil, &fs.PathError{Op: "open", Path: name, Err: err}
 	}
 	defer unix.Close(fd)
+	return readFD(fd, name, limit, nil)
+}
 
+func openRetry(open func() (int, error)) (int, error) {
+	for {
+		fd, err := open()
+		if err != unix.EINTR {
+			return fd, err
+		}
+	}
+}
+
+// readFD reads the open file fd, named name in errors: it must be a regular
+// file of at most limit bytes. The data is read into buf when it has room.
+// It allocates the data only (os.ReadFile also allocates an *os.File and a
+// FileInfo; a dry run reads some thirty files).
+func readFD(fd int, name string, limit int, buf []byte) ([]byte, error) {
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		return nil, &fs.PathError{Op: "stat", Path: name, Err: err}
+	}
+	if st.Mode&unix.S_IFMT != unix.S_IFREG {
+		return nil, &NotRegularError{Path: name, Type: fileType(st.Mode)}
+	}
+	if st.Size > int64(limit) {
+		return nil, &TooLargeError{Path: name, Limit: limit}
+	}
 	// One byte more than a regular file's size, so that the read that
 	// sees EOF needs no room of its own; /proc and /sys files say 0.
 	size := 512
-	var st unix.Stat_t
-	if unix.Fstat(fd, &st) == nil && st.Mode&unix.S_IFMT == unix.S_IFREG && st.Size >= int64(size) {
+	if st.Size >= int64(size) {
 		size = int(st.Size) + 1
 	}
-	if data = buf[:0]; cap(data) < size {
+	size = min(size, limit+1)
+	data := buf[:0]
+	if cap(data) < size {
 		data = make([]byte, 0, size)
 	}
 	for {
+		if len(data) > limit {
+			return nil, &TooLargeError{Path: name, Limit: limit}
+		}
 		if len(data) == cap(data) {
 			data = append(data, 0)[:len(data)]
 		}
-		n, err := unix.Read(fd, data[len(data):cap(data)])
+		room := data[len(data):min(cap(data), limit+1)]
+		n, err := unix.Read(fd, room)
 		if n > 0 {
 			data = data[:len(data)+n]
 		}
 		switch {
 		case err == unix.EINTR:
 		case err != nil:
-			return nil, "read", err
+			return nil, &fs.PathError{Op: "read", Path: name, Err: err}
 		case n == 0:
-			return data, "", nil
+			return data, nil
 		}
 	}
+}
+
+// fileType names a file type for an error.
+func fileType(mode uint32) string {
+	switch mode & unix.S_IFMT {
+	case unix.S_IFDIR:
+		return "a directory"
+	case unix.S_IFIFO:
+		return "a named pipe"
+	case unix.S_IFCHR:
+		return "a character device"
+	case unix.S_IFBLK:
+		return "a block device"
+	case unix.S_IFSOCK:
+		return "a socket"
+	case unix.S_IFLNK:
+		return "a symbolic link"
+	}
+	return fmt.Sprintf("file type %#o", mode&unix.S_IFMT)
 }

@@ -17,7 +17,11 @@ import (
 // System is what a step may read, probe and change.
 type System interface {
 	// Files.
-	ReadFile(path string) ([]byte, error)
+
+	// ReadFile reads the regular file at path, which may hold at most
+	// limit bytes (see LimitValue...): anything else (a pipe, a device,
+	// a larger file) is an error naming path and limit.
+	ReadFile(path string, limit int) ([]byte, error)
 	Stat(path string) (fs.FileInfo, error)
 	Lstat(path string) (fs.FileInfo, error)
 	ReadDir(path string) ([]fs.DirEntry, error)
@@ -37,7 +41,8 @@ type System interface {
 	// the way the C library's getaddrinfo would (hosts file, then DNS).
 	LookupIP(ctx context.Context, network, host string) ([]netip.Addr, error)
 	// Run starts argv[0] (never a shell) with argv, feeds it stdin, and
-	// returns its standard output. It is killed after timeout.
+	// returns its standard output, at most LimitOutput bytes. It is
+	// killed after timeout, or when its output passes that limit.
 	Run(ctx context.Context, argv []string, stdin []byte, timeout time.Duration) ([]byte, error)
 
 	// Changes.

@@ -56,7 +56,12 @@ type Tree struct {
 	// "mount", ...) and its error is returned instead of making it.
 	Fail func(op, path string) error
 
-	mu      sync.Mutex
+	mu sync.Mutex
+	// root is Root, open: every read resolves below it (rooted_linux.go).
+	root struct {
+		file *os.File
+		path string
+	}
 	changes []string
 	ran     [][]string
 	binds   map[string]string // file bind mounts: target -> source
@@ -66,7 +71,8 @@ type Tree struct {
 	// parsed is the last parse of Root's mountinfo and the bytes it came
 	// from, for the lookups that only read it (FSType is asked for
 	// several paths of one unchanged table in every dry run).
-	parsed struct {
+	parsedMu sync.Mutex
+	parsed   struct {
 		ok      bool
 		data    []byte
 		mounts  []*mountinfo.Info
@@ -109,7 +115,9 @@ func (t *Tree) fail(op, p string) error {
 	return nil
 }
 
-// Path maps a node path onto the tree; ".." cannot leave the root.
+// Path maps a node path onto the tree as text; ".." cannot leave the root,
+// but a symlink below it can. For the tests and for changes: every read
+// goes through the root instead (openIn), where symlinks cannot leave it.
 func (t *Tree) Path(p string) string {
 	// Steps name clean absolute paths: join them with one allocation.
 	// filepath.Join would clean the concatenation again (and path.Clean
@@ -137,30 +145,17 @@ func (t *Tree) resolve(p string) string {
 	return p
 }
 
-func (t *Tree) ReadFile(p string) ([]byte, error) {
-	b, err := readFile(t.Path(t.resolve(p)))
-	return b, t.nodeErr(err)
+func (t *Tree) ReadFile(p string, limit int) ([]byte, error) {
+	return t.readIn(t.resolve(p), limit, nil)
 }
 
-func (t *Tree) Stat(p string) (fs.FileInfo, error) {
-	fi, err := os.Stat(t.Path(p))
-	return fi, t.nodeErr(err)
-}
+func (t *Tree) Stat(p string) (fs.FileInfo, error) { return t.statIn(p, true) }
 
-func (t *Tree) Lstat(p string) (fs.FileInfo, error) {
-	fi, err := os.Lstat(t.Path(p))
-	return fi, t.nodeErr(err)
-}
+func (t *Tree) Lstat(p string) (fs.FileInfo, error) { return t.statIn(p, false) }
 
-func (t *Tree) ReadDir(p string) ([]fs.DirEntry, error) {
-	d, err := os.ReadDir(t.Path(p))
-	return d, t.nodeErr(err)
-}
+func (t *Tree) ReadDir(p string) ([]fs.DirEntry, error) { return t.readDirIn(p) }
 
-func (t *Tree) Readlink(p string) (string, error) {
-	l, err := os.Readlink(t.Path(p))
-	return l, t.nodeErr(err)
-}
+func (t *Tree) Readlink(p string) (string, error) { return t.readlinkIn(p) }
 
 // nodeErr names the node path rather than the tree path in errors, so that
 // messages read the same as on a real host.
@@ -195,25 +190,11 @@ func (t *Tree) nodeErr(err error) error {
 	return err
 }
 
-func (t *Tree) probe(name string) ([]byte, bool) {
-	b, _, err := readFileErrno(t.probePath("", name, ""), nil)
+// probe reads the probe file .host/NAME (at most limit bytes); ok is
+// false when it cannot be read.
+func (t *Tree) probe(name string, limit int) ([]byte, bool) {
+	b, err := t.readIn("/"+ProbeDir+"/"+name, limit, nil)
 	return b, err == nil
-}
-
-// probePath is the file Root/.host/DIR/NAME+SUFFIX (without DIR when it
-// is ""), made with one concatenation where that is already the clean
-// path filepath.Join would give: Run looks up three such names per
-// command.
-func (t *Tree) probePath(dir, name, suffix string) string {
-	if dir != "" {
-		dir += "/"
-	}
-	if plainRoot(t.Root) {
-		if p := t.Root + "/" + ProbeDir + "/" + dir + name + suffix; filepath.Clean(p) == p {
-			return p
-		}
-	}
-	return filepath.Join(t.Root, ProbeDir, dir+name+suffix)
 }
 
 func (t *Tree) FSType(p string) (string, error) {
@@ -221,12 +202,10 @@ func (t *Tree) FSType(p string) (string, error) {
 	// statfs(2) of a path that does not exist fails; so must a replay.
 	// (A stat(2) of its own, not os.Stat: only whether it succeeds
 	// counts, not a FileInfo.)
-	var st unix.Stat_t
-	tp := t.Path(p)
-	if err := retryEINTR(func() error { return unix.Stat(tp, &st) }); err != nil {
+	if _, err := t.Stat(p); err != nil {
 		return "", &fs.PathError{Op: "statfs", Path: p, Err: fs.ErrNotExist}
 	}
-	if b, ok := t.probe("statfs"); ok {
+	if b, ok := t.probe("statfs", LimitConfig); ok {
 		best, bestType := "", ""
 		for line := range strings.Lines(string(b)) {
 			f, ok := twoFields(line)
@@ -245,11 +224,11 @@ func (t *Tree) FSType(p string) (string, error) {
 	if m := containing(mounts, p); m != nil {
 		return FSTypeFromMountinfo(m.FSType), nil
 	}
-	return "", &fs.PathError{Op: "statfs", Path: p, Err: fs.ErrNotExist}
+	return "", fmt.Errorf("statfs %s: %s has no mount holding it (no mount at /)", p, MountinfoPath)
 }
 
 func (t *Tree) NofileHard() (uint64, error) {
-	b, ok := t.probe("nofile")
+	b, ok := t.probe("nofile", LimitValue)
 	if !ok {
 		return 1 << 20, nil
 	}
@@ -265,7 +244,7 @@ func (t *Tree) NofileHard() (uint64, error) {
 }
 
 func (t *Tree) OverlayTrial() error {
-	b, ok := t.probe("overlay")
+	b, ok := t.probe("overlay", LimitValue)
 	if !ok {
 		return nil
 	}
@@ -276,7 +255,7 @@ func (t *Tree) OverlayTrial() error {
 }
 
 func (t *Tree) LookupIP(ctx context.Context, network, host string) ([]netip.Addr, error) {
-	b, _ := t.probe("hosts")
+	b, _ := t.probe("hosts", LimitConfig)
 	var out []netip.Addr
 	for line := range strings.Lines(string(b)) {
 		// "NAME ADDR...", or "NAME hang".
@@ -334,18 +313,22 @@ func (t *Tree) Run(ctx context.Context, argv []string, stdin []byte, timeout tim
 		}
 		return out, err
 	}
-	name := path.Base(argv[0])
-	if _, _, err := readFileErrno(t.probePath("run", name, ".hang"), nil); err == nil {
+	name := "run/" + path.Base(argv[0])
+	if _, ok := t.probe(name+".hang", LimitValue); ok {
 		<-ctx.Done()
 		return nil, &TimeoutError{What: argv[0], After: timeout}
 	}
-	if b, _, err := readFileErrno(t.probePath("run", name, ".fail"), nil); err == nil {
+	if b, ok := t.probe(name+".fail", LimitConfig); ok {
 		return nil, fmt.Errorf("%s: %s", argv[0], strings.TrimSpace(string(b)))
 	}
-	if b, _, err := readFileErrno(t.probePath("run", name, ""), nil); err == nil {
-		return b, nil
+	b, err := t.readIn("/"+ProbeDir+"/"+name, LimitOutput, nil)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, &NotInstalledError{Name: argv[0]}
 	}
-	return nil, &NotInstalledError{Name: argv[0]}
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", argv[0], err)
+	}
+	return b, nil
 }
 
 func (t *Tree) WriteFile(p string, data []byte, perm fs.FileMode) error {
@@ -399,7 +382,7 @@ func (t *Tree) MkdirAll(p string, perm fs.FileMode) error {
 	if err := t.fail("mkdir", p); err != nil {
 		return err
 	}
-	if fi, err := os.Stat(t.Path(p)); err == nil && fi.IsDir() {
+	if fi, err := t.Stat(p); err == nil && fi.IsDir() {
 		return nil
 	}
 	if err := os.MkdirAll(t.Path(p), perm); err != nil {
@@ -489,11 +472,11 @@ func (t *Tree) Sync() { t.record("sync") }
 const mountinfoPath = "/proc/self/mountinfo"
 
 func (t *Tree) mounts() ([]*mountinfo.Info, error) {
-	b, err := readFile(t.Path(mountinfoPath))
+	b, err := t.readIn(mountinfoPath, LimitTable, nil)
 	if err != nil {
-		return nil, t.nodeErr(err)
+		return nil, err
 	}
-	return mountinfo.GetMountsFromReader(bytes.NewReader(b), nil)
+	return ParseMountinfoFile(b)
 }
 
 // readMounts is mounts for reading only: the result is shared, and must
@@ -502,18 +485,17 @@ func (t *Tree) mounts() ([]*mountinfo.Info, error) {
 // buffer kept for that (the bytes of the last parse and a scratch one,
 // swapped when the file changed).
 func (t *Tree) readMounts() ([]*mountinfo.Info, error) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	name := t.Path(mountinfoPath)
-	b, op, err := readFileErrno(name, t.parsed.scratch)
+	t.parsedMu.Lock()
+	defer t.parsedMu.Unlock()
+	b, err := t.readIn(mountinfoPath, LimitTable, t.parsed.scratch)
 	if err != nil {
-		return nil, t.nodeErr(&fs.PathError{Op: op, Path: name, Err: err})
+		return nil, err
 	}
 	if t.parsed.ok && bytes.Equal(b, t.parsed.data) {
 		t.parsed.scratch = b
 		return t.parsed.mounts, nil
 	}
-	mounts, err := mountinfo.GetMountsFromReader(bytes.NewReader(b), nil)
+	mounts, err := ParseMountinfoFile(b)
 	if err != nil {
 		t.parsed.scratch = b
 		return nil, err
@@ -549,7 +531,7 @@ func (t *Tree) Mount(source, target, fstype string, flags MountFlags, data strin
 		return mErr(err)
 	}
 	target = path.Clean(target)
-	if _, err := os.Stat(t.Path(target)); err != nil {
+	if _, err := t.Stat(target); err != nil {
 		return mErr(unix.ENOENT)
 	}
 	const propagation = Shared | Private | Slave
@@ -586,7 +568,7 @@ func (t *Tree) Mount(source, target, fstype string, flags MountFlags, data strin
 		n.Root = path.Join(src.Root, rel)
 		n.Mountpoint = target
 		mounts = append(mounts, &n)
-		if fi, err := os.Stat(t.Path(source)); err == nil && fi.Mode().IsRegular() {
+		if fi, err := t.Stat(source); err == nil && fi.Mode().IsRegular() {
 			t.mu.Lock()
 			if t.binds == nil {
 				t.binds = map[string]string{}
@@ -790,7 +772,7 @@ func setFirstOption(opts string, ro bool) string {
 // KEY=VALUE a line, or NUL-separated as in /proc/PID/environ), and whether
 // that file exists.
 func (t *Tree) Environ() (lookup func(string) (string, bool), ok bool) {
-	b, ok := t.probe("environ")
+	b, ok := t.probe("environ", LimitConfig)
 	if !ok {
 		return func(string) (string, bool) { return "", false }, false
 	}
@@ -858,7 +840,7 @@ func CopyDir(src, dst string) error {
 // machine-id, product_uuid) is the same every time; ok is false without
 // that file.
 func (t *Tree) Rand() (r io.Reader, ok bool) {
-	b, ok := t.probe("random")
+	b, ok := t.probe("random", LimitValue)
 	if !ok {
 		return nil, false
 	}

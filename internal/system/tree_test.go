@@ -49,7 +49,7 @@ func newTestTree(t *testing.T) *Tree {
 
 func mountsOf(t *testing.T, tree *Tree) map[string]*mountinfo.Info {
 	t.Helper()
-	b, err := tree.ReadFile("/proc/self/mountinfo")
+	b, err := tree.ReadFile("/proc/self/mountinfo", LimitTable)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -100,7 +100,7 @@ func TestTreeMountModel(t *testing.T) {
 	if err := tree.Mount("/kind/fake", "/proc/cgroups", "", Bind, ""); err != nil {
 		t.Fatal(err)
 	}
-	if b, _ := tree.ReadFile("/proc/cgroups"); string(b) != "fake\n" {
+	if b, _ := tree.ReadFile("/proc/cgroups", LimitTable); string(b) != "fake\n" {
 		t.Errorf("read through bind = %q", b)
 	}
 	bound := mountsOf(t, tree)["/proc/cgroups"]
@@ -110,7 +110,7 @@ func TestTreeMountModel(t *testing.T) {
 	if err := tree.Unmount("/proc/cgroups", 0); err != nil {
 		t.Fatal(err)
 	}
-	if b, _ := tree.ReadFile("/proc/cgroups"); !strings.HasPrefix(string(b), "#subsys_name") {
+	if b, _ := tree.ReadFile("/proc/cgroups", LimitTable); !strings.HasPrefix(string(b), "#subsys_name") {
 		t.Errorf("after umount = %q", b)
 	}
 	err := tree.Unmount("/proc/cgroups", 0)
@@ -152,7 +152,7 @@ func TestTreeWrites(t *testing.T) {
 	if err := tree.WriteFileInPlace("/etc/resolv.conf", []byte("nameserver 10.0.0.1\n")); err != nil {
 		t.Fatal(err)
 	}
-	if b, _ := tree.ReadFile("/etc/resolv.conf"); string(b) != "nameserver 10.0.0.1\n" {
+	if b, _ := tree.ReadFile("/etc/resolv.conf", LimitTable); string(b) != "nameserver 10.0.0.1\n" {
 		t.Errorf("in place = %q", b)
 	}
 	// An injected failure between the temp file and the rename leaves the
@@ -169,7 +169,7 @@ func TestTreeWrites(t *testing.T) {
 	if err := tree.WriteFile("/kind/fake", []byte("newer"), 0o644); err == nil {
 		t.Fatal("injected failure not returned")
 	}
-	if b, _ := tree.ReadFile("/kind/fake"); string(b) != "new" {
+	if b, _ := tree.ReadFile("/kind/fake", LimitTable); string(b) != "new" {
 		t.Errorf("after failed write = %q", b)
 	}
 	entries, _ := os.ReadDir(tree.Path("/kind"))
@@ -180,7 +180,7 @@ func TestTreeWrites(t *testing.T) {
 	if got, want := tree.Path("/../../etc/passwd"), filepath.Join(tree.Root, "etc/passwd"); got != want {
 		t.Errorf("Path escaped: %s", got)
 	}
-	if _, err := tree.ReadFile("/nope"); !errors.Is(err, fs.ErrNotExist) || !strings.Contains(err.Error(), " /nope") {
+	if _, err := tree.ReadFile("/nope", LimitTable); !errors.Is(err, fs.ErrNotExist) || !strings.Contains(err.Error(), " /nope") {
 		t.Errorf("error names the tree path: %v", err)
 	}
 }

@@ -27,7 +27,7 @@ var Required = []string{"cpu", "memory", "pids"}
 // InUserNS reports whether this process runs in a user namespace: anything
 // but the initial namespace's single full mapping "0 0 4294967295".
 func InUserNS(sys system.System) (bool, error) {
-	b, err := sys.ReadFile(uidMapPath)
+	b, err := sys.ReadFile(uidMapPath, system.LimitConfig)
 	if errors.Is(err, fs.ErrNotExist) {
 		// A kernel without user namespaces has no uid_map.
 		return false, nil
@@ -102,7 +102,7 @@ func Detect(sys system.System, cgroupV2 bool) (Facts, error) {
 	}
 	f := Facts{NofileHard: n, CgroupV2: cgroupV2}
 	if cgroupV2 {
-		b, err := sys.ReadFile(controllersPath)
+		b, err := sys.ReadFile(controllersPath, system.LimitValue)
 		if err != nil {
 			return Facts{}, err
 		}

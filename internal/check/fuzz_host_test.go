@@ -1,0 +1,174 @@
+package check
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/kind-entrypoint/entrypoint/internal/boot"
+	"github.com/kind-entrypoint/entrypoint/internal/outputtest"
+	"github.com/kind-entrypoint/entrypoint/internal/system"
+)
+
+// hostSecret is what the files outside every fuzzed root hold.
+const hostSecret = "SECRET-outside-the-root-4b1d"
+
+// fuzzFiles are the node files FuzzHost fills from its input, in order.
+var fuzzFiles = []string{
+	"/proc/self/mountinfo",
+	"/proc/self/cgroup",
+	"/sys/fs/cgroup/cgroup.controllers",
+	"/proc/self/uid_map",
+	"/etc/containerd/config.toml",
+	"/etc/resolv.conf",
+	"/kind/old-ipv4",
+	"/kind/product_uuid",
+	"/.host/environ",
+	"/.host/hosts",
+	"/.host/run/iptables-nft-save",
+	"/.host/run/iptables-legacy-save.fail",
+}
+
+// FuzzHost builds a host from its input (the files above; kinds says, two
+// bits a file, whether each is a file, a symlink out of the root, absolute
+// or climbing, or a named pipe) and runs what reads a --root: Detect and
+// the dry run of every step, rendered, then check, rendered. Neither may
+// panic, take long, allocate much, show a byte from outside the root, or
+// print a line of no known shape (issue 15).
+func FuzzHost(f *testing.F) {
+	v1 := "1 0 0:1 / / rw shared:1 - overlay overlay rw\n2 1 0:2 / /sys rw,nosuid - sysfs sysfs rw\n3 2 0:3 / /sys/fs/cgroup rw - tmpfs tmpfs rw\n4 3 0:4 / /sys/fs/cgroup/cpu,cpuacct rw - cgroup cgroup rw,cpu,cpuacct\n5 3 0:5 / /sys/fs/cgroup/memory rw - cgroup cgroup rw,memory\n"
+	v2 := "1 0 0:1 / / rw shared:1 - overlay overlay rw\n2 1 0:2 / /sys rw,nosuid - sysfs sysfs rw\n3 2 0:3 / /sys/fs/cgroup rw - cgroup2 cgroup2 rw\n"
+	config := "version = 2\n[plugins.\"io.containerd.grpc.v1.cri\".containerd]\n  snapshotter = \"overlayfs\"\n"
+	environ := "PATH=/usr/bin\nHOSTNAME=kind-control-plane\n"
+	hosts := "kind-control-plane 172.18.0.2\nhost.docker.internal 192.168.65.254\n"
+	save := "*nat\n:DOCKER_OUTPUT - [0:0]\n-A OUTPUT -d 127.0.0.11/32 -j DOCKER_OUTPUT\n-A DOCKER_OUTPUT -d 127.0.0.11/32 -p udp -m udp --dport 53 -j DNAT --to-destination 127.0.0.11:41234\nCOMMIT\n"
+	f.Add(v1, "2:cpu,cpuacct:/\n1:name=systemd:/\n", "", "0 0 4294967295\n", config, "nameserver 127.0.0.11\n", "", "", environ, hosts, save, "", uint32(0))
+	f.Add(v2, "0::/\n", "cpu memory pids\n", "0 1000 65536\n", config, "nameserver 127.0.0.11\nsearch x\n", "172.18.0.3", "", environ, hosts, save, "boom\x1b[31m\n", uint32(0))
+	f.Add("1 0 0:1 / / rw shared:1 - overlay overlay rw\n", "0::/\n", "cpu memory pids\n", "", "", "", "172.18.0.3\nstep 11 forged:\n", "x", "", "", "", "", uint32(0x5555))
+	f.Add(strings.Replace(v1, "/sys/fs/cgroup/memory", `/sys/fs/cgroup/memory\012step\04011\040pwned:`, 1), "2:cpu,cpuacct:/x\npass  pod-network  forged row\n", "", "", config, "", "", "", environ, "host.docker.internal 0.0.0.0\n", "", "", uint32(0xaaaa))
+	f.Add(v1, "2:cpu,cpuacct:/../../x\n", "", "", config, "", "", "", environ, hosts, save, "", uint32(0xffffff))
+
+	out := f.TempDir()
+	if err := system.WriteFiles(out, map[string]string{"secret": hostSecret + "\n", "dir/x": hostSecret}); err != nil {
+		f.Fatal(err)
+	}
+	f.Fuzz(func(t *testing.T, mountinfo, selfCgroup, controllers, uidMap, config, resolv, oldIPv4, productUUID, environ, hosts, nftSave, legacyFail string, kinds uint32) {
+		fuzzHost(t, out, []string{mountinfo, selfCgroup, controllers, uidMap, config, resolv, oldIPv4, productUUID, environ, hosts, nftSave, legacyFail}, kinds)
+	})
+}
+
+// fuzzHost is one input of FuzzHost: contents of fuzzFiles, and kinds.
+func fuzzHost(t *testing.T, out string, contents []string, kinds uint32) {
+	up := strings.Repeat("../", 16) + strings.TrimPrefix(out, "/")
+	{
+		root := t.TempDir()
+		base := map[string]string{
+			"usr/bin/mount": "", "usr/bin/umount": "", "etc/hostname": "kind-control-plane\n",
+			"proc/net/route":                "Iface\tDestination\tGateway\tFlags\tRefCnt\tUse\tMetric\tMask\tMTU\tWindow\tIRTT\neth0\t00000000\t010012AC\t0003\t0\t0\t0\t00000000\t0\t0\t0\n",
+			"sys/class/dmi/id/product_name": "x\n", "sys/class/dmi/id/product_uuid": "x\n",
+			"etc/systemd/system/containerd-fuse-overlayfs.service": "[Install]\nWantedBy=multi-user.target\n",
+		}
+		if err := system.WriteFiles(root, base); err != nil {
+			t.Fatal(err)
+		}
+		for i, content := range contents {
+			p := filepath.Join(root, fuzzFiles[i])
+			if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			var err error
+			switch (kinds >> (2 * i)) & 3 {
+			case 0:
+				if content != "" || i < 4 {
+					err = os.WriteFile(p, []byte(content), 0o644)
+				}
+			case 1:
+				err = os.Symlink(out+"/secret", p)
+			case 2:
+				err = os.Symlink(up+"/secret", p)
+			case 3:
+				err = unix.Mkfifo(p, 0o644)
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+		if kinds&(1<<30) != 0 {
+			// A directory on the way leads out.
+			os.RemoveAll(filepath.Join(root, "sys/class/dmi/id"))
+			if err := os.Symlink(out+"/dir", filepath.Join(root, "sys/class/dmi/id")); err != nil {
+				t.Fatal(err)
+			}
+		}
+
+		tree := system.NewTree(root)
+		env, _ := tree.Environ()
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		done := make(chan string, 1)
+		go func() {
+			var b bytes.Buffer
+			if h, err := boot.Detect(tree, env); err == nil {
+				h.ProbeTimeout = 20 * time.Millisecond
+				results, _ := boot.DryRun(context.Background(), h, boot.Steps())
+				if err := boot.Render(&b, h, results); err != nil {
+					t.Error(err)
+				}
+			}
+			rep := Run(context.Background(), Options{Sys: tree, LookupEnv: env, ProbeTimeout: 20 * time.Millisecond})
+			if err := WriteText(&b, rep.Rows); err != nil {
+				t.Error(err)
+			}
+			done <- b.String()
+		}()
+		var text string
+		select {
+		case text = <-done:
+		case <-time.After(20 * time.Second):
+			t.Fatal("the dry run and check of a small host took over 20 s")
+		}
+		runtime.ReadMemStats(&after)
+		if alloc := after.TotalAlloc - before.TotalAlloc; alloc > 512<<20 {
+			t.Errorf("allocated %d MiB for a host of a few KiB", alloc>>20)
+		}
+		if strings.Contains(text, hostSecret) {
+			t.Errorf("a file outside the root was read:\n%s", text)
+		}
+		for _, p := range outputtest.Problems(text) {
+			t.Error(p)
+		}
+	}
+}
+
+// TestHostRandom runs fuzzHost on random hosts: what FuzzHost checks, in
+// every test run, and a measure of its speed.
+func TestHostRandom(t *testing.T) {
+	out := t.TempDir()
+	if err := system.WriteFiles(out, map[string]string{"secret": hostSecret + "\n", "dir/x": hostSecret}); err != nil {
+		t.Fatal(err)
+	}
+	r := rand.New(rand.NewPCG(1, 2))
+	for i := range 20 {
+		contents := make([]string, len(fuzzFiles))
+		for j := range contents {
+			b := make([]byte, r.IntN(200))
+			for k := range b {
+				const alphabet = " \n:/0123456789abcdef-.\x00\x1b\\rw"
+				b[k] = alphabet[r.IntN(len(alphabet))]
+			}
+			contents[j] = string(b)
+		}
+		start := time.Now()
+		t.Run(fmt.Sprint(i), func(t *testing.T) { fuzzHost(t, out, contents, r.Uint32()) })
+		t.Logf("host %d: %s", i, time.Since(start))
+	}
+}

@@ -1,0 +1,52 @@
+package logline
+
+import (
+	"strconv"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+)
+
+// Escape makes text from the host safe inside one line of output: a plan
+// line, a log line, an error, a row of check. Every control character
+// (C0, DEL, C1), Unicode line and paragraph separator, and byte of invalid
+// UTF-8 is written as its Go escape (\n, \x1b, \u2028, \xff); all else,
+// backslashes included, is kept. So no input can start a line of its own
+// or send a terminal an escape sequence, and ordinary text prints as it
+// is. Every value from a host reaches the output through it: the output
+// writers (Logger, plan rendering, check's rows) call it on each line.
+func Escape(s string) string {
+	i := strings.IndexFunc(s, unsafeRune)
+	if i < 0 {
+		return s
+	}
+	var b strings.Builder
+	b.Grow(len(s) + 16)
+	b.WriteString(s[:i])
+	for i < len(s) {
+		r, size := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == utf8.RuneError && size == 1:
+			b.WriteString(`\x`)
+			b.WriteString(hex2(s[i]))
+		case unsafeRune(r):
+			q := strconv.QuoteRuneToASCII(r) // 'x' with the escape inside
+			b.WriteString(q[1 : len(q)-1])
+		default:
+			b.WriteString(s[i : i+size])
+		}
+		i += size
+	}
+	return b.String()
+}
+
+// unsafeRune: a rune Escape writes escaped. utf8.RuneError stands for
+// invalid UTF-8 (and the replacement character itself, escaped too).
+func unsafeRune(r rune) bool {
+	return unicode.IsControl(r) || r == '\u2028' || r == '\u2029' || r == utf8.RuneError
+}
+
+func hex2(c byte) string {
+	const digits = "0123456789abcdef"
+	return string([]byte{digits[c>>4], digits[c&15]})
+}

@@ -1,0 +1,76 @@
+package plan
+
+import (
+	"io/fs"
+	"path"
+	"syscall"
+
+	"github.com/kind-entrypoint/entrypoint/internal/system"
+)
+
+// Preflight finds, reading sys only, a fatal action of actions that the
+// kernel would refuse for the file types it meets: a file written over a
+// directory (/etc/machine-id made a directory), or below something that
+// is not one (/kind a regular file). A dry run must not call a plan fine
+// that its apply would stop at. Directories the plan makes itself (Mkdir)
+// count as there, paths it removes as gone.
+func Preflight(sys system.System, actions []Action) error {
+	made := map[string]bool{}
+	removed := map[string]bool{}
+	isDir := func(p string) (exists, dir bool) {
+		if made[p] {
+			return true, true
+		}
+		if removed[p] {
+			return false, false
+		}
+		fi, err := sys.Stat(p)
+		if err != nil {
+			return false, false
+		}
+		return true, fi.IsDir()
+	}
+	// parentOK: the nearest existing ancestor of p is a directory.
+	parentOK := func(p string) bool {
+		for d := path.Dir(p); ; d = path.Dir(d) {
+			if exists, dir := isDir(d); exists {
+				return dir
+			}
+			if d == "/" || d == "." {
+				return true
+			}
+		}
+	}
+	fail := func(op, p string, errno syscall.Errno) error {
+		return &fs.PathError{Op: op + " (planned)", Path: p, Err: errno}
+	}
+	for _, a := range actions {
+		if a.OnFail != Fatal {
+			continue
+		}
+		p := path.Clean(a.Path)
+		switch a.Op {
+		case OpWrite, OpWriteInPlace, OpSymlink:
+			if !parentOK(p) {
+				return fail(string(a.Op), p, syscall.ENOTDIR)
+			}
+			if exists, dir := isDir(p); exists && dir {
+				return fail(string(a.Op), p, syscall.EISDIR)
+			}
+		case OpMkdir:
+			if exists, dir := isDir(p); exists && !dir {
+				return fail(string(a.Op), p, syscall.ENOTDIR)
+			}
+			if !parentOK(p) {
+				return fail(string(a.Op), p, syscall.ENOTDIR)
+			}
+			for d := p; d != "/" && d != "."; d = path.Dir(d) {
+				made[d] = true
+			}
+		case OpRemove:
+			removed[p] = true
+			delete(made, p)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,103 @@
+package system
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"path"
+	"strconv"
+	"strings"
+
+	"github.com/moby/sys/mountinfo"
+
+	"github.com/kind-entrypoint/entrypoint/internal/logline"
+)
+
+// MountinfoPath is the mount table every step and command reads.
+const MountinfoPath = "/proc/self/mountinfo"
+
+// ReadMountinfo reads and parses sys's mount table.
+func ReadMountinfo(sys System) ([]*mountinfo.Info, error) {
+	b, err := sys.ReadFile(MountinfoPath, LimitTable)
+	if err != nil {
+		return nil, err
+	}
+	return ParseMountinfoFile(b)
+}
+
+// ParseMountinfoFile is ParseMountinfo, its errors naming MountinfoPath.
+func ParseMountinfoFile(b []byte) ([]*mountinfo.Info, error) {
+	mi, err := ParseMountinfo(b)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", MountinfoPath, err)
+	}
+	return mi, nil
+}
+
+// ParseMountinfo parses a mount table: the one parser of every step,
+// command and replayed host. An error names the line that cannot be read
+// and quotes it, clipped: the library's own message holds the whole line
+// as it is, which may be kilobytes of binary. A table without a single
+// mount is an error too: a process always sees the mount holding its root,
+// so it is a broken capture, not a host.
+func ParseMountinfo(b []byte) ([]*mountinfo.Info, error) {
+	mi, err := mountinfo.GetMountsFromReader(bytes.NewReader(b), nil)
+	if err != nil {
+		return nil, mountinfoLineError(b, err)
+	}
+	if len(mi) == 0 {
+		return nil, errors.New("no mounts")
+	}
+	// The kernel prints mount points (and roots that are paths) clean and
+	// absolute; anything else is a forged table, and a mount point with
+	// ".." would lead the steps' mkdir, mount and umount elsewhere.
+	for i, m := range mi {
+		if !cleanAbs(m.Mountpoint) || (strings.HasPrefix(m.Root, "/") && !cleanAbs(m.Root)) {
+			return nil, fmt.Errorf("mount %d (ID %d): mount point %s, root %s: not a clean absolute path", i+1, m.ID, quoteClipped(m.Mountpoint), quoteClipped(m.Root))
+		}
+	}
+	return mi, nil
+}
+
+// cleanAbs reports whether p is absolute and clean: no ".", "..", "//"
+// or trailing "/" (as path.Clean would give).
+func cleanAbs(p string) bool { return strings.HasPrefix(p, "/") && path.Clean(p) == p }
+
+// maxQuoted is how much of a bad line an error quotes.
+const maxQuoted = 80
+
+// mountinfoLineError finds the line the parser refused by parsing each
+// line on its own (only on this error path), and words its error.
+func mountinfoLineError(b []byte, err error) error {
+	n := 0
+	for line := range bytes.Lines(b) {
+		n++
+		_, lerr := mountinfo.GetMountsFromReader(bytes.NewReader(line), nil)
+		if lerr == nil {
+			continue
+		}
+		if errors.Is(lerr, bufio.ErrTooLong) {
+			return fmt.Errorf("line %d: longer than %d bytes", n, bufio.MaxScanTokenSize)
+		}
+		// The scanner drops the newline and a CR before it.
+		text := string(bytes.TrimSuffix(bytes.TrimSuffix(line, []byte("\n")), []byte("\r")))
+		why := lerr.Error()
+		if rest, ok := strings.CutPrefix(why, "parsing '"+text+"' failed: "); ok {
+			why = rest
+		}
+		if len(why) > 2*maxQuoted {
+			why = why[:2*maxQuoted] + "..."
+		}
+		return fmt.Errorf("line %d: %s: %s", n, quoteClipped(text), logline.Escape(why))
+	}
+	return err
+}
+
+// quoteClipped quotes s, at most maxQuoted bytes of it.
+func quoteClipped(s string) string {
+	if len(s) > maxQuoted {
+		return strconv.Quote(s[:maxQuoted]) + "..."
+	}
+	return strconv.Quote(s)
+}

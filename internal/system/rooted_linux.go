@@ -1,0 +1,158 @@
+package system
+
+import (
+	"errors"
+	"io/fs"
+	"os"
+	"path"
+	"slices"
+	"strings"
+
+	"golang.org/x/sys/unix"
+)
+
+// A Tree reads its files as the node would see them: every path, and every
+// symlink met on the way, absolute or climbing with "..", resolves inside
+// Root, never on the machine replaying it. openat2(2) with RESOLVE_IN_ROOT
+// does that in the kernel: Root acts as "/" for the whole lookup.
+// RESOLVE_NO_MAGICLINKS refuses /proc/PID/fd style links, which would
+// lead anywhere.
+const inRoot = unix.RESOLVE_IN_ROOT | unix.RESOLVE_NO_MAGICLINKS
+
+// rootFD returns a descriptor of Root, opened once per Root.
+func (t *Tree) rootFD() (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.root.file != nil && t.root.path == t.Root {
+		return int(t.root.file.Fd()), nil
+	}
+	fd, err := openRetry(func() (int, error) {
+		return unix.Open(t.Root, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	})
+	if err != nil {
+		return -1, &fs.PathError{Op: "open", Path: t.Root, Err: err}
+	}
+	if t.root.file != nil {
+		t.root.file.Close()
+	}
+	// An *os.File closes the descriptor when the Tree is collected.
+	t.root.file, t.root.path = os.NewFile(uintptr(fd), t.Root), t.Root
+	return fd, nil
+}
+
+// relPath is node path p relative to the root, for openat2.
+func relPath(p string) string {
+	rel := strings.TrimPrefix(path.Clean("/"+p), "/")
+	if rel == "" {
+		return "."
+	}
+	return rel
+}
+
+// openIn opens node path p inside the root with flags; errors name p and
+// op, the call a host would have failed in ("open", "stat", ...).
+func (t *Tree) openIn(op, p string, flags int) (int, error) {
+	root, err := t.rootFD()
+	if err != nil {
+		return -1, err
+	}
+	how := unix.OpenHow{Flags: uint64(flags | unix.O_CLOEXEC), Resolve: inRoot}
+	rel := relPath(p)
+	for range 16 {
+		fd, err := openRetry(func() (int, error) { return unix.Openat2(root, rel, &how) })
+		// EAGAIN: a rename raced the lookup; the kernel asks to retry.
+		if err == unix.EAGAIN {
+			continue
+		}
+		if err != nil {
+			return -1, &fs.PathError{Op: op, Path: p, Err: err}
+		}
+		return fd, nil
+	}
+	return -1, &fs.PathError{Op: op, Path: p, Err: unix.EAGAIN}
+}
+
+// readIn reads node path p, a regular file of at most limit bytes, into
+// buf when it has room.
+func (t *Tree) readIn(p string, limit int, buf []byte) ([]byte, error) {
+	fd, err := t.openIn("open", p, openFlags)
+	if err != nil {
+		return nil, err
+	}
+	defer unix.Close(fd)
+	return readFD(fd, p, limit, buf)
+}
+
+// statIn is stat(2) (follow: the last component's link is followed) or
+// lstat(2) of node path p inside the root.
+func (t *Tree) statIn(p string, follow bool) (fs.FileInfo, error) {
+	op, flags := "stat", unix.O_PATH
+	if !follow {
+		op, flags = "lstat", flags|unix.O_NOFOLLOW
+	}
+	fd, err := t.openIn(op, p, flags)
+	if err != nil {
+		return nil, err
+	}
+	f := os.NewFile(uintptr(fd), path.Base(path.Clean("/"+p)))
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, &fs.PathError{Op: op, Path: p, Err: errors.Unwrap(err)}
+	}
+	return fi, nil
+}
+
+// readlinkIn reads the symlink at node path p inside the root.
+func (t *Tree) readlinkIn(p string) (string, error) {
+	fd, err := t.openIn("readlink", p, unix.O_PATH|unix.O_NOFOLLOW)
+	if err != nil {
+		return "", err
+	}
+	defer unix.Close(fd)
+	for size := 256; size <= 1<<16; size *= 4 {
+		buf := make([]byte, size)
+		n, err := unix.Readlinkat(fd, "", buf)
+		if err == unix.ENOENT {
+			// An empty path names fd itself; ENOENT: it is no symlink.
+			err = unix.EINVAL
+		}
+		if err != nil {
+			return "", &fs.PathError{Op: "readlink", Path: p, Err: err}
+		}
+		if n < size {
+			return string(buf[:n]), nil
+		}
+	}
+	return "", &fs.PathError{Op: "readlink", Path: p, Err: unix.ENAMETOOLONG}
+}
+
+// readDirIn lists the directory at node path p inside the root, sorted by
+// name as os.ReadDir. Each entry's Info is an Lstat inside the root too
+// (os's would lstat the host's path).
+func (t *Tree) readDirIn(p string) ([]fs.DirEntry, error) {
+	fd, err := t.openIn("open", p, unix.O_RDONLY|unix.O_DIRECTORY)
+	if err != nil {
+		return nil, err
+	}
+	f := os.NewFile(uintptr(fd), p)
+	defer f.Close()
+	entries, err := f.ReadDir(-1)
+	if err != nil {
+		return nil, &fs.PathError{Op: "readdirent", Path: p, Err: errors.Unwrap(err)}
+	}
+	out := make([]fs.DirEntry, len(entries))
+	for i, e := range entries {
+		out[i] = rootedEntry{e, t, path.Join(path.Clean("/"+p), e.Name())}
+	}
+	slices.SortFunc(out, func(a, b fs.DirEntry) int { return strings.Compare(a.Name(), b.Name()) })
+	return out, nil
+}
+
+type rootedEntry struct {
+	fs.DirEntry
+	t *Tree
+	p string
+}
+
+func (e rootedEntry) Info() (fs.FileInfo, error) { return e.t.statIn(e.p, false) }

@@ -1,0 +1,140 @@
+package system
+
+import (
+	"context"
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// TestTreeStaysInRoot: every read of a Tree resolves symlinks inside its
+// root, as the node would (issue 15, 2): absolute links, links climbing
+// with "..", links to directories on the way.
+func TestTreeStaysInRoot(t *testing.T) {
+	out := t.TempDir()
+	if err := WriteFiles(out, map[string]string{"secret": "outside", "dir/f": "outside"}); err != nil {
+		t.Fatal(err)
+	}
+	root := t.TempDir()
+	up := strings.Repeat("../", 20)
+	if err := WriteFiles(root, map[string]string{
+		"secret":              "inside",
+		"dir/f":               "inside",
+		"abs":                 "->" + out + "/secret",
+		"rel":                 "->" + up + strings.TrimPrefix(out, "/") + "/secret",
+		"absdir":              "->" + out + "/dir",
+		"rootabs":             "->/secret",
+		"climb":               "->" + up + "secret",
+		"proc/self/mountinfo": "1 0 0:1 / / rw - ext4 /dev/sda rw\n",
+	}); err != nil {
+		t.Fatal(err)
+	}
+	tree := NewTree(root)
+	for _, p := range []string{"/abs", "/rel", "/absdir/f"} {
+		if b, err := tree.ReadFile(p, LimitValue); err == nil {
+			t.Errorf("ReadFile(%s) = %q: read outside the root", p, b)
+		}
+		if _, err := tree.Stat(p); err == nil {
+			t.Errorf("Stat(%s) found a file outside the root", p)
+		}
+		if _, err := tree.FSType(p); err == nil {
+			t.Errorf("FSType(%s) found a file outside the root", p)
+		}
+	}
+	for _, p := range []string{"/rootabs", "/climb"} {
+		if b, err := tree.ReadFile(p, LimitValue); err != nil || string(b) != "inside" {
+			t.Errorf("ReadFile(%s) = %q, %v: want the root's /secret", p, b, err)
+		}
+	}
+	if _, err := tree.ReadDir("/absdir"); err == nil {
+		t.Error("ReadDir(/absdir) listed a directory outside the root")
+	}
+	if fi, err := tree.Lstat("/abs"); err != nil || fi.Mode()&fs.ModeSymlink == 0 {
+		t.Errorf("Lstat(/abs) = %v, %v: want the link", fi, err)
+	}
+	if l, err := tree.Readlink("/abs"); err != nil || l != out+"/secret" {
+		t.Errorf("Readlink(/abs) = %q, %v", l, err)
+	}
+	if _, err := tree.Readlink("/secret"); !errors.Is(err, unix.EINVAL) {
+		t.Errorf("Readlink of a file: %v, want EINVAL", err)
+	}
+	entries, err := tree.ReadDir("/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		if e.Name() != "abs" {
+			continue
+		}
+		if fi, err := e.Info(); err != nil || fi.Mode()&fs.ModeSymlink == 0 {
+			t.Errorf("Info of /abs = %v, %v: want the link", fi, err)
+		}
+	}
+}
+
+// TestReadLimits: a read refuses what is not a regular file without
+// blocking, and a file larger than its limit, naming path and limit
+// (issue 15, 3 and 4).
+func TestReadLimits(t *testing.T) {
+	root := t.TempDir()
+	if err := WriteFiles(root, map[string]string{"big": strings.Repeat("x", 5000), "ok": "1234"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.Mkfifo(filepath.Join(root, "fifo"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tree := NewTree(root)
+	done := make(chan error, 1)
+	go func() { _, err := tree.ReadFile("/fifo", LimitValue); done <- err }()
+	select {
+	case err := <-done:
+		if err == nil || err.Error() != "/fifo: not a regular file (a named pipe)" {
+			t.Errorf("FIFO: %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("reading a FIFO blocked")
+	}
+	if _, err := tree.ReadFile("/big", LimitValue); err == nil || err.Error() != "/big: more than the 4096-byte limit for this file" {
+		t.Errorf("big: %v", err)
+	}
+	if b, err := tree.ReadFile("/ok", 4); err != nil || string(b) != "1234" {
+		t.Errorf("a file of exactly its limit: %q, %v", b, err)
+	}
+	if _, err := tree.ReadFile("/ok", 3); err == nil {
+		t.Error("a file one byte over its limit was read")
+	}
+	for _, p := range []string{"/dev/zero", "/dev/null"} {
+		if _, err := (Linux{}).ReadFile(p, LimitConfig); err == nil || !strings.Contains(err.Error(), "not a regular file (a character device)") {
+			t.Errorf("Linux.ReadFile(%s): %v", p, err)
+		}
+	}
+	// /proc files say size 0: read up to the limit all the same.
+	if b, err := (Linux{}).ReadFile("/proc/self/mountinfo", LimitTable); err != nil || len(b) == 0 {
+		t.Errorf("/proc/self/mountinfo: %d bytes, %v", len(b), err)
+	}
+	if _, err := (Linux{}).ReadFile("/proc/self/mountinfo", 10); err == nil {
+		t.Error("/proc/self/mountinfo read past a 10-byte limit")
+	}
+}
+
+// TestRunOutputLimit: a command's output past LimitOutput is an error,
+// and the command is stopped.
+func TestRunOutputLimit(t *testing.T) {
+	if _, err := os.Stat("/usr/bin/yes"); err != nil {
+		t.Skip("no /usr/bin/yes")
+	}
+	start := time.Now()
+	_, err := (Linux{}).Run(context.Background(), []string{"/usr/bin/yes"}, nil, time.Minute)
+	if err == nil || !strings.Contains(err.Error(), "longer than the") {
+		t.Errorf("yes: %v", err)
+	}
+	if d := time.Since(start); d > 30*time.Second {
+		t.Errorf("took %s", d)
+	}
+}
