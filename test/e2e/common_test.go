@@ -3,16 +3,13 @@
 package e2e
 
 import (
-	"bytes"
-	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"fmt"
 	"os"
-	"os/exec"
-	"strings"
 	"testing"
 	"time"
+
+	"github.com/kind-entrypoint/entrypoint/test/tier"
 )
 
 // What the e2e tier (tag e2e) and the benchmarks (tag e2ebench) share.
@@ -64,22 +61,7 @@ func dockerCmd(timeout time.Duration, args ...string) (string, error) {
 }
 
 func dockerStdin(timeout time.Duration, stdin []byte, args ...string) (string, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, "docker", args...)
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if stdin != nil {
-		cmd.Stdin = bytes.NewReader(stdin)
-	}
-	err := cmd.Run()
-	if ctx.Err() != nil {
-		err = fmt.Errorf("timed out after %v: %w", timeout, ctx.Err())
-	}
-	if err != nil {
-		return stdout.String(), fmt.Errorf("docker %s: %w: %s", strings.Join(args, " "), err, strings.TrimSpace(stderr.String()))
-	}
-	return stdout.String(), nil
+	return tier.Run(timeout, stdin, "docker", args...)
 }
 
 // mustDocker is dockerCmd that fails the test on error.

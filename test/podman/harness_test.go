@@ -7,18 +7,17 @@
 package podman
 
 import (
-	"bytes"
-	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"os"
-	"os/exec"
 	"regexp"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/kind-entrypoint/entrypoint/test/tier"
 )
 
 const (
@@ -70,16 +69,8 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	code := m.Run()
-	if s := os.Getenv("PODMAN_TIER_START"); s != "" {
-		var start int64
-		if _, err := fmt.Sscan(s, &start); err == nil {
-			took := time.Since(time.Unix(start, 0)).Round(time.Second)
-			fmt.Fprintf(os.Stderr, "podman: tier took %v so far (budget %v)\n", took, tierBudget)
-			if took > tierBudget {
-				fmt.Fprintf(os.Stderr, "FAIL: the podman tier took %v, over its %v budget\n", took, tierBudget)
-				code = 1
-			}
-		}
+	if tier.OverBudget("podman", "PODMAN_TIER_START", tierBudget) {
+		code = 1
 	}
 	os.Exit(code)
 }
@@ -87,19 +78,7 @@ func TestMain(m *testing.M) {
 // podman runs the podman CLI with a fixed argv and returns its stdout; the
 // error carries stderr.
 func podman(timeout time.Duration, args ...string) (string, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, "podman", args...)
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	err := cmd.Run()
-	if ctx.Err() != nil {
-		err = fmt.Errorf("timed out after %v: %w", timeout, ctx.Err())
-	}
-	if err != nil {
-		return stdout.String(), fmt.Errorf("podman %s: %w: %s", strings.Join(args, " "), err, strings.TrimSpace(stderr.String()))
-	}
-	return stdout.String(), nil
+	return tier.Run(timeout, nil, "podman", args...)
 }
 
 func mustPodman(t testing.TB, args ...string) string {

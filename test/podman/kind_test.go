@@ -3,10 +3,7 @@
 package podman
 
 import (
-	"bytes"
-	"context"
 	"encoding/json"
-	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -16,6 +13,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/kind-entrypoint/entrypoint/test/tier"
 )
 
 // dnsSearch is the cluster's networking.dnsSearch: kind passes it to every
@@ -66,42 +64,15 @@ nodes:
 		}
 	})
 
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
 	// --retain: keep the nodes after the expected failure, to look at them.
-	cmd := exec.CommandContext(ctx, kindCLI, "create", "cluster", "--name", cluster,
-		"--image", nodeImage, "--config", cfg, "--retain", "--wait", "0s")
-	cmd.Env = env
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
-	start := time.Now()
-	err := cmd.Run()
-	t.Logf("kind create cluster (%v):\n%s", time.Since(start).Round(time.Millisecond), out.String())
-	var exit *exec.ExitError
-	if err == nil {
-		t.Fatal("kind create cluster succeeded, but the test image has no kubeadm: what ran?")
-	} else if !errors.As(err, &exit) {
-		t.Fatalf("kind create cluster: %v", err)
-	}
-	text := out.String()
-	for _, want := range []string{
+	tier.KindCreateWithoutKubeadm(t, kindCLI, env,
+		[]string{"--name", cluster, "--image", nodeImage, "--config", cfg, "--retain", "--wait", "0s"},
 		"enabling experimental podman provider",
-		"✓ Preparing nodes",
-		"✓ Writing configuration",
-		"✗ Starting control-plane",
+		// podman words the runtime's error otherwise than Docker (and
+		// runc otherwise than crun): exit 127 is kubeadm not found.
 		"kubeadm init --skip-phases=preflight",
-		// podman quotes the runtime's message once more than Docker
-		`\"kubeadm\": executable file not found`,
-	} {
-		if !strings.Contains(text, want) {
-			t.Errorf("kind output: no %q", want)
-		}
-	}
-	for _, bad := range []string{"✗ Preparing nodes", "✗ Writing configuration"} {
-		if strings.Contains(text, bad) {
-			t.Errorf("kind output has %q", bad)
-		}
-	}
+		"failed with error: exit status 127",
+		"executable file not found")
 
 	nodes := map[string]string{} // name -> IPv4
 	for _, role := range roles {
