@@ -12,8 +12,9 @@
 #      rlimits this host cannot grant) as podman's default runtime in
 #      /etc/containers/containers.conf;
 #   3. builds the node image with the e2e recipe (test/e2e/run.sh
-#      --build-only, one image for every tier) and moves it into podman
-#      (docker save | podman load), unless podman holds that image id;
+#      --build-only, one image for every tier; it installs and starts
+#      Docker too) and moves it into podman (docker save | podman load),
+#      unless podman holds that image id;
 #   4. builds the kind CLI (test/podman/kind-cli.sh);
 #   5. removes what an interrupted run left (containers, pods, volumes,
 #      networks named kind-ep-podman-*), runs go test -tags podman
@@ -56,7 +57,6 @@ missing=()
 command -v podman > /dev/null || missing+=(podman)
 [[ -x /usr/lib/podman/netavark ]] || missing+=(netavark)
 [[ -x /usr/lib/podman/aardvark-dns ]] || missing+=(aardvark-dns)
-command -v docker > /dev/null || missing+=(docker.io) # docker save of the node image
 if ((${#missing[@]})); then
   t=$(date +%s)
   log "installing ${missing[*]}"
