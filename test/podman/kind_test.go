@@ -68,11 +68,12 @@ nodes:
 	tier.KindCreateWithoutKubeadm(t, kindCLI, env,
 		[]string{"--name", cluster, "--image", nodeImage, "--config", cfg, "--retain", "--wait", "0s"},
 		"enabling experimental podman provider",
-		// podman words the runtime's error otherwise than Docker (and
-		// runc otherwise than crun): exit 127 is kubeadm not found.
+		// podman words the runtime's error otherwise than Docker, and
+		// runc otherwise than crun: exit 127 and podman's own words are
+		// kubeadm not found with either runtime.
 		"kubeadm init --skip-phases=preflight",
 		"failed with error: exit status 127",
-		"executable file not found")
+		"OCI runtime attempted to invoke a command that was not found")
 
 	nodes := map[string]string{} // name -> IPv4
 	for _, role := range roles {
