@@ -8,7 +8,7 @@ STATICCHECK_VERSION ?= v0.8.2
 
 export CGO_ENABLED := 0
 
-.PHONY: all build test unit e2e e2e-cluster e2e-vm run bench fuzz lint image clean
+.PHONY: all build test unit e2e e2e-podman e2e-cluster e2e-vm run bench fuzz lint image clean
 
 all: build
 
@@ -16,9 +16,11 @@ build:
 	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/entrypoint
 
 # Every tier: unit and golden tests, privileged tests (root, namespaces),
-# the end-to-end tier in Docker (this host: cgroup v1), then the same node
-# image on cgroup v2 and rootless hosts in a VM.
-test: unit e2e e2e-vm
+# the end-to-end tier in Docker (this host: cgroup v1), kind's podman
+# provider with rootful podman, real Kubernetes clusters on our nodes, then
+# the same node image on cgroup v2 and rootless hosts (Docker and podman) in
+# a VM.
+test: unit e2e e2e-podman e2e-cluster e2e-vm
 
 unit:
 	$(GO) vet ./...
@@ -30,6 +32,11 @@ run: build
 
 e2e: build
 	bash test/e2e/run.sh
+
+# kind's podman provider: the kind CLI and nodes under rootful podman on
+# this host; see test/podman/README.md.
+e2e-podman: build
+	bash test/podman/run.sh
 
 # Real Kubernetes on our nodes: Kubernetes built from the Go module proxy,
 # clusters created, checked and restarted by the real kind CLI, and the same

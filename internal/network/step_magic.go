@@ -328,6 +328,9 @@ func PlanMagic(f MagicFacts) ([]plan.Action, error) {
 		}
 	}
 	var actions []plan.Action
+	if why, ok := noEmbeddedDNS(f); ok {
+		actions = append(actions, plan.Info(why))
+	}
 	hostIP, source := f.HostIP()
 	if !hostIP.IsValid() {
 		actions = append(actions, plan.Warning(fmt.Sprintf(
@@ -368,6 +371,23 @@ func planDNSRules(f MagicFacts, hostIP netip.Addr) (actions []plan.Action, serve
 		plan.Run([]string{f.Mode.RestoreCommand()}, out, CommandTimeout).
 			Because(fmt.Sprintf("Docker's DNS rules for %s now serve pods via %s", dockerEmbeddedDNS, hostIP)),
 	}, served, nil
+}
+
+// noEmbeddedDNS says why the step leaves the nameservers and the DNS rules
+// alone on a node with no trace of Docker's embedded DNS: podman (its
+// aardvark-dns or dnsname plugin answers at the network's gateway, an
+// address pods reach as they are) and other engines whose resolv.conf needs
+// no rewrite. A Docker node always has both the nameserver line (until it
+// is rewritten) and the DNAT rules (Docker re-creates them in every new
+// network namespace), so it never gets this line. ok is false when there is
+// something of Docker's, or when resolv.conf or the rules could not be read
+// (those cases have their own lines).
+func noEmbeddedDNS(f MagicFacts) (string, bool) {
+	if f.Resolv == nil || f.RulesErr != nil || namesEmbeddedDNS(f.Resolv.Data) || dnatsToEmbeddedDNS(f.Rules) {
+		return "", false
+	}
+	return fmt.Sprintf("no nameserver %s in %s and no %s rule sending to it (not Docker's embedded DNS): leaving the nameservers and the DNS rules as they are",
+		dockerEmbeddedDNS, ResolvConf, f.Mode), true
 }
 
 // dnatsToEmbeddedDNS reports whether iptables-save output has a rule

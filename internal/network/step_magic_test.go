@@ -221,6 +221,63 @@ func TestPlanMagicNoRulesForEmbeddedDNS(t *testing.T) {
 	}
 }
 
+// TestPlanMagicPodman: a podman node's resolv.conf names its network's
+// DNS server (aardvark-dns at the gateway) and no rule mentions 127.0.0.11.
+// Only KIND_DNS_SEARCH changes the file; the step says why it leaves the
+// rest alone.
+func TestPlanMagicPodman(t *testing.T) {
+	const resolvPodman = "search dns.podman\nnameserver fc00:f853:ccd:e793::1\nnameserver 10.89.0.1\nnameserver 10.255.255.53\n"
+	const why = "log INFO: no nameserver 127.0.0.11 in /etc/resolv.conf and no legacy rule sending to it (not Docker's embedded DNS): leaving the nameservers and the DNS rules as they are"
+	str := func(s string) *string { return &s }
+	for _, tt := range []struct {
+		name   string
+		search *string
+		want   string // the rewritten resolv.conf, "" for none
+	}{
+		{"KIND_DNS_SEARCH unset", nil, ""},
+		{"KIND_DNS_SEARCH set", str("podman.example"),
+			"search podman.example\nnameserver fc00:f853:ccd:e793::1\nnameserver 10.89.0.1\nnameserver 10.255.255.53\n"},
+	} {
+		f := facts()
+		f.Mode = Legacy
+		f.Gateway = netip.MustParseAddr("10.89.0.1")
+		f.Rules = []byte("*nat\n:PREROUTING ACCEPT [0:0]\n:OUTPUT ACCEPT [0:0]\nCOMMIT\n")
+		f.Resolv.Data = []byte(resolvPodman)
+		f.Search = tt.search
+		actions, err := PlanMagic(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := render(actions); len(got) == 0 || got[0] != why {
+			t.Errorf("%s: first action %q, want %q", tt.name, got, why)
+		}
+		if r := find(actions, plan.OpRun, "iptables-legacy-restore"); r != nil {
+			t.Errorf("%s: restores rules:\n%s", tt.name, r.Stdin)
+		}
+		got := ""
+		if a := find(actions, plan.OpWriteInPlace, ResolvConf); a != nil {
+			got = string(a.Data)
+		}
+		if diff := cmp.Diff(tt.want, got); diff != "" {
+			t.Errorf("%s: resolv.conf (-want +got):\n%s", tt.name, diff)
+		}
+	}
+
+	// Docker's first boot and a Docker node restarted (resolv.conf
+	// already rewritten, the DNAT rules re-created): no such line.
+	restarted := facts()
+	restarted.Resolv.Data = []byte("nameserver 172.18.0.1\n")
+	for _, f := range []MagicFacts{facts(), restarted} {
+		actions, err := PlanMagic(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(strings.Join(render(actions), "\n"), "not Docker's embedded DNS") {
+			t.Errorf("a Docker node is said to have no embedded DNS: %q", render(actions))
+		}
+	}
+}
+
 func TestHostIP(t *testing.T) {
 	noRoute := errors.New("no IPv4 default route with a gateway")
 	tests := []struct {

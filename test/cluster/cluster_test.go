@@ -18,7 +18,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kind-entrypoint/entrypoint/test/harness"
+	"github.com/kind-entrypoint/entrypoint/test/tier"
 )
 
 const namePrefix = "kind-ep-cl-" // run.sh and cleanup find leftovers by it
@@ -28,11 +28,16 @@ var (
 	referenceImage = mustEnv("CLUSTER_REFERENCE_IMAGE")
 	// kind v0.23.0's script, which does not rewrite kubelet.conf
 	referenceOldImage = mustEnv("CLUSTER_REFERENCE_OLD_IMAGE")
-	kindVersion    = mustEnv("CLUSTER_KIND_VERSION")
-	kindReference  = mustEnv("CLUSTER_KIND_REFERENCE")
-	cacheDir       = mustEnv("CLUSTER_CACHE_DIR")
-	logDir         = mustEnv("CLUSTER_LOG_DIR")
+	// kind's CLI: the release made for this Kubernetes, and v0.23.0
+	kindNew = mustEnv("CLUSTER_KIND")
+	kindOld = mustEnv("CLUSTER_KIND_OLD")
+	logDir  = mustEnv("CLUSTER_LOG_DIR")
 )
+
+// docker runs the docker CLI with a fixed argv and a timeout.
+func docker(timeout time.Duration, stdin []byte, args ...string) (string, error) {
+	return tier.Run(timeout, stdin, "docker", args...)
+}
 
 func mustEnv(key string) string {
 	v := os.Getenv(key)
@@ -45,7 +50,7 @@ func mustEnv(key string) string {
 // TestOurNodes: a 1+1 cluster from our image, created by the kind release
 // made for this Kubernetes; checked, restarted with new IPs, checked again.
 func TestOurNodes(t *testing.T) {
-	c := createCluster(t, "ours", clusterImage, kindVersion, true)
+	c := createCluster(t, "ours", clusterImage, kindNew, true)
 	c.checkAll(t, "before-restart")
 	c.restartWithNewIPs(t)
 	c.checkAll(t, "after-restart")
@@ -57,7 +62,7 @@ func TestOurNodes(t *testing.T) {
 // change, kubelet.conf among the files an IP change rewrites. Where this
 // fails too, the fault is the recipe's.
 func TestReferenceScript(t *testing.T) {
-	c := createCluster(t, "ref", referenceImage, kindVersion, true)
+	c := createCluster(t, "ref", referenceImage, kindNew, true)
 	c.checkAll(t, "before-restart")
 	c.restartWithNewIPs(t)
 	c.checkAll(t, "after-restart")
@@ -68,7 +73,7 @@ func TestReferenceScript(t *testing.T) {
 // its restart with a new IP leaves the kubelet talking to the old one. The
 // test shows that, which is why the entrypoint rewrites kubelet.conf.
 func TestReferenceScriptV023(t *testing.T) {
-	c := createCluster(t, "ref023", referenceOldImage, kindVersion, true)
+	c := createCluster(t, "ref023", referenceOldImage, kindNew, true)
 	c.staleKubeletConf = true
 	c.checkAll(t, "before-restart")
 	c.restartWithNewIPs(t)
@@ -77,7 +82,7 @@ func TestReferenceScriptV023(t *testing.T) {
 // TestOlderKind: kind v0.23.0, whose node-image contract the entrypoint
 // keeps, drives our image to a Ready cluster whose pods resolve names.
 func TestOlderKind(t *testing.T) {
-	c := createCluster(t, "old", clusterImage, kindReference, false)
+	c := createCluster(t, "old", clusterImage, kindOld, false)
 	c.checkAll(t, "created")
 }
 
@@ -96,15 +101,8 @@ func (c *cluster) cp() string { return c.nodes[0] }
 // createCluster runs `kind create cluster --wait` for one control plane and,
 // with worker, one worker, and removes all it made when the test ends,
 // exporting the node logs first if the test failed.
-func createCluster(t *testing.T, tag, image, kindVersion string, worker bool) *cluster {
+func createCluster(t *testing.T, tag, image, kind string, worker bool) *cluster {
 	t.Helper()
-	kind, built, err := harness.KindBinary(cacheDir, kindVersion)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if built {
-		t.Logf("built kind %s", kindVersion)
-	}
 	id := fmt.Sprintf("%s%s-%d", namePrefix, tag, time.Now().Unix()%100000)
 	c := &cluster{name: id, image: image, kind: kind, net: id + "-net"}
 	c.nodes = []string{id + "-control-plane"}
@@ -124,7 +122,7 @@ func createCluster(t *testing.T, tag, image, kindVersion string, worker bool) *c
 	start := time.Now()
 	out, err := c.kindCmd(10*time.Minute, "create", "cluster", "--name", c.name, "--image", image,
 		"--config", cfgFile, "--retain", "--wait", "5m")
-	t.Logf("kind %s create cluster --image %s (%v):\n%s", kindVersion, image, time.Since(start).Round(time.Second), out)
+	t.Logf("%s create cluster --image %s (%v):\n%s", kind, image, time.Since(start).Round(time.Second), out)
 	if err != nil {
 		t.Fatalf("kind create cluster: %v", err)
 	}
@@ -160,24 +158,24 @@ func (c *cluster) remove(t *testing.T) {
 		out, err := c.kindCmd(5*time.Minute, "export", "logs", dir, "--name", c.name)
 		t.Logf("kind export logs %s: %v\n%s", dir, err, lastLines(out, 5))
 		for _, n := range c.nodes {
-			logs, _ := harness.Docker(time.Minute, nil, "logs", "--tail", "80", n)
+			logs, _ := docker(time.Minute, nil, "logs", "--tail", "80", n)
 			t.Logf("=== %s: docker logs\n%s", n, strings.ReplaceAll(logs, "\r", ""))
-			failed, _ := harness.Docker(time.Minute, nil, "exec", n, "systemctl", "--failed", "--no-pager")
+			failed, _ := docker(time.Minute, nil, "exec", n, "systemctl", "--failed", "--no-pager")
 			t.Logf("=== %s: failed units\n%s", n, failed)
-			kubelet, _ := harness.Docker(time.Minute, nil, "exec", n, "journalctl", "-u", "kubelet", "--no-pager", "-n", "40")
+			kubelet, _ := docker(time.Minute, nil, "exec", n, "journalctl", "-u", "kubelet", "--no-pager", "-n", "40")
 			t.Logf("=== %s: kubelet\n%s", n, kubelet)
 		}
 	}
 	if out, err := c.kindCmd(5*time.Minute, "delete", "cluster", "--name", c.name); err != nil {
 		t.Errorf("kind delete cluster: %v\n%s", err, out)
 	}
-	if ids, _ := harness.Docker(time.Minute, nil, "ps", "-aq", "--filter", "label="+namePrefix+"throwaway="+c.name); strings.TrimSpace(ids) != "" {
+	if ids, _ := docker(time.Minute, nil, "ps", "-aq", "--filter", "label="+namePrefix+"throwaway="+c.name); strings.TrimSpace(ids) != "" {
 		args := append([]string{"rm", "-f", "-v"}, strings.Fields(ids)...)
-		if _, err := harness.Docker(time.Minute, nil, args...); err != nil {
+		if _, err := docker(time.Minute, nil, args...); err != nil {
 			t.Errorf("cleanup: %v", err)
 		}
 	}
-	if _, err := harness.Docker(time.Minute, nil, "network", "rm", c.net); err != nil && !strings.Contains(err.Error(), "No such network") && !strings.Contains(err.Error(), "not found") {
+	if _, err := docker(time.Minute, nil, "network", "rm", c.net); err != nil && !strings.Contains(err.Error(), "No such network") && !strings.Contains(err.Error(), "not found") {
 		t.Errorf("cleanup: %v", err)
 	}
 }
@@ -191,7 +189,7 @@ func (c *cluster) kubectl(stdin string, args ...string) (string, error) {
 		in = []byte(stdin)
 	}
 	argv = append(argv, c.cp(), "kubectl", "--kubeconfig=/etc/kubernetes/admin.conf")
-	return harness.Docker(2*time.Minute, in, append(argv, args...)...)
+	return docker(2*time.Minute, in, append(argv, args...)...)
 }
 
 // eventually retries f every 2 s until it succeeds or limit passes, and
@@ -351,7 +349,7 @@ spec:
 
 func (c *cluster) nodeIP(t *testing.T, node string) netip.Addr {
 	t.Helper()
-	out, err := harness.Docker(time.Minute, nil, "inspect", "-f", "{{range .NetworkSettings.Networks}}{{.IPAddress}}{{end}}", node)
+	out, err := docker(time.Minute, nil, "inspect", "-f", "{{range .NetworkSettings.Networks}}{{.IPAddress}}{{end}}", node)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -372,19 +370,19 @@ func (c *cluster) restartWithNewIPs(t *testing.T) {
 	for _, n := range c.nodes {
 		old[n] = c.nodeIP(t, n)
 	}
-	if _, err := harness.Docker(3*time.Minute, nil, append([]string{"stop"}, c.nodes...)...); err != nil {
+	if _, err := docker(3*time.Minute, nil, append([]string{"stop"}, c.nodes...)...); err != nil {
 		t.Fatal(err)
 	}
 	// Docker hands out the lowest free address: one throwaway per node holds
 	// the addresses the nodes had.
 	for i := range c.nodes {
-		if _, err := harness.Docker(time.Minute, nil, "run", "-d", "--name", fmt.Sprintf("%s-throwaway%d", c.name, i),
+		if _, err := docker(time.Minute, nil, "run", "-d", "--name", fmt.Sprintf("%s-throwaway%d", c.name, i),
 			"--label", namePrefix+"throwaway="+c.name, "--network", c.net,
 			"--entrypoint", "/bin/sleep", c.image, "infinity"); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if _, err := harness.Docker(3*time.Minute, nil, append([]string{"start"}, c.nodes...)...); err != nil {
+	if _, err := docker(3*time.Minute, nil, append([]string{"start"}, c.nodes...)...); err != nil {
 		t.Fatal(err)
 	}
 	for _, n := range c.nodes {
@@ -395,7 +393,7 @@ func (c *cluster) restartWithNewIPs(t *testing.T) {
 		t.Logf("%s: %s -> %s", n, old[n], now)
 		// the entrypoint records the address it booted with
 		if err := eventually(time.Minute, func() error {
-			rec, err := harness.Docker(time.Minute, nil, "exec", n, "cat", "/kind/old-ipv4")
+			rec, err := docker(time.Minute, nil, "exec", n, "cat", "/kind/old-ipv4")
 			if err == nil && strings.TrimSpace(rec) != now.String() {
 				err = fmt.Errorf("/kind/old-ipv4 is %q, want %s", rec, now)
 			}
@@ -408,7 +406,7 @@ func (c *cluster) restartWithNewIPs(t *testing.T) {
 	newIP := c.nodeIP(t, cp)
 	const kubeletConf = "/etc/kubernetes/kubelet.conf"
 	for _, f := range []string{"/etc/kubernetes/manifests/kube-apiserver.yaml", "/etc/kubernetes/manifests/etcd.yaml", "/kind/kubeadm.conf", kubeletConf} {
-		text, err := harness.Docker(time.Minute, nil, "exec", cp, "cat", f)
+		text, err := docker(time.Minute, nil, "exec", cp, "cat", f)
 		if err != nil {
 			t.Errorf("%s: %v", f, err)
 			continue
@@ -428,13 +426,13 @@ func (c *cluster) restartWithNewIPs(t *testing.T) {
 	if err := eventually(2*time.Minute, func() error { return certHasIP(cp, newIP) }); err != nil {
 		t.Errorf("apiserver certificate: %v", err)
 	}
-	logs, _ := harness.Docker(time.Minute, nil, "logs", cp)
+	logs, _ := docker(time.Minute, nil, "logs", cp)
 	t.Logf("%s: entrypoint log after the restart:\n%s", cp, entrypointLines(logs))
 }
 
 // certHasIP: the apiserver's serving certificate on node lists ip.
 func certHasIP(node string, ip netip.Addr) error {
-	text, err := harness.Docker(time.Minute, nil, "exec", node, "cat", "/etc/kubernetes/pki/apiserver.crt")
+	text, err := docker(time.Minute, nil, "exec", node, "cat", "/etc/kubernetes/pki/apiserver.crt")
 	if err != nil {
 		return err
 	}

@@ -167,7 +167,9 @@ fi
 
 # --- 5. tests ----------------------------------------------------------------
 export CLUSTER_IMAGE=$cluster_image CLUSTER_REFERENCE_IMAGE=$reference_image CLUSTER_REFERENCE_OLD_IMAGE=$reference_old_image
-export CLUSTER_CACHE_DIR=$state CLUSTER_KIND_VERSION=$KIND CLUSTER_KIND_REFERENCE=$KIND_REFERENCE
+CLUSTER_KIND=$(bash test/kind-cli.sh "$KIND") || die "building kind $KIND (test/kind-cli.sh) failed"
+CLUSTER_KIND_OLD=$(bash test/kind-cli.sh "$KIND_REFERENCE") || die "building kind $KIND_REFERENCE (test/kind-cli.sh) failed"
+export CLUSTER_KIND CLUSTER_KIND_OLD
 export CLUSTER_LOG_DIR=$log_dir
 t=$(date +%s)
 rc=0

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kind-entrypoint/entrypoint/test/harness"
+	"github.com/kind-entrypoint/entrypoint/test/tier"
 )
 
 // What the e2e tier (tag e2e) and the benchmarks (tag e2ebench) share.
@@ -61,7 +61,7 @@ func dockerCmd(timeout time.Duration, args ...string) (string, error) {
 }
 
 func dockerStdin(timeout time.Duration, stdin []byte, args ...string) (string, error) {
-	return harness.Docker(timeout, stdin, args...)
+	return tier.Run(timeout, stdin, "docker", args...)
 }
 
 // mustDocker is dockerCmd that fails the test on error.

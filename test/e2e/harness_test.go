@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/kind-entrypoint/entrypoint/test/tier"
 )
 
 const (
@@ -55,16 +57,8 @@ func TestMain(m *testing.M) {
 		fmt.Fprintf(os.Stderr, "FAIL: the host's /sys mount changed during the tier: %q -> %q\n", hostSys, after)
 		code = 1
 	}
-	if s := os.Getenv("E2E_TIER_START"); s != "" {
-		var start int64
-		if _, err := fmt.Sscan(s, &start); err == nil {
-			took := time.Since(time.Unix(start, 0)).Round(time.Second)
-			fmt.Fprintf(os.Stderr, "e2e: tier took %v so far (budget %v)\n", took, tierBudget)
-			if took > tierBudget {
-				fmt.Fprintf(os.Stderr, "FAIL: the e2e tier took %v, over its %v budget\n", took, tierBudget)
-				code = 1
-			}
-		}
+	if tier.OverBudget("e2e", "E2E_TIER_START", tierBudget) {
+		code = 1
 	}
 	os.Exit(code)
 }

@@ -3,9 +3,6 @@
 package e2e
 
 import (
-	"bytes"
-	"context"
-	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,23 +10,18 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kind-entrypoint/entrypoint/test/harness"
+	"github.com/kind-entrypoint/entrypoint/test/tier"
 )
 
 // kindVersion is the kind CLI the node image must satisfy as a client.
 const kindVersion = "v0.23.0"
 
-// kindBinary returns kind's CLI, built from the Go module proxy once into
-// the cache dir.
+// kindBinary returns kind's CLI, which run.sh built (test/kind-cli.sh).
 func kindBinary(t *testing.T) string {
 	t.Helper()
-	start := time.Now()
-	bin, built, err := harness.KindBinary(cacheDir, kindVersion)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if built {
-		t.Logf("built kind %s in %v", kindVersion, time.Since(start).Round(time.Second))
+	bin := os.Getenv("E2E_KIND_CLI")
+	if bin == "" {
+		t.Fatal("E2E_KIND_CLI is not set: run test/e2e/run.sh (make e2e)")
 	}
 	return bin
 }
@@ -75,35 +67,10 @@ nodes:
 		}
 	})
 
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
 	// --retain: keep the nodes after the expected failure, to look at them.
-	cmd := exec.CommandContext(ctx, kind, "create", "cluster", "--name", cluster,
-		"--image", nodeImage, "--config", cfg, "--retain", "--wait", "0s")
-	cmd.Env = env
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
-	start := time.Now()
-	err := cmd.Run()
-	t.Logf("kind create cluster (%v):\n%s", time.Since(start).Round(time.Millisecond), out.String())
-	var exit *exec.ExitError
-	if err == nil {
-		t.Fatal("kind create cluster succeeded, but the test image has no kubeadm: what ran?")
-	} else if !errors.As(err, &exit) {
-		t.Fatalf("kind create cluster: %v", err)
-	}
-	text := out.String()
-	requireContains(t, "kind output", text,
-		"✓ Preparing nodes",
-		"✓ Writing configuration",
-		"✗ Starting control-plane",
-		`"kubeadm": executable file not found`,
-	)
-	for _, bad := range []string{"✗ Preparing nodes", "✗ Writing configuration"} {
-		if strings.Contains(text, bad) {
-			t.Errorf("kind output has %q", bad)
-		}
-	}
+	tier.KindCreateWithoutKubeadm(t, kind, env,
+		[]string{"--name", cluster, "--image", nodeImage, "--config", cfg, "--retain", "--wait", "0s"},
+		`"kubeadm": executable file not found`)
 
 	// The nodes kind started ("Preparing nodes" passed, so kind saw our log
 	// line in each): systemd is up, each has its own identity, and kind

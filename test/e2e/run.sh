@@ -174,7 +174,8 @@ if ((build_only)); then
 fi
 
 # --- 6. tests ----------------------------------------------------------------
-export E2E_NODE_IMAGE=$node_image E2E_BASE_IMAGE=$base_image E2E_TIER_START=$tier_start
+E2E_KIND_CLI=$(bash test/kind-cli.sh v0.23.0) || die "building the kind CLI (test/kind-cli.sh) failed"
+export E2E_KIND_CLI E2E_NODE_IMAGE=$node_image E2E_BASE_IMAGE=$base_image E2E_TIER_START=$tier_start
 export E2E_CACHE_DIR=$state
 t=$(date +%s)
 rc=0

@@ -11,14 +11,15 @@
 #      of test/vm/disk/;
 #   4. boots the VM (QEMU, TCG unless a short probe shows KVM works, no
 #      network) on a throwaway overlay of that disk, with a data disk holding
-#      the node image and test/vm/guest/scenarios.sh, which runs at boot and
+#      the node image, the kind CLI (test/kind-cli.sh) and
+#      test/vm/guest/scenarios.sh, which runs at boot and
 #      writes its results to a results disk, then powers off. A run that
 #      ends clean leaves its overlay as the "warm disk" for later runs of
 #      images with the same base layer: their docker loads skip that layer;
 #   5. prints one PASS/FAIL line per scenario and "N passed, N failed";
 #      exits non-zero unless every scenario passed.
 #
-# Environment: VM_TIMEOUT (seconds the VM may run, default 900), VM_ACCEL
+# Environment: VM_TIMEOUT (seconds the VM may run, default 1500), VM_ACCEL
 # (auto, tcg or kvm; default auto), VM_CPUS (2), VM_MEMORY (MiB, 4096),
 # VM_BOOT_LIMIT (seconds a node may take to reach `running`, default 180),
 # VM_EXIT_LIMIT (seconds a failing node may take to exit, default 120),
@@ -33,14 +34,14 @@ cd "$repo"
 
 state=$(realpath -m "${VM_STATE_DIR:-/var/cache/kind-entrypoint-vm}") # qcow2 backing paths are absolute
 log_root=/var/log/kind-entrypoint-vm
-vm_timeout=${VM_TIMEOUT:-900}
+vm_timeout=${VM_TIMEOUT:-1500}
 accel=${VM_ACCEL:-auto}
 cpus=${VM_CPUS:-2}
 memory=${VM_MEMORY:-4096}
 boot_limit=${VM_BOOT_LIMIT:-180}
 exit_limit=${VM_EXIT_LIMIT:-120}
 # Every scenario scenarios.sh reports, in order: a missing one is a failure.
-scenarios=(vm-host default-node kubelet-cgroup restart rootless-docker rootless-node rootless-no-memory)
+scenarios=(vm-host default-node kubelet-cgroup restart rootless-docker rootless-node rootless-podman rootless-no-memory)
 
 log() { printf '%s vm: %s\n' "$(date +%T)" "$*" >&2; }
 die() { log "ERROR: $*"; exit 1; }
@@ -87,6 +88,8 @@ if [[ ! -s $node_tar ]]; then
   find "$state" -maxdepth 1 -name 'node-*.tar' ! -path "$node_tar" -delete
 fi
 log "node image $node_image (${image_id:0:12}) ready in $(since "$t")"
+# The kind CLI for the rootless-podman scenario (static: it runs in the VM).
+kind_cli=$(bash test/kind-cli.sh) || die "building the kind CLI (test/kind-cli.sh) failed"
 
 # --- 3. the VM disk ----------------------------------------------------------
 disk_hash=$( (cd test/vm/disk && find . -type f -print0 | sort -z | xargs -0 sha256sum) | sha256sum | cut -c1-12)
@@ -130,6 +133,7 @@ else
 fi
 ln "$node_tar" "$work/in/node.tar" 2> /dev/null || cp "$node_tar" "$work/in/node.tar"
 cp test/vm/guest/scenarios.sh "$work/in/"
+cp "$kind_cli" "$work/in/kind"
 printf 'NODE_IMAGE=%q\nNODE_IMAGE_ID=%q\nBOOT_LIMIT=%d\nEXIT_LIMIT=%d\n' \
   "$node_image" "$image_id" "$boot_limit" "$exit_limit" > "$work/in/vm.env"
 in_mib=$(( $(du -sm "$work/in" | cut -f1) + 64 ))

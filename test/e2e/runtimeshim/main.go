@@ -1,8 +1,8 @@
 //go:build linux
 
 // Command runtimeshim is an OCI runtime wrapper for hosts whose capability
-// bounding set is smaller than the full set Docker grants --privileged
-// containers.
+// bounding set is smaller than the full set Docker and podman grant
+// --privileged containers.
 //
 // Why: runc asks the kernel for every capability listed in the container's
 // config.json. When the host (here: a sandboxed VM whose bounding set lacks
@@ -12,12 +12,23 @@
 // OCI spec every capability that its own bounding set lacks and then execs the
 // real runc with the original arguments.
 //
-// It is registered in /etc/docker/daemon.json under "runtimes" and made the
-// "default-runtime" by test/e2e/run.sh, only on hosts that need it.
+// Without CAP_SYS_RESOURCE a process cannot raise a hard rlimit either.
+// podman asks for RLIMIT_NOFILE 1048576 on create and on every exec, above
+// this host's hard limit, and runc then fails with "error setting rlimit
+// type 7: operation not permitted". So, when CAP_SYS_RESOURCE is missing,
+// every rlimit of the spec is lowered to the wrapper's own hard limit of
+// that resource: the most the container could get on this host.
+//
+// test/e2e/run.sh registers it in /etc/docker/daemon.json under "runtimes"
+// and makes it Docker's "default-runtime"; test/podman/run.sh makes it
+// podman's default runtime in /etc/containers/containers.conf. Both do so
+// only on hosts that need it.
 //
 // Rewritten documents:
-//   - create/run: BUNDLE/config.json, key process.capabilities.
-//   - exec --process FILE: FILE, key capabilities (a bare OCI Process).
+//   - create/run: BUNDLE/config.json, keys process.capabilities and
+//     process.rlimits.
+//   - exec --process FILE: FILE, keys capabilities and rlimits (a bare OCI
+//     Process).
 package main
 
 import (
@@ -31,6 +42,8 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+
+	"golang.org/x/sys/unix"
 )
 
 // capNames maps a capability's bit number to its OCI name
@@ -51,6 +64,43 @@ var capNames = [...]string{
 
 // capSets are the members of an OCI LinuxCapabilities object.
 var capSets = []string{"bounding", "effective", "permitted", "inheritable", "ambient"}
+
+// capSysResource is CAP_SYS_RESOURCE's bit: without it no hard rlimit can
+// be raised.
+const capSysResource = 24
+
+// rlimitResources maps the OCI names of rlimits to their resource numbers.
+var rlimitResources = map[string]int{
+	"RLIMIT_CPU": unix.RLIMIT_CPU, "RLIMIT_FSIZE": unix.RLIMIT_FSIZE,
+	"RLIMIT_DATA": unix.RLIMIT_DATA, "RLIMIT_STACK": unix.RLIMIT_STACK,
+	"RLIMIT_CORE": unix.RLIMIT_CORE, "RLIMIT_RSS": unix.RLIMIT_RSS,
+	"RLIMIT_NPROC": unix.RLIMIT_NPROC, "RLIMIT_NOFILE": unix.RLIMIT_NOFILE,
+	"RLIMIT_MEMLOCK": unix.RLIMIT_MEMLOCK, "RLIMIT_AS": unix.RLIMIT_AS,
+	"RLIMIT_LOCKS": unix.RLIMIT_LOCKS, "RLIMIT_SIGPENDING": unix.RLIMIT_SIGPENDING,
+	"RLIMIT_MSGQUEUE": unix.RLIMIT_MSGQUEUE, "RLIMIT_NICE": unix.RLIMIT_NICE,
+	"RLIMIT_RTPRIO": unix.RLIMIT_RTPRIO, "RLIMIT_RTTIME": unix.RLIMIT_RTTIME,
+}
+
+// host is what the wrapper's own process can hold.
+type host struct {
+	bounding uint64
+	// hardLimit returns the hard limit of an rlimit named as in OCI
+	// ("RLIMIT_NOFILE"); false for a name it does not know.
+	hardLimit func(name string) (uint64, bool)
+}
+
+// ownHardLimit is host.hardLimit for this process.
+func ownHardLimit(name string) (uint64, bool) {
+	res, ok := rlimitResources[name]
+	if !ok {
+		return 0, false
+	}
+	var lim unix.Rlimit
+	if err := unix.Getrlimit(res, &lim); err != nil {
+		return 0, false
+	}
+	return lim.Max, true
+}
 
 // runcGlobalValueFlags are runc's global options that take a value as the
 // next argument; they must be skipped when looking for the subcommand.
@@ -79,7 +129,7 @@ func run(args []string) error {
 		return err
 	}
 	if doc, key := specToEdit(args); doc != "" {
-		if err := dropMissingCaps(doc, key, bounding); err != nil {
+		if err := fitToHost(doc, key, host{bounding: bounding, hardLimit: ownHardLimit}); err != nil {
 			return err
 		}
 	}
@@ -124,10 +174,10 @@ func parseCapBnd(status string) (uint64, error) {
 	return 0, errors.New("no CapBnd line in /proc/self/status")
 }
 
-// specToEdit finds, in a runc command line, the JSON document holding
-// capabilities and the key of the capabilities object inside it
-// ("" when it is the document's top level process). It returns "" when
-// the command carries no capabilities.
+// specToEdit finds, in a runc command line, the JSON document holding the
+// process (capabilities, rlimits) and the key of the process object inside
+// it ("" when it is the document's top level). It returns "" when the
+// command carries no process.
 func specToEdit(args []string) (doc string, processKey string) {
 	i := 0
 	for i < len(args) {
@@ -178,14 +228,15 @@ func flagValue(args []string, long, short string) string {
 	return ""
 }
 
-// dropMissingCaps rewrites path so that no capability set names a capability
-// outside bounding. processKey selects the process object ("" = top level).
-func dropMissingCaps(path, processKey string, bounding uint64) error {
+// fitToHost rewrites path so that its process asks for no capability and
+// no rlimit the host cannot grant. processKey selects the process object
+// ("" = top level).
+func fitToHost(path, processKey string, h host) error {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return err
 	}
-	out, changed, err := filterCaps(data, processKey, bounding)
+	out, changed, err := fitSpec(data, processKey, h)
 	if err != nil {
 		return fmt.Errorf("%s: %w", path, err)
 	}
@@ -195,8 +246,9 @@ func dropMissingCaps(path, processKey string, bounding uint64) error {
 	return replaceFile(path, out)
 }
 
-// filterCaps is the pure part of dropMissingCaps.
-func filterCaps(data []byte, processKey string, bounding uint64) ([]byte, bool, error) {
+// fitSpec is the pure part of fitToHost. It returns data itself when
+// nothing changes.
+func fitSpec(data []byte, processKey string, h host) ([]byte, bool, error) {
 	var doc map[string]any
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.UseNumber() // keep 64-bit integers (rlimits, memory limits) exact
@@ -211,9 +263,27 @@ func filterCaps(data []byte, processKey string, bounding uint64) ([]byte, bool, 
 		}
 		proc = p
 	}
+	capsChanged := dropMissingCaps(proc, h.bounding)
+	limitsChanged := false
+	if h.bounding&(1<<capSysResource) == 0 {
+		var err error
+		if limitsChanged, err = lowerRlimits(proc, h.hardLimit); err != nil {
+			return nil, false, err
+		}
+	}
+	if !capsChanged && !limitsChanged {
+		return data, false, nil
+	}
+	out, err := json.Marshal(doc)
+	return out, true, err
+}
+
+// dropMissingCaps removes from every capability set of an OCI process the
+// capabilities outside bounding.
+func dropMissingCaps(proc map[string]any, bounding uint64) bool {
 	caps, ok := proc["capabilities"].(map[string]any)
 	if !ok {
-		return data, false, nil
+		return false
 	}
 	missing := map[string]bool{}
 	for bit, name := range capNames {
@@ -237,11 +307,58 @@ func filterCaps(data []byte, processKey string, bounding uint64) ([]byte, bool, 
 		}
 		caps[set] = kept
 	}
-	if !changed {
-		return data, false, nil
+	return changed
+}
+
+// lowerRlimits lowers every rlimit of an OCI process whose hard limit is
+// above the host's to the host's (and its soft limit to no more than
+// that). Rlimits the host does not name are left alone: runc will say
+// what is wrong with them.
+func lowerRlimits(proc map[string]any, hardLimit func(string) (uint64, bool)) (bool, error) {
+	list, ok := proc["rlimits"].([]any)
+	if !ok {
+		return false, nil
 	}
-	out, err := json.Marshal(doc)
-	return out, true, err
+	changed := false
+	for _, item := range list {
+		rl, ok := item.(map[string]any)
+		if !ok {
+			continue
+		}
+		name, _ := rl["type"].(string)
+		limit, ok := hardLimit(name)
+		if !ok {
+			continue
+		}
+		hard, err := rlimitValue(rl, "hard")
+		if err != nil {
+			return false, fmt.Errorf("%s: %w", name, err)
+		}
+		soft, err := rlimitValue(rl, "soft")
+		if err != nil {
+			return false, fmt.Errorf("%s: %w", name, err)
+		}
+		if hard <= limit {
+			continue
+		}
+		rl["hard"] = json.Number(strconv.FormatUint(limit, 10))
+		rl["soft"] = json.Number(strconv.FormatUint(min(soft, limit), 10))
+		changed = true
+	}
+	return changed, nil
+}
+
+// rlimitValue reads the hard or soft value of an OCI rlimit.
+func rlimitValue(rl map[string]any, key string) (uint64, error) {
+	n, ok := rl[key].(json.Number)
+	if !ok {
+		return 0, fmt.Errorf("%s is not a number: %v", key, rl[key])
+	}
+	v, err := strconv.ParseUint(n.String(), 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("%s: %w", key, err)
+	}
+	return v, nil
 }
 
 // replaceFile writes data to a temporary file beside path, keeping path's

@@ -2,7 +2,7 @@
 # The VM tier's scenarios. Runs inside the VM at boot (kind-vm-tier.service,
 # see test/vm/disk), on a Debian bookworm host with cgroup v2 and no network,
 # from the data disk that test/vm/run.sh builds: node.tar (`docker save` of
-# the e2e node image), vm.env, and this script.
+# the e2e node image), kind (the kind CLI), vm.env, and this script.
 #
 # Each scenario ends with one line in $res/summary:
 #   PASS: NAME (Ns)
@@ -380,7 +380,126 @@ else
   skip rootless-node "rootless Docker is not ready"
 fi
 
-# --- 4. rootless, memory not delegated ---------------------------------------------
+# --- 4. rootless podman: kind's podman provider --------------------------------------
+# The kind CLI (v0.23.0, from the data disk) with KIND_EXPERIMENTAL_PROVIDER=
+# podman, run by the rootless user against Debian's podman 4.3 (netavark,
+# aardvark-dns, slirp4netns; cgroup v2, the systemd cgroup manager through
+# the user's manager). The image has no kubeadm: creation must get through
+# "Preparing nodes" and "Writing configuration" and stop at kubeadm init.
+podman_cluster=kind-vm-podman
+podman_image=localhost/kind-entrypoint-podman/node:${NODE_IMAGE_ID:0:12}
+
+# as_rootless runs a command as the rootless user, in the environment of the
+# user's (lingering) manager: podman reaches it over the user's D-Bus.
+as_rootless() {
+  local limit=$1
+  shift
+  (cd "/home/$rootless_user" && timeout "$limit" runuser -u "$rootless_user" -- env \
+    HOME="/home/$rootless_user" XDG_RUNTIME_DIR="/run/user/$rootless_uid" \
+    DBUS_SESSION_BUS_ADDRESS="unix:path=/run/user/$rootless_uid/bus" "$@")
+}
+pm() { as_rootless 300 podman "$@"; }
+kind_podman() { as_rootless 600 env KIND_EXPERIMENTAL_PROVIDER=podman "$in/kind" "$@"; }
+
+# check_podman_node: what every node of kind's podman provider must show;
+# the DNS part is the podman-specific one (no Docker DNS, podman's
+# nameservers kept, KIND_DNS_SEARCH applied, names of the other node
+# answered by aardvark-dns).
+check_podman_node() {
+  local name=$1 other=$2 log state failed resolv orig check ip got
+  log=$(pm logs "$name" 2>&1 | tr -d '\r')
+  grep -qE 'Reached target .*Multi-User System.*' <<< "$log" \
+    || fail "$name: no line matching kind's wait regexp 'Reached target .*Multi-User System.*' in the log"
+  for want in "INFO: running in a user namespace (experimental)" "INFO: detected cgroup v2"; do
+    has_line "$log" "$want" || fail "$name: no line '$want' in the log"
+  done
+  grep -q '^INFO: no nameserver 127.0.0.11 in /etc/resolv.conf and no ' <<< "$log" \
+    || fail "$name: enable_network_magic does not say why it leaves podman's DNS alone"
+  if grep -q '^ERROR: ' <<< "$log"; then
+    fail "$name: ERROR in the log: $(grep '^ERROR: ' <<< "$log" | head -n 3 | paste -sd'|' -)"
+  fi
+  state=$(pm exec "$name" systemctl is-system-running 2>&1)
+  failed=$(pm exec "$name" systemctl --failed --no-legend --plain --no-pager 2>&1)
+  if [[ -n $failed ]]; then
+    fail "$name: systemd $state, failed units: $(awk '{print $1}' <<< "$failed" | paste -sd' ' -)"
+  elif [[ $state != running ]]; then
+    fail "$name: systemd is '$state', want running"
+  fi
+  resolv=$(pm exec "$name" cat /etc/resolv.conf 2>&1)
+  orig=$(pm exec "$name" cat /etc/resolv.conf.original 2>&1)
+  [[ $(grep '^nameserver' <<< "$resolv") == "$(grep '^nameserver' <<< "$orig")" && -n $(grep '^nameserver' <<< "$orig") ]] \
+    || fail "$name: nameservers changed: '$(paste -sd'|' <<< "$orig")' -> '$(paste -sd'|' <<< "$resolv")'"
+  [[ $(grep '^search' <<< "$resolv") == "search podman.example" ]] \
+    || fail "$name: search lines '$(grep '^search' <<< "$resolv" | paste -sd'|' -)', want 'search podman.example' (KIND_DNS_SEARCH)"
+  ! grep -q '127\.0\.0\.11' <<< "$resolv" || fail "$name: resolv.conf names Docker's embedded DNS"
+  ! pm exec "$name" iptables-save -t nat 2>&1 | grep -qE '127\.0\.0\.11|DOCKER_OUTPUT' \
+    || fail "$name: Docker DNS rules in a podman node"
+  ip=$(pm inspect -f '{{range .NetworkSettings.Networks}}{{.IPAddress}}{{end}}' "$other" 2>&1)
+  got=$(pm exec "$name" getent ahostsv4 "$other" 2>&1 | awk 'NR == 1 {print $1}')
+  [[ -n $ip && $got == "$ip" ]] || fail "$name: podman's DNS gives $other as '$got', want '$ip'"
+  check=$(pm exec "$name" /usr/local/bin/entrypoint check --json 2>&1)
+  echo "$check" > "$res/$scenario/check-$name.json"
+  grep -q '"status": "pass"' <<< "$check" || fail "$name: entrypoint check --json gave no rows: $(head -c 200 <<< "$check")"
+  if grep -q '"status": "fail"' <<< "$check"; then
+    fail "$name: entrypoint check has fail rows: $(grep -B1 '"status": "fail"' <<< "$check" | grep -o '"name": "[^"]*"' | paste -sd' ' -)"
+  fi
+}
+
+collect_podman() {
+  local name=$1 dir=$res/$scenario
+  pm logs "$name" 2>&1 | tr -d '\r' > "$dir/$name-logs.txt"
+  pm inspect "$name" > "$dir/$name-inspect.json" 2>&1
+  pm exec "$name" systemctl --failed --no-pager > "$dir/$name-failed-units.txt" 2>&1
+  pm exec "$name" journalctl --no-pager -n 400 > "$dir/$name-journal.txt" 2>&1
+  pm exec "$name" cat /proc/1/mountinfo > "$dir/$name-mountinfo.txt" 2>&1
+}
+
+begin rootless-podman
+pm info > "$res/$scenario/podman-info.txt" 2>&1 || fail "rootless podman info failed: $(tail -n 3 "$res/$scenario/podman-info.txt" | paste -sd'|' -)"
+grep -q 'rootless: true' "$res/$scenario/podman-info.txt" || fail "podman info does not say rootless: true"
+t=$SECONDS
+if [[ $(pm image inspect -f '{{.Id}}' "$NODE_IMAGE_ID" 2> /dev/null) != "$NODE_IMAGE_ID" ]]; then
+  out=$(as_rootless 900 podman load -q -i "$in/node.tar" 2>&1) || fail "podman load: $out"
+fi
+if [[ $(pm image inspect -f '{{.Id}}' "$NODE_IMAGE_ID" 2>&1) != "$NODE_IMAGE_ID" ]]; then
+  fail "podman has no image $NODE_IMAGE_ID after the load"
+elif ! pm tag "$NODE_IMAGE_ID" "$podman_image"; then
+  fail "podman tag failed"
+else
+  say "node image in rootless podman after $((SECONDS - t))s"
+  printf 'kind: Cluster\napiVersion: kind.x-k8s.io/v1alpha4\nnetworking:\n  dnsSearch: [podman.example]\nnodes:\n- role: control-plane\n- role: worker\n' \
+    > "/home/$rootless_user/kind-podman.yaml"
+  t=$SECONDS
+  kind_out=$(kind_podman create cluster --name "$podman_cluster" --image "$podman_image" \
+    --config "/home/$rootless_user/kind-podman.yaml" --retain --wait 0s 2>&1)
+  kind_rc=$?
+  echo "$kind_out" > "$res/$scenario/kind-create.txt"
+  say "kind create cluster exited $kind_rc after $((SECONDS - t))s"
+  ((kind_rc != 0)) || fail "kind create cluster succeeded, but the image has no kubeadm: what ran?"
+  # runc and crun word the missing kubeadm differently (Debian's podman
+  # picks crun here); exit 127 and podman's own words are both
+  for want in "✓ Preparing nodes" "✓ Writing configuration" "✗ Starting control-plane" \
+    "kubeadm init --skip-phases=preflight" "failed with error: exit status 127" \
+    "OCI runtime attempted to invoke a command that was not found"; do
+    grep -qF -- "$want" <<< "$kind_out" || fail "kind output: no '$want' ($(grep -m1 ERROR <<< "$kind_out"))"
+  done
+  cp_node=$podman_cluster-control-plane worker_node=$podman_cluster-worker
+  for pair in "$cp_node $worker_node" "$worker_node $cp_node"; do
+    read -r name other <<< "$pair"
+    if pm container exists "$name"; then
+      check_podman_node "$name" "$other"
+      collect_podman "$name"
+    else
+      fail "kind left no node $name"
+    fi
+  done
+fi
+kind_podman delete cluster --name "$podman_cluster" > "$res/$scenario/kind-delete.txt" 2>&1 \
+  || fail "kind delete cluster failed: $(tail -n 2 "$res/$scenario/kind-delete.txt" | paste -sd'|' -)"
+! pm network exists kind || pm network rm kind > /dev/null || fail "podman network rm kind failed"
+end
+
+# --- 5. rootless, memory not delegated ---------------------------------------------
 # Delegate= without memory is not enough on systemd 252: with
 # DefaultMemoryAccounting=yes the user's slice enables memory for its
 # children anyway, and the user's manager passes it on. Memory leaves the
@@ -445,7 +564,8 @@ echo "done" >> "$res/summary"
 
 # --- a warm disk -----------------------------------------------------------------
 # The host keeps this VM's disk for later runs (with the same base layer)
-# when it stops clean: no container or network left, both daemons stopped.
+# when it stops clean: no container or network left (Docker's and rootless
+# podman's), both daemons stopped.
 # Their `docker load` then finds the big layers present, which saves
 # minutes. Only the loaded images stay behind.
 clean_daemon() {
@@ -457,6 +577,7 @@ clean_daemon() {
 }
 if DOCKER_HOST=unix:///run/docker.sock clean_daemon \
   && DOCKER_HOST=$rootless_sock clean_daemon \
+  && [[ -z $(pm ps -aq) && -z $(pm volume ls -q) ]] && ! pm network exists kind \
   && user_systemctl stop docker.service \
   && systemctl stop docker.service docker.socket containerd.service; then
   echo "clean" >> "$res/summary"

@@ -1,0 +1,203 @@
+//go:build podman
+
+// Package podman is the podman tier: the real kind CLI with its podman
+// provider, and nodes run with that provider's `podman run` flags, under
+// rootful podman on this host. test/podman/run.sh sets it up; see
+// test/podman/README.md.
+package podman
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"os"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/kind-entrypoint/entrypoint/test/tier"
+)
+
+const (
+	// bootLimit is how long a node may take to reach `running`.
+	bootLimit = 60 * time.Second
+	// tierBudget is the whole tier's limit (run.sh exports its start).
+	tierBudget = 10 * time.Minute
+)
+
+var (
+	nodeImage  = mustEnv("PODMAN_NODE_IMAGE")
+	kindCLI    = mustEnv("PODMAN_KIND")
+	namePrefix = mustEnv("PODMAN_NAME_PREFIX")
+	runID      = newRunID()
+
+	// kindWaitRe is what kind's CLI waits for in a node's log
+	// (pkg/cluster/internal/providers/common, NodeReachedCgroupsReadyRegexp).
+	kindWaitRe = regexp.MustCompile(`Reached target .*Multi-User System.*|detected cgroup v1`)
+)
+
+func mustEnv(key string) string {
+	v := os.Getenv(key)
+	if v == "" {
+		fmt.Fprintf(os.Stderr, "FAIL: %s is not set: run test/podman/run.sh\n", key)
+		os.Exit(1)
+	}
+	return v
+}
+
+func newRunID() string {
+	b := make([]byte, 3)
+	if _, err := rand.Read(b); err != nil {
+		panic(err)
+	}
+	return hex.EncodeToString(b)
+}
+
+// TestMain checks what every test needs, and after the run the tier's time
+// budget (run.sh's start, so the image build and load count).
+func TestMain(m *testing.M) {
+	out, err := podman(30*time.Second, "info", "--format", "{{.Version.Version}} {{.Host.OCIRuntime.Name}} {{.Host.CgroupsVersion}} {{.Host.Security.Rootless}}")
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "FAIL: podman does not answer (run test/podman/run.sh): %v\n", err)
+		os.Exit(1)
+	}
+	fmt.Fprintf(os.Stderr, "podman: version, runtime, cgroups, rootless: %s; node image %s; run %s\n", strings.TrimSpace(out), nodeImage, runID)
+	if _, err := podman(30*time.Second, "image", "inspect", nodeImage); err != nil {
+		fmt.Fprintf(os.Stderr, "FAIL: node image %s missing in podman (run test/podman/run.sh): %v\n", nodeImage, err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	if tier.OverBudget("podman", "PODMAN_TIER_START", tierBudget) {
+		code = 1
+	}
+	os.Exit(code)
+}
+
+// podman runs the podman CLI with a fixed argv and returns its stdout; the
+// error carries stderr.
+func podman(timeout time.Duration, args ...string) (string, error) {
+	return tier.Run(timeout, nil, "podman", args...)
+}
+
+func mustPodman(t testing.TB, args ...string) string {
+	t.Helper()
+	out, err := podman(2*time.Minute, args...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// newNetwork creates a podman network, as kind's provider does (bridge,
+// DNS enabled), removed when the test ends.
+func newNetwork(t testing.TB, suffix string) string {
+	t.Helper()
+	name := namePrefix + runID + "-" + suffix
+	mustPodman(t, "network", "create", "-d=bridge", name)
+	t.Cleanup(func() {
+		if _, err := podman(time.Minute, "network", "rm", "-f", name); err != nil {
+			t.Errorf("cleanup: %v", err)
+		}
+	})
+	return name
+}
+
+// gateways returns the IPv4 and IPv6 gateways of a podman network: where
+// aardvark-dns answers.
+func gateways(t testing.TB, network string) []string {
+	t.Helper()
+	var nets []struct {
+		Subnets []struct{ Gateway string } `json:"subnets"`
+	}
+	if err := json.Unmarshal([]byte(mustPodman(t, "network", "inspect", network)), &nets); err != nil {
+		t.Fatalf("podman network inspect %s: %v", network, err)
+	}
+	var gws []string
+	for _, n := range nets {
+		for _, s := range n.Subnets {
+			gws = append(gws, s.Gateway)
+		}
+	}
+	if len(gws) == 0 {
+		t.Fatalf("network %s has no gateway", network)
+	}
+	return gws
+}
+
+type node struct {
+	t    testing.TB
+	Name string
+}
+
+// waitRunning waits for `systemctl is-system-running` to say running and
+// fails the test when it does not; degraded ends the wait at once.
+func (n *node) waitRunning() {
+	n.t.Helper()
+	start := time.Now()
+	var state string
+	for time.Since(start) < bootLimit {
+		out, _ := podman(20*time.Second, "exec", n.Name, "systemctl", "is-system-running")
+		switch state = strings.TrimSpace(out); state {
+		case "running":
+			n.t.Logf("%s: systemd running after %v", n.Name, time.Since(start).Round(time.Millisecond))
+			return
+		case "degraded":
+			n.t.Fatalf("%s: systemd degraded, failed units:\n%s", n.Name, n.failedUnits())
+		}
+		if st, err := podman(20*time.Second, "inspect", "-f", "{{.State.Status}}", n.Name); err == nil && strings.TrimSpace(st) == "exited" {
+			n.t.Fatalf("%s: exited before systemd was running (last state %q)", n.Name, state)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	n.t.Fatalf("%s: systemd not running after %v (last state %q)", n.Name, bootLimit, state)
+}
+
+func (n *node) failedUnits() string {
+	out, err := n.execErr("systemctl", "--failed", "--no-legend", "--plain", "--no-pager")
+	if err != nil {
+		return err.Error()
+	}
+	return strings.TrimSpace(out)
+}
+
+func (n *node) exec(argv ...string) string {
+	n.t.Helper()
+	out, err := n.execErr(argv...)
+	if err != nil {
+		n.t.Fatal(err)
+	}
+	return out
+}
+
+func (n *node) execErr(argv ...string) (string, error) {
+	return podman(time.Minute, append([]string{"exec", n.Name}, argv...)...)
+}
+
+// logs returns the container's log without the tty's carriage returns.
+func (n *node) logs() string {
+	n.t.Helper()
+	return strings.ReplaceAll(mustPodman(n.t, "logs", n.Name), "\r", "")
+}
+
+// dump logs what explains a failure.
+func (n *node) dump() {
+	n.t.Helper()
+	logs, err := podman(time.Minute, "logs", "--tail", "300", n.Name)
+	n.t.Logf("=== %s: podman logs (err %v)\n%s", n.Name, err, strings.ReplaceAll(logs, "\r", ""))
+	for _, argv := range [][]string{
+		{"systemctl", "--failed", "--no-pager"},
+		{"journalctl", "--no-pager", "-n", "150"},
+	} {
+		out, err := n.execErr(argv...)
+		n.t.Logf("=== %s: %s (err %v)\n%s", n.Name, strings.Join(argv, " "), err, out)
+	}
+}
+
+// hostCgroupV2 reports whether this host runs the unified hierarchy only.
+func hostCgroupV2(t testing.TB) bool {
+	t.Helper()
+	_, err := os.Stat("/sys/fs/cgroup/cgroup.controllers")
+	return err == nil
+}
