@@ -455,7 +455,12 @@ func planAddressChange(f MagicFacts) ([]plan.Action, error) {
 		{"IPv4", f.IPv4, f.IPv4Err, f.OldIPv4, OldIPv4, true, func(msg string) error { return errors.New(msg) }},
 		{"IPv6", f.IPv6, f.IPv6Err, f.OldIPv6, OldIPv6, false, nil},
 	} {
-		actions = append(actions, plan.Info(fmt.Sprintf("detected %s address: %s", fam.name, show(fam.cur))))
+		// As the script (getent's empty answer): no value, not "none".
+		cur := ""
+		if fam.cur.IsValid() {
+			cur = fam.cur.String()
+		}
+		actions = append(actions, plan.Info("detected "+fam.name+" address: "+cur))
 		if fam.old != nil {
 			old := *fam.old
 			actions = append(actions, plan.Info(fmt.Sprintf("detected old %s address: %s", fam.name, old)))

@@ -575,3 +575,22 @@ func TestPlanMagicBadSearch(t *testing.T) {
 		}
 	}
 }
+
+// TestDetectedAddressLines: as the script, a family without an address
+// logs an empty value (kind's tooling and users diff these lines).
+func TestDetectedAddressLines(t *testing.T) {
+	actions, err := PlanMagic(facts()) // IPv4 172.18.0.2, no IPv6
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, a := range actions {
+		if a.Op == plan.OpLog && strings.HasPrefix(string(a.Data), "detected ") {
+			got = append(got, string(a.Level)+": "+string(a.Data))
+		}
+	}
+	want := []string{"INFO: detected IPv4 address: 172.18.0.2", "INFO: detected IPv6 address: "}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("address lines (-want +got):\n%s", diff)
+	}
+}
