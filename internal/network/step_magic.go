@@ -446,14 +446,13 @@ func planAddressChange(f MagicFacts) ([]plan.Action, error) {
 	for _, fam := range []struct {
 		name    string
 		cur     netip.Addr
-		curErr  error
 		old     *string
 		file    string
 		is4     bool
 		missing func(msg string) error // nil: an ERROR line is enough
 	}{
-		{"IPv4", f.IPv4, f.IPv4Err, f.OldIPv4, OldIPv4, true, func(msg string) error { return errors.New(msg) }},
-		{"IPv6", f.IPv6, f.IPv6Err, f.OldIPv6, OldIPv6, false, nil},
+		{"IPv4", f.IPv4, f.OldIPv4, OldIPv4, true, func(msg string) error { return errors.New(msg) }},
+		{"IPv6", f.IPv6, f.OldIPv6, OldIPv6, false, nil},
 	} {
 		// As the script (getent's empty answer): no value, not "none".
 		cur := ""
@@ -475,12 +474,13 @@ func planAddressChange(f MagicFacts) ([]plan.Action, error) {
 				actions = append(actions, plan.Info(fmt.Sprintf(
 					"%s: %s is IPv4-mapped, not an IPv6 address; ignoring it", fam.file, old)))
 			case !fam.cur.IsValid():
-				msg := fmt.Sprintf("have an old %s address (%s) but no current %s address for %q (%v)",
-					fam.name, old, fam.name, f.Hostname, fam.curErr)
+				// The script's words: the old address is the line above,
+				// and why the lookup failed is a fact of the dry run.
+				msg := "have an old " + fam.name + " address but no current " + fam.name + " address (!)"
 				if fam.missing != nil {
 					return actions, fam.missing(msg)
 				}
-				actions = append(actions, plan.Error(msg+"; leaving the node's files as they are"))
+				actions = append(actions, plan.Error(msg))
 			case oldAddr != fam.cur:
 				if _, _, err := ReplaceAddress(nil, old, fam.cur.String()); err != nil {
 					actions = append(actions, plan.Error(fmt.Sprintf(
