@@ -324,6 +324,7 @@ func TestPlanAddressChange(t *testing.T) {
 		wantOrder := []string{
 			"write /etc/kubernetes/pki/apiserver.crt.old", "write /etc/kubernetes/pki/apiserver.key.old",
 			"remove /etc/kubernetes/pki/apiserver.crt", "remove /etc/kubernetes/pki/apiserver.key", "run ",
+			"remove /etc/kubernetes/pki/apiserver.crt.old", "remove /etc/kubernetes/pki/apiserver.key.old",
 		}
 		if diff := cmp.Diff(wantOrder, order); diff != "" {
 			t.Errorf("renewal order (-want +got):\n%s", diff)
@@ -470,12 +471,16 @@ func TestCertRenewalApply(t *testing.T) {
 				t.Errorf("log:\n%s", logs.String())
 			}
 		}
-		for p, want := range map[string]string{
-			APIServerCert: wantCrt, APIServerKey: wantKey,
-			APIServerCert + ".old": oldCrt, APIServerKey + ".old": oldKey,
-		} {
+		for p, want := range map[string]string{APIServerCert: wantCrt, APIServerKey: wantKey} {
 			if b, err := tree.ReadFile(p); err != nil || string(b) != want {
 				t.Errorf("kubeadm fails %t: %s = %q, %v; want %q", kubeadmFails, p, b, err, want)
+			}
+		}
+		// The kept pair goes once the pair in place is whole again (new,
+		// or put back): no stray copy of a private key.
+		for _, p := range []string{APIServerCert + ".old", APIServerKey + ".old"} {
+			if _, err := tree.Lstat(p); !errors.Is(err, os.ErrNotExist) {
+				t.Errorf("kubeadm fails %t: %s left behind (%v)", kubeadmFails, p, err)
 			}
 		}
 		if fi, err := tree.Stat(APIServerKey); err != nil || fi.Mode().Perm() != 0o600 {
