@@ -134,7 +134,7 @@ func (p *Probes) detectMagic(ctx context.Context, lookupEnv func(string) (string
 	var wg sync.WaitGroup
 	var saved bool
 	if f.Rules, f.RulesErr, saved = ipt.SavedRules(mode); !saved {
-		wg.Go(func() { f.Rules, f.RulesErr = p.sys.Run(ctx, []string{mode.SaveCommand()}, nil, p.timeout) })
+		wg.Go(func() { f.Rules, _, f.RulesErr = p.sys.Run(ctx, []string{mode.SaveCommand()}, nil, p.timeout) })
 	}
 	err := f.readFiles(p.sys)
 	wg.Wait()

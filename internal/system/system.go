@@ -37,8 +37,9 @@ type System interface {
 	// the way the C library's getaddrinfo would (hosts file, then DNS).
 	LookupIP(ctx context.Context, network, host string) ([]netip.Addr, error)
 	// Run starts argv[0] (never a shell) with argv, feeds it stdin, and
-	// returns its standard output. It is killed after timeout.
-	Run(ctx context.Context, argv []string, stdin []byte, timeout time.Duration) ([]byte, error)
+	// returns its standard output and standard error (also when it
+	// fails). It is killed after timeout.
+	Run(ctx context.Context, argv []string, stdin []byte, timeout time.Duration) (stdout, stderr []byte, err error)
 
 	// Changes.
 
