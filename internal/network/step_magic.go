@@ -354,8 +354,16 @@ func PlanMagic(f MagicFacts) ([]plan.Action, error) {
 // resolv.conf name the host IP instead of 127.0.0.11.
 func planDNSRules(f MagicFacts, hostIP netip.Addr) (actions []plan.Action, served bool, err error) {
 	if f.RulesErr != nil {
-		return []plan.Action{plan.Error(fmt.Sprintf(
-			"cannot read the iptables rules, so pods cannot use Docker's DNS: %v", f.RulesErr))}, false, nil
+		// The script stops here too (its iptables-save fails the
+		// pipeline). A cluster whose pods cannot resolve a name is worse
+		// than a node that says why it did not start; only a node that
+		// does not use Docker's DNS loses nothing by booting on.
+		if f.Resolv != nil && namesEmbeddedDNS(f.Resolv.Data) {
+			return nil, false, fmt.Errorf("cannot read the %s rules, which pods need to reach Docker's DNS at %s: %w",
+				f.Mode, dockerEmbeddedDNS, f.RulesErr)
+		}
+		return []plan.Action{plan.Warning(fmt.Sprintf(
+			"cannot read the %s rules (%v); %s does not use Docker's DNS, so nothing needs them", f.Mode, f.RulesErr, ResolvConf))}, false, nil
 	}
 	out, changed := RewriteDockerDNS(f.Rules, hostIP.String())
 	served = dnatsToEmbeddedDNS(out)
@@ -409,10 +417,12 @@ func planResolvConf(f MagicFacts, hostIP netip.Addr, served bool) ([]plan.Action
 	}
 	if namesEmbeddedDNS(f.Resolv.Data) && !served {
 		// The rules were saved from a backend Docker did not write to
-		// (its save hung or failed): pointing the node at the host IP
-		// would break the node's own DNS too.
-		return []plan.Action{plan.Error(fmt.Sprintf(
-			"the %s rules send nothing to %s; leaving %s as it is", f.Mode, dockerEmbeddedDNS, ResolvConf))}, nil
+		// (its save hung or failed). The script would point resolv.conf
+		// at the host IP all the same and break the node's own DNS; left
+		// as it is, the node resolves but its pods cannot. Either way
+		// the cluster's DNS is broken: say so and stop.
+		return nil, fmt.Errorf("the %s rules send nothing to %s, which %s names: pods could not use Docker's DNS (are Docker's rules in the other backend?)",
+			f.Mode, dockerEmbeddedDNS, ResolvConf)
 	}
 	out, err := RewriteResolvConf(f.Resolv.Data, hostIP.String(), f.Search)
 	if err != nil {
