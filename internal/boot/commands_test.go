@@ -67,7 +67,7 @@ func fakeCommands(tree *system.Tree) func(ctx context.Context, argv []string, st
 			save := strings.TrimSuffix(name, "-restore") + "-save"
 			return nil, writeAtomic(probe(save), stdin, 0o644)
 		case name == "kubeadm":
-			return nil, fakeKubeadm(tree, argv)
+			return fakeKubeadm(tree, argv)
 		}
 		if b, err := readFile(probe(name), system.LimitOutput); err == nil {
 			return b, nil
@@ -96,23 +96,26 @@ func fakeUpdateAlternatives(tree *system.Tree, argv []string) error {
 	return os.Rename(tmp, link)
 }
 
-// fakeKubeadm handles the certificate renewal.
-func fakeKubeadm(tree *system.Tree, argv []string) error {
+// fakeKubeadm handles the certificate renewal, printing what kubeadm
+// v1.30 prints on standard output.
+func fakeKubeadm(tree *system.Tree, argv []string) ([]byte, error) {
 	if !slices.Equal(argv, network.KubeadmCertsArgv) {
-		return fmt.Errorf("kubeadm: unexpected arguments %q", argv[1:])
+		return nil, fmt.Errorf("kubeadm: unexpected arguments %q", argv[1:])
 	}
 	if _, err := os.Stat(tree.Path(network.KubeadmConfig)); err != nil {
-		return fmt.Errorf("kubeadm: %w", err)
+		return nil, fmt.Errorf("kubeadm: %w", err)
 	}
 	for _, p := range []string{network.APIServerCert, network.APIServerKey} {
 		if _, err := os.Stat(tree.Path(p)); err == nil {
-			return fmt.Errorf("kubeadm: exit status 1: [certs] %s exists and is not valid for this configuration", p)
+			return nil, fmt.Errorf("kubeadm: exit status 1: [certs] %s exists and is not valid for this configuration", p)
 		}
 	}
 	if err := writeAtomic(tree.Path(network.APIServerKey), []byte("-----BEGIN RSA PRIVATE KEY-----\n(new apiserver key)\n-----END RSA PRIVATE KEY-----\n"), 0o600); err != nil {
-		return err
+		return nil, err
 	}
-	return writeAtomic(tree.Path(network.APIServerCert), []byte("-----BEGIN CERTIFICATE-----\n(new apiserver certificate)\n-----END CERTIFICATE-----\n"), 0o644)
+	out := "[certs] Generating \"apiserver\" certificate and key\n" +
+		"[certs] apiserver serving cert is signed for DNS names [kind-control-plane kubernetes kubernetes.default kubernetes.default.svc kubernetes.default.svc.cluster.local localhost] and IPs [10.96.0.1 172.18.0.4 127.0.0.1]\n"
+	return []byte(out), writeAtomic(tree.Path(network.APIServerCert), []byte("-----BEGIN CERTIFICATE-----\n(new apiserver certificate)\n-----END CERTIFICATE-----\n"), 0o644)
 }
 
 func writeAtomic(p string, data []byte, perm fs.FileMode) error {

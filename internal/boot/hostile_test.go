@@ -308,17 +308,16 @@ func hostileCases() []hostileCase {
 			fallback: "CR is a blank", shows: []string{"fact host IP: 172.18.0.1 (default gateway", booted}},
 
 		// iptables-save output (the nft backend wins in this scenario).
+		// A save that cannot run counts 0 rules: legacy wins the tie, and
+		// holds no DNS rule for the resolv.conf that names Docker's DNS.
 		{name: "iptables-save/missing", scenario: v1NS, file: nftSave, content: nil,
-			fallback: "a save that cannot run counts 0 rules: legacy wins the tie; no DNS rule, so resolv.conf left alone (ERROR line)",
-			shows:    []string{"iptables-nft-save failed", "setting iptables to detected mode: legacy", "ERROR: the legacy rules send nothing to 127.0.0.11", booted}},
+			fatal: "enable_network_magic", mentions: []string{"the legacy rules send nothing to 127.0.0.11, which /etc/resolv.conf names"}},
 		{name: "iptables-save/empty", scenario: v1NS, file: nftSave, content: emptied,
-			fallback: "0 rules: legacy wins the tie; no DNS rule, so resolv.conf left alone (ERROR line)",
-			shows:    []string{"setting iptables to detected mode: legacy", "ERROR: the legacy rules send nothing to 127.0.0.11", booted}},
+			fatal: "enable_network_magic", mentions: []string{"the legacy rules send nothing to 127.0.0.11, which /etc/resolv.conf names"}},
 		{name: "iptables-save/10MB", scenario: v1NS, file: nftSave, content: tenMBAfter("-A KUBE-X -j ACCEPT\n"),
 			fallback: "counted and rewritten like any other", shows: []string{"fact nft: 5", "run iptables-nft-restore < (1048", booted}},
 		{name: "iptables-save/garbage", scenario: v1NS, file: nftSave, content: garbled,
-			fallback: "garbage holds no rule of Docker's: resolv.conf left alone (ERROR line)",
-			shows:    []string{"ERROR: the ", "rules send nothing to 127.0.0.11", booted}},
+			fatal: "enable_network_magic", mentions: []string{"rules send nothing to 127.0.0.11, which /etc/resolv.conf names"}, keep: true},
 		{name: "iptables-save/truncated", scenario: v1NS, file: nftSave, content: truncated(len("COMMIT\n# Completed on Mon Jun  3 09:41:07 2024")),
 			fallback: "rewritten; the missing COMMIT is iptables-restore's to refuse",
 			shows:    []string{"run iptables-nft-restore <", booted}},

@@ -81,7 +81,7 @@ func (f *inFlight) probe(ctx context.Context) {
 	}
 }
 
-func (f *inFlight) Run(ctx context.Context, argv []string, stdin []byte, timeout time.Duration) ([]byte, error) {
+func (f *inFlight) Run(ctx context.Context, argv []string, stdin []byte, timeout time.Duration) ([]byte, []byte, error) {
 	if strings.HasSuffix(argv[0], "-save") {
 		f.probe(ctx)
 	}
@@ -148,7 +148,7 @@ type restoreFirst struct {
 	routeReads int
 }
 
-func (f *restoreFirst) Run(ctx context.Context, argv []string, stdin []byte, timeout time.Duration) ([]byte, error) {
+func (f *restoreFirst) Run(ctx context.Context, argv []string, stdin []byte, timeout time.Duration) ([]byte, []byte, error) {
 	if strings.HasSuffix(argv[0], "-restore") {
 		f.mu.Lock()
 		f.restores++

@@ -109,7 +109,7 @@ func fixCgroup(_ context.Context, h *Host) ([]Fact, []plan.Action, error) {
 	}
 	f, err := cgroupfix.DetectV1(h.Sys, h.mounts)
 	if err != nil {
-		return nil, nil, err
+		return nil, []plan.Action{cgroupfix.DetectedV1()}, err
 	}
 	facts := []Fact{{"current cgroup", f.Current}, {"cgroupns", strconv.FormatBool(f.Current == "/")}}
 	actions, err := cgroupfix.PlanV1(f)

@@ -357,7 +357,7 @@ type counting struct {
 
 func (c *counting) FSType(p string) (string, error) { c.fstype.Add(1); return c.Tree.FSType(p) }
 func (c *counting) OverlayTrial() error             { c.overlay.Add(1); return c.Tree.OverlayTrial() }
-func (c *counting) Run(ctx context.Context, argv []string, stdin []byte, timeout time.Duration) ([]byte, error) {
+func (c *counting) Run(ctx context.Context, argv []string, stdin []byte, timeout time.Duration) ([]byte, []byte, error) {
 	c.runs.Add(1)
 	return c.Tree.Run(ctx, argv, stdin, timeout)
 }
@@ -375,7 +375,7 @@ func TestRecorder(t *testing.T) {
 		if _, err := rec.FSType("/kind"); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := rec.Run(context.Background(), []string{"iptables-nft-save"}, nil, time.Second); err != nil {
+		if _, _, err := rec.Run(context.Background(), []string{"iptables-nft-save"}, nil, time.Second); err != nil {
 			t.Fatal(err)
 		}
 	}

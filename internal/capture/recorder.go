@@ -95,7 +95,7 @@ type Recorder struct {
 	nofile  map[string]*memo[uint64]
 	overlay map[string]*memo[struct{}]
 	lookups map[string]*memo[[]netip.Addr] // "network\x00host"
-	runs    map[string]*memo[[]byte]       // argv joined by NUL
+	runs    map[string]*memo[output]       // argv joined by NUL
 	env     map[string]*string             // nil value: looked up, unset
 }
 
@@ -111,7 +111,7 @@ func NewRecorder(sys system.System) *Recorder {
 		nofile:  map[string]*memo[uint64]{},
 		overlay: map[string]*memo[struct{}]{},
 		lookups: map[string]*memo[[]netip.Addr]{},
-		runs:    map[string]*memo[[]byte]{},
+		runs:    map[string]*memo[output]{},
 		env:     map[string]*string{},
 	}
 }
@@ -182,14 +182,20 @@ func (r *Recorder) LookupIP(ctx context.Context, network, host string) ([]netip.
 // Run runs a command once per argv; the steps' Detect functions only run
 // read-only ones (iptables-save). Standard input is not part of the key:
 // Detect gives none.
-func (r *Recorder) Run(ctx context.Context, argv []string, stdin []byte, timeout time.Duration) ([]byte, error) {
+func (r *Recorder) Run(ctx context.Context, argv []string, stdin []byte, timeout time.Duration) ([]byte, []byte, error) {
 	if len(argv) == 0 {
-		return nil, errors.New("run: empty argv")
+		return nil, nil, errors.New("run: empty argv")
 	}
-	return memoFor(&r.mu, r.runs, strings.Join(argv, "\x00")).get(func() ([]byte, error) {
-		return r.sys.Run(ctx, argv, stdin, timeout)
+	o, err := memoFor(&r.mu, r.runs, strings.Join(argv, "\x00")).get(func() (output, error) {
+		stdout, stderr, err := r.sys.Run(ctx, argv, stdin, timeout)
+		return output{stdout, stderr}, err
 	})
+	return o.stdout, o.stderr, err
 }
+
+// output is what a command printed; the archive keeps standard output
+// (run/NAME), which is all a Detect function reads.
+type output struct{ stdout, stderr []byte }
 
 func readOnly(op, p string) error { return &fs.PathError{Op: op, Path: p, Err: ErrReadOnly} }
 
@@ -297,7 +303,7 @@ func (r *Recorder) Probes() Probes {
 	}
 	for _, k := range slices.Sorted(maps.Keys(r.runs)) {
 		if m := r.runs[k]; m.done.Load() {
-			p.Runs = append(p.Runs, Run{Argv: strings.Split(k, "\x00"), Output: m.v, Err: m.err})
+			p.Runs = append(p.Runs, Run{Argv: strings.Split(k, "\x00"), Output: m.v.stdout, Err: m.err})
 		}
 	}
 	return p

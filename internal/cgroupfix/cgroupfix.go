@@ -55,6 +55,12 @@ func PlanV2() []plan.Action {
 	return []plan.Action{plan.Info("detected cgroup v2")}
 }
 
+// DetectedV1 is fix_cgroup's first line on cgroup v1, the line kind's CLI
+// waits for in the node's log. It comes before anything of the host's
+// cgroups is read, as in the script: a node that cannot go on still
+// prints it, so kind reports the failure instead of waiting.
+func DetectedV1() plan.Action { return plan.Info("detected cgroup v1") }
+
 // V1Facts is what fix_cgroup needs on cgroup v1.
 type V1Facts struct {
 	// Current is the container's cgroup: the path of the cpu controller in
@@ -220,7 +226,7 @@ func PlanV1(f V1Facts) ([]plan.Action, error) {
 			p.cpuset[m.Mountpoint] = v
 		}
 	}
-	actions := []plan.Action{plan.Info("detected cgroup v1")}
+	actions := []plan.Action{DetectedV1()}
 	if f.Current == "/" {
 		actions = append(actions, plan.Info("detected cgroupns"))
 		actions = append(actions, p.removeMisc(f.MiscDir)...)

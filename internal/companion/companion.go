@@ -164,20 +164,22 @@ func PlanKubeletCgroup(f KubeletCgroupFacts) ([]plan.Action, error) {
 		return nil, fmt.Errorf("%s/cgroup.procs holds processes (PIDs %s): controllers cannot be delegated from a cgroup with processes; run this after systemd has started",
 			CgroupRoot, strings.Join(f.Procs, ", "))
 	}
+	var actions []plan.Action
 	if len(f.Controllers) == 0 {
-		return []plan.Action{plan.Warning(CgroupRoot + "/cgroup.controllers lists no controller; nothing to delegate")}, nil
+		// The cgroups are made all the same: the kubelet needs its
+		// cgroup-root to exist (the script makes them too).
+		actions = append(actions, plan.Warning(CgroupRoot+"/cgroup.controllers lists no controller; nothing to delegate"))
 	}
 	enable := make([]string, len(f.Controllers))
 	for i, c := range f.Controllers {
 		enable[i] = "+" + c
 	}
-	var actions []plan.Action
 	for _, g := range append([]string{"/"}, cgroupfix.KubeletRoots...) {
 		dir := path.Join(CgroupRoot, g)
 		if !f.Exists[g] {
 			actions = append(actions, plan.Mkdir(dir, 0o755))
 		}
-		if f.Exists[g] && containsAll(f.Enabled[g], f.Controllers) {
+		if len(enable) == 0 || f.Exists[g] && containsAll(f.Enabled[g], f.Controllers) {
 			continue
 		}
 		// cgroupfs files cannot be replaced, only written.

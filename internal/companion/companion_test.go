@@ -154,6 +154,26 @@ func TestPlanKubeletCgroupKernelForm(t *testing.T) {
 	}
 }
 
+// TestPlanKubeletCgroupNoControllers: as the script (whose write of
+// nothing succeeds), the kubelet's cgroups are made even when there is no
+// controller to enable: the kubelet refuses to start without its
+// cgroup-root.
+func TestPlanKubeletCgroupNoControllers(t *testing.T) {
+	f := KubeletCgroupFacts{Exists: map[string]bool{"/": true}, Enabled: map[string][]string{"/": nil}}
+	actions, err := PlanKubeletCgroup(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{
+		"log WARN: /sys/fs/cgroup/cgroup.controllers lists no controller; nothing to delegate",
+		"mkdir /sys/fs/cgroup/kubelet 0755",
+		"mkdir /sys/fs/cgroup/kubelet.slice 0755",
+	}
+	if diff := cmp.Diff(want, render(actions)); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
+}
+
 const bundle = "/run/containerd/io.containerd.runtime.v2.task/k8s.io/4f1c"
 
 func TestMountProductFiles(t *testing.T) {

@@ -35,11 +35,6 @@ type Facts struct {
 	Mount, Umount Binary
 	// Sys is the mount at /sys, nil when nothing is mounted there.
 	Sys *mountinfo.Info
-	// RootShared: making "/" recursively shared would change nothing: every
-	// mount is in a shared peer group already, except those under
-	// /sys/fs/cgroup, which fix_cgroup makes private on purpose afterwards
-	// (counting them would undo that on every run).
-	RootShared bool
 }
 
 // Describe summarises the binaries for --dry-run.
@@ -91,7 +86,6 @@ func Detect(sys system.System, searchPath string, tbl *Table) (Facts, error) {
 		return Facts{}, err
 	}
 	f.Sys = Top(mi, "/sys")
-	f.RootShared = AllShared(mi)
 	return f, nil
 }
 
@@ -242,13 +236,13 @@ func Plan(f Facts) []plan.Action {
 		actions = append(actions, SysReadOnly(f.Sys))
 	}
 
-	// For mount propagation into containers (kubelet volumes).
-	actions = append(actions, plan.Info("making mounts shared"))
-	if !f.RootShared {
-		actions = append(actions, plan.Mount("", "/", "", system.Rec|system.Shared, "").
-			Because("mount propagation for the kubelet's volumes"))
-	}
-	return actions
+	// For mount propagation into containers (kubelet volumes). On every
+	// boot, as the script: it is one syscall, and deciding it is not needed
+	// went wrong (a v2 node whose mounts but /sys/fs/cgroup were shared kept
+	// /sys/fs/cgroup private, which the script's node has shared).
+	return append(actions, plan.Info("making mounts shared"),
+		plan.Mount("", "/", "", system.Rec|system.Shared, "").
+			Because("mount propagation for the kubelet's volumes").OnEveryBoot())
 }
 
 // SysReadOnly remounts the /sys mount read-only, keeping its other flags.

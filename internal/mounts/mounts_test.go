@@ -4,6 +4,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -37,7 +38,7 @@ var (
 	intro     = plan.Info("ensuring we can execute mount/umount even with userns-remap")
 	remountLn = plan.Info("remounting /sys read-only")
 	sharedLn  = plan.Info("making mounts shared")
-	rshared   = plan.Mount("", "/", "", system.Rec|system.Shared, "").Because("mount propagation for the kubelet's volumes")
+	rshared   = plan.Mount("", "/", "", system.Rec|system.Shared, "").Because("mount propagation for the kubelet's volumes").OnEveryBoot()
 	emptyNil  = cmpopts.EquateEmpty()
 )
 
@@ -78,47 +79,47 @@ func TestPlan(t *testing.T) {
 			name: "userns-remap: owned by the remapped root",
 			f: Facts{
 				Mount: bin("mount", 165536, 165536, setuidRoot, "overlayfs"), Umount: bin("umount", 165536, 165536, setuidRoot, "overlayfs"),
-				Sys: sys, RootShared: true,
+				Sys: sys,
 			},
 			want: []plan.Action{
 				intro,
 				plan.Chown("/usr/bin/mount", 0, 0), plan.Chmod("/usr/bin/mount", 0o755),
 				plan.Chown("/usr/bin/umount", 0, 0), plan.Chmod("/usr/bin/umount", 0o755),
 				remountLn, sysRemount(sysFlags),
-				sharedLn,
+				sharedLn, rshared,
 			},
 		},
 		{
 			name: "owner unmapped in the user namespace (65534), group root, setgid only",
 			f: Facts{
 				Mount: bin("mount", 65534, 0, fs.ModeSetgid|0o755, "overlayfs"), Umount: bin("umount", 0, 65534, 0o755, "overlayfs"),
-				Sys: ro, RootShared: true,
+				Sys: ro,
 			},
 			want: []plan.Action{
 				intro,
 				plan.Chown("/usr/bin/mount", 0, 0), plan.Chmod("/usr/bin/mount", 0o755),
 				plan.Chown("/usr/bin/umount", 0, 0),
-				remountLn, sharedLn,
+				remountLn, sharedLn, rshared,
 			},
 		},
 		{
 			name: "sticky and odd permission bits kept",
 			f: Facts{
 				Mount: bin("mount", 0, 0, fs.ModeSetuid|fs.ModeSticky|0o750, "ext2/ext3"), Umount: bin("umount", 0, 0, 0o700, "ext2/ext3"),
-				Sys: ro, RootShared: true,
+				Sys: ro,
 			},
 			want: []plan.Action{
 				intro, plan.Chmod("/usr/bin/mount", fs.ModeSticky|0o750),
-				remountLn, sharedLn,
+				remountLn, sharedLn, rshared,
 			},
 		},
 		{
-			name: "already fixed: logs only",
+			name: "already fixed: logs, and / made rshared as on every boot",
 			f: Facts{
 				Mount: bin("mount", 0, 0, 0o755, "overlayfs"), Umount: bin("umount", 0, 0, 0o755, "overlayfs"),
-				Sys: ro, RootShared: true,
+				Sys: ro,
 			},
-			want: []plan.Action{intro, remountLn, sharedLn},
+			want: []plan.Action{intro, remountLn, sharedLn, rshared},
 		},
 		{
 			name: "aufs: sync on every boot",
@@ -137,22 +138,22 @@ func TestPlan(t *testing.T) {
 			name: "umount on aufs does not matter, mount's filesystem does",
 			f: Facts{
 				Mount: bin("mount", 0, 0, 0o755, "overlayfs"), Umount: bin("umount", 0, 0, 0o755, "aufs"),
-				Sys: ro, RootShared: true,
+				Sys: ro,
 			},
-			want: []plan.Action{intro, remountLn, sharedLn},
+			want: []plan.Action{intro, remountLn, sharedLn, rshared},
 		},
 		{
 			name: "mount missing on PATH",
 			f: Facts{
 				Mount: Binary{Name: "mount"}, Umount: bin("umount", 0, 0, setuidRoot, "overlayfs"),
-				Sys: sys, RootShared: true,
+				Sys: sys,
 			},
 			want: []plan.Action{
 				intro,
 				plan.Warning("mount not found on PATH; leaving it as it is"),
 				plan.Chmod("/usr/bin/umount", 0o755),
 				remountLn, sysRemount(sysFlags),
-				sharedLn,
+				sharedLn, rshared,
 			},
 		},
 		{
@@ -374,42 +375,42 @@ func TestDetect(t *testing.T) {
 			if diff := cmp.Diff(tt.wantUmount, f.Umount); diff != "" {
 				t.Errorf("umount (-want +got):\n%s", diff)
 			}
-			if f.Sys == nil || f.Sys.Options != "rw,nosuid,nodev,noexec,relatime" || f.RootShared {
-				t.Errorf("Sys %+v, RootShared %t; want Docker's /sys and a root not yet shared", f.Sys, f.RootShared)
+			if f.Sys == nil || f.Sys.Options != "rw,nosuid,nodev,noexec,relatime" {
+				t.Errorf("Sys %+v; want Docker's /sys", f.Sys)
 			}
 		})
 	}
 }
 
-// TestDetectRootShared: "/" alone being shared is not enough, the volumes
-// under it must be too; cgroup mounts made private by fix_cgroup do not count.
-func TestDetectRootShared(t *testing.T) {
-	tests := []struct {
-		name  string
-		lines []string
-		want  bool
-	}{
-		{"/ shared over a slave /var", []string{
+// TestRootSharedEveryBoot: as the script, "/" is made recursively shared
+// on every boot, whatever is shared already. A mount table where all but
+// /sys/fs/cgroup is shared (a cgroup v2 node whose runtime shares "/")
+// must still get it: skipping it left /sys/fs/cgroup private on v2.
+func TestRootSharedEveryBoot(t *testing.T) {
+	for name, lines := range map[string][]string{
+		"/ shared over a slave /var": {
 			"1 0 0:94 / / rw,relatime shared:1 master:482 - overlay overlay rw",
 			"3 1 254:0 /v /var rw,relatime master:1 - ext4 /dev/vda rw",
-		}, false},
-		{"after fix_mount and fix_cgroup", []string{
+		},
+		"all shared but a private /sys/fs/cgroup (v2)": {
 			"1 0 0:94 / / rw,relatime shared:1 master:482 - overlay overlay rw",
 			"3 1 254:0 /v /var rw,relatime shared:2 master:1 - ext4 /dev/vda rw",
-			"4 1 0:40 / /sys/fs/cgroup rw,nosuid - tmpfs tmpfs rw",
-			"5 4 0:26 /kubelet /sys/fs/cgroup/memory/kubelet rw,nosuid - cgroup cgroup rw,memory",
-		}, true},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			f, err := Detect(tree(t, nil, strings.Join(tt.lines, "\n")+"\n", nil), "/nowhere", nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if f.RootShared != tt.want {
-				t.Errorf("RootShared = %t, want %t", f.RootShared, tt.want)
-			}
-		})
+			"4 1 0:40 / /sys/fs/cgroup rw,nosuid - cgroup2 cgroup2 rw",
+		},
+		"all shared": {
+			"1 0 0:94 / / rw,relatime shared:1 master:482 - overlay overlay rw",
+			"3 1 254:0 /v /var rw,relatime shared:2 master:1 - ext4 /dev/vda rw",
+		},
+	} {
+		f, err := Detect(tree(t, nil, strings.Join(lines, "\n")+"\n", nil), "/nowhere", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := Plan(f)
+		i := slices.IndexFunc(got, func(a plan.Action) bool { return cmp.Equal(a, sharedLn, emptyNil) })
+		if i < 0 || i+1 == len(got) || !cmp.Equal(got[i+1], rshared, emptyNil) {
+			t.Errorf("%s: want %q then %s; got %q", name, sharedLn, rshared, got)
+		}
 	}
 }
 

@@ -75,7 +75,9 @@ func (p *Probes) StartSaves(ctx context.Context) {
 				continue
 			}
 			wg.Go(func() {
-				out, err := p.sys.Run(ctx, []string{c.name}, nil, p.timeout)
+				// A probe: its output is data, and what it says on
+				// standard error only its failure's error quotes.
+				out, _, err := p.sys.Run(ctx, []string{c.name}, nil, p.timeout)
 				s := Save{Command: c.name, Mode: c.mode, Err: err}
 				if err == nil {
 					s.Output, s.Rules = out, CountRules(out)

@@ -169,7 +169,9 @@ func PlanIptables(f IptablesFacts) []plan.Action {
 		if f.Links[name] == target {
 			continue
 		}
-		actions = append(actions, plan.Run([]string{"update-alternatives", "--set", name, target}, nil, CommandTimeout))
+		// Its "using ... in manual mode" line is noise, as the script
+		// decided (>/dev/null); what it says on standard error is logged.
+		actions = append(actions, plan.Run([]string{"update-alternatives", "--set", name, target}, nil, CommandTimeout).WithoutStdout())
 	}
 	return actions
 }

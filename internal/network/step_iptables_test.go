@@ -65,11 +65,11 @@ func (b *barrier) wait(ctx context.Context) error {
 	}
 }
 
-func (b *barrier) Run(ctx context.Context, argv []string, stdin []byte, timeout time.Duration) ([]byte, error) {
+func (b *barrier) Run(ctx context.Context, argv []string, stdin []byte, timeout time.Duration) ([]byte, []byte, error) {
 	wctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	if err := b.wait(wctx); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	return b.Tree.Run(ctx, argv, stdin, timeout)
 }
@@ -175,8 +175,8 @@ func TestPlanIptables(t *testing.T) {
 		}},
 		{"legacy and unset", map[string]string{"iptables": "/usr/sbin/iptables-legacy"}, []string{
 			"log INFO: setting iptables to detected mode: nft",
-			"run update-alternatives --set iptables /usr/sbin/iptables-nft (timeout 10s)",
-			"run update-alternatives --set ip6tables /usr/sbin/ip6tables-nft (timeout 10s)",
+			"run update-alternatives --set iptables /usr/sbin/iptables-nft >/dev/null (timeout 10s)",
+			"run update-alternatives --set ip6tables /usr/sbin/ip6tables-nft >/dev/null (timeout 10s)",
 		}},
 	}
 	for _, tt := range tests {

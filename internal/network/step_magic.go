@@ -134,7 +134,7 @@ func (p *Probes) detectMagic(ctx context.Context, lookupEnv func(string) (string
 	var wg sync.WaitGroup
 	var saved bool
 	if f.Rules, f.RulesErr, saved = ipt.SavedRules(mode); !saved {
-		wg.Go(func() { f.Rules, f.RulesErr = p.sys.Run(ctx, []string{mode.SaveCommand()}, nil, p.timeout) })
+		wg.Go(func() { f.Rules, _, f.RulesErr = p.sys.Run(ctx, []string{mode.SaveCommand()}, nil, p.timeout) })
 	}
 	err := f.readFiles(p.sys)
 	wg.Wait()
@@ -357,8 +357,16 @@ func PlanMagic(f MagicFacts) ([]plan.Action, error) {
 // resolv.conf name the host IP instead of 127.0.0.11.
 func planDNSRules(f MagicFacts, hostIP netip.Addr) (actions []plan.Action, served bool, err error) {
 	if f.RulesErr != nil {
-		return []plan.Action{plan.Error(fmt.Sprintf(
-			"cannot read the iptables rules, so pods cannot use Docker's DNS: %v", f.RulesErr))}, false, nil
+		// The script stops here too (its iptables-save fails the
+		// pipeline). A cluster whose pods cannot resolve a name is worse
+		// than a node that says why it did not start; only a node that
+		// does not use Docker's DNS loses nothing by booting on.
+		if f.Resolv != nil && namesEmbeddedDNS(f.Resolv.Data) {
+			return nil, false, fmt.Errorf("cannot read the %s rules, which pods need to reach Docker's DNS at %s: %w",
+				f.Mode, dockerEmbeddedDNS, f.RulesErr)
+		}
+		return []plan.Action{plan.Warning(fmt.Sprintf(
+			"cannot read the %s rules (%v); %s does not use Docker's DNS, so nothing needs them", f.Mode, f.RulesErr, ResolvConf))}, false, nil
 	}
 	out, changed := RewriteDockerDNS(f.Rules, hostIP.String())
 	served = dnatsToEmbeddedDNS(out)
@@ -429,10 +437,12 @@ func planResolvConf(f MagicFacts, hostIP netip.Addr, served bool) ([]plan.Action
 	}
 	if namesEmbeddedDNS(f.Resolv.Data) && !served {
 		// The rules were saved from a backend Docker did not write to
-		// (its save hung or failed): pointing the node at the host IP
-		// would break the node's own DNS too.
-		return []plan.Action{plan.Error(fmt.Sprintf(
-			"the %s rules send nothing to %s; leaving %s as it is", f.Mode, dockerEmbeddedDNS, ResolvConf))}, nil
+		// (its save hung or failed). The script would point resolv.conf
+		// at the host IP all the same and break the node's own DNS; left
+		// as it is, the node resolves but its pods cannot. Either way
+		// the cluster's DNS is broken: say so and stop.
+		return nil, fmt.Errorf("the %s rules send nothing to %s, which %s names: pods could not use Docker's DNS (are Docker's rules in the other backend?)",
+			f.Mode, dockerEmbeddedDNS, ResolvConf)
 	}
 	out, err := RewriteResolvConf(f.Resolv.Data, hostIP.String(), f.Search)
 	if err != nil {
@@ -466,16 +476,20 @@ func planAddressChange(f MagicFacts) ([]plan.Action, error) {
 	for _, fam := range []struct {
 		name    string
 		cur     netip.Addr
-		curErr  error
 		old     *string
 		file    string
 		is4     bool
 		missing func(msg string) error // nil: an ERROR line is enough
 	}{
-		{"IPv4", f.IPv4, f.IPv4Err, f.OldIPv4, OldIPv4, true, func(msg string) error { return errors.New(msg) }},
-		{"IPv6", f.IPv6, f.IPv6Err, f.OldIPv6, OldIPv6, false, nil},
+		{"IPv4", f.IPv4, f.OldIPv4, OldIPv4, true, func(msg string) error { return errors.New(msg) }},
+		{"IPv6", f.IPv6, f.OldIPv6, OldIPv6, false, nil},
 	} {
-		actions = append(actions, plan.Info(fmt.Sprintf("detected %s address: %s", fam.name, show(fam.cur))))
+		// As the script (getent's empty answer): no value, not "none".
+		cur := ""
+		if fam.cur.IsValid() {
+			cur = fam.cur.String()
+		}
+		actions = append(actions, plan.Info("detected "+fam.name+" address: "+cur))
 		if fam.old != nil {
 			old := *fam.old
 			actions = append(actions, plan.Info(fmt.Sprintf("detected old %s address: %s", fam.name, old)))
@@ -490,12 +504,13 @@ func planAddressChange(f MagicFacts) ([]plan.Action, error) {
 				actions = append(actions, plan.Info(fmt.Sprintf(
 					"%s: %s is IPv4-mapped, not an IPv6 address; ignoring it", fam.file, old)))
 			case !fam.cur.IsValid():
-				msg := fmt.Sprintf("have an old %s address (%s) but no current %s address for %q (%v)",
-					fam.name, old, fam.name, f.Hostname, fam.curErr)
+				// The script's words: the old address is the line above,
+				// and why the lookup failed is a fact of the dry run.
+				msg := "have an old " + fam.name + " address but no current " + fam.name + " address (!)"
 				if fam.missing != nil {
 					return actions, fam.missing(msg)
 				}
-				actions = append(actions, plan.Error(msg+"; leaving the node's files as they are"))
+				actions = append(actions, plan.Error(msg))
 			case oldAddr != fam.cur:
 				if _, _, err := ReplaceAddress(nil, old, fam.cur.String()); err != nil {
 					actions = append(actions, plan.Error(fmt.Sprintf(
@@ -544,7 +559,10 @@ func planAddressChange(f MagicFacts) ([]plan.Action, error) {
 // the old address. kubeadm will not replace an existing certificate, so the
 // old pair is moved aside first (kept as .old) and put back if kubeadm
 // fails: a certificate for the old address still lets the node boot, none
-// at all does not.
+// at all does not. Once the pair in place is whole again, new or put back,
+// the kept copy goes: no stray copy of a private key is left. (Were the
+// pair not put back, Apply would stop before that, and .old would be the
+// only copy.)
 func planCertRenewal(f MagicFacts) []plan.Action {
 	if f.Cert == nil || f.Key == nil {
 		return nil // not a control-plane node
@@ -568,6 +586,8 @@ func planCertRenewal(f MagicFacts) []plan.Action {
 		plan.Run(KubeadmCertsArgv, nil, KubeadmTimeout).
 			OrError("kept the old API server certificate, which does not cover the new address; regenerating it failed").
 			WithRollback(restoreCert, restoreKey),
+		plan.Remove(f.Cert.Path + ".old").OrWarn("failed to remove " + f.Cert.Path + ".old"),
+		plan.Remove(f.Key.Path + ".old").OrWarn("failed to remove " + f.Key.Path + ".old"),
 	}
 }
 

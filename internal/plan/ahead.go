@@ -41,6 +41,7 @@ type aheadRun struct {
 	claimed bool
 	done    chan struct{}
 	out     []byte
+	errOut  []byte
 	err     error
 }
 
@@ -64,7 +65,7 @@ func (a *Ahead) Go(ctx context.Context, decide func() (Action, bool)) {
 		a.runs = append(a.runs, r)
 		a.mu.Unlock()
 		a.deciding.Done()
-		r.out, r.err = a.sys.Run(ctx, act.Argv, act.Stdin, act.Timeout)
+		r.out, r.errOut, r.err = a.sys.Run(ctx, act.Argv, act.Stdin, act.Timeout)
 		close(r.done)
 	}()
 }
@@ -82,16 +83,16 @@ type aheadSystem struct {
 	a *Ahead
 }
 
-func (s aheadSystem) Run(ctx context.Context, argv []string, stdin []byte, timeout time.Duration) ([]byte, error) {
+func (s aheadSystem) Run(ctx context.Context, argv []string, stdin []byte, timeout time.Duration) ([]byte, []byte, error) {
 	// A decision still in progress may be about to start this very
 	// command: running it here too would run it twice.
 	s.a.deciding.Wait()
 	if r := s.a.claim(argv, stdin); r != nil {
 		select {
 		case <-r.done:
-			return r.out, r.err
+			return r.out, r.errOut, r.err
 		case <-ctx.Done():
-			return nil, ctx.Err()
+			return nil, nil, ctx.Err()
 		}
 	}
 	return s.System.Run(ctx, argv, stdin, timeout)

@@ -22,7 +22,7 @@ type countingSys struct {
 	runs []string
 }
 
-func (c *countingSys) Run(ctx context.Context, argv []string, stdin []byte, _ time.Duration) ([]byte, error) {
+func (c *countingSys) Run(ctx context.Context, argv []string, stdin []byte, _ time.Duration) ([]byte, []byte, error) {
 	run := strings.Join(argv, " ") + " <" + string(stdin)
 	c.mu.Lock()
 	c.runs = append(c.runs, run)
@@ -30,12 +30,12 @@ func (c *countingSys) Run(ctx context.Context, argv []string, stdin []byte, _ ti
 	select {
 	case <-c.release:
 	case <-ctx.Done():
-		return nil, ctx.Err()
+		return nil, nil, ctx.Err()
 	}
 	if argv[0] == "fails" {
-		return nil, errors.New("fails: exit status 1")
+		return nil, nil, errors.New("fails: exit status 1")
 	}
-	return []byte("ran " + run), nil
+	return []byte("ran " + run), nil, nil
 }
 
 func (c *countingSys) ran() []string {
@@ -71,7 +71,7 @@ func TestAheadRunJoinsTheStartedRun(t *testing.T) {
 		ahead.Go(t.Context(), decided(Run([]string{cmd}, []byte("rules"), time.Second)))
 		waitRuns(t, sys, 1) // started before anyone asked for it
 		close(sys.release)
-		out, err := ahead.System().Run(t.Context(), []string{cmd}, []byte("rules"), time.Second)
+		out, _, err := ahead.System().Run(t.Context(), []string{cmd}, []byte("rules"), time.Second)
 		ahead.Wait()
 		if fail {
 			if err == nil || err.Error() != "fails: exit status 1" {
@@ -95,13 +95,13 @@ func TestAheadRunsWhatItDidNotStart(t *testing.T) {
 	s := ahead.System()
 	// Another input, another command: each runs itself.
 	for _, c := range []struct{ argv, stdin string }{{"restore", "other rules"}, {"other", "rules"}} {
-		if out, err := s.Run(t.Context(), []string{c.argv}, []byte(c.stdin), time.Second); err != nil || string(out) != "ran "+c.argv+" <"+c.stdin {
+		if out, _, err := s.Run(t.Context(), []string{c.argv}, []byte(c.stdin), time.Second); err != nil || string(out) != "ran "+c.argv+" <"+c.stdin {
 			t.Errorf("run %s <%s: got %q, %v", c.argv, c.stdin, out, err)
 		}
 	}
 	// The started run is claimed once; a second identical Run runs again.
 	for range 2 {
-		if _, err := s.Run(t.Context(), []string{"restore"}, []byte("rules"), time.Second); err != nil {
+		if _, _, err := s.Run(t.Context(), []string{"restore"}, []byte("rules"), time.Second); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -126,7 +126,7 @@ func TestAheadRunWaitsForADecision(t *testing.T) {
 	})
 	done := make(chan error)
 	go func() {
-		_, err := ahead.System().Run(t.Context(), []string{"restore"}, []byte("rules"), time.Second)
+		_, _, err := ahead.System().Run(t.Context(), []string{"restore"}, []byte("rules"), time.Second)
 		done <- err
 	}()
 	select {

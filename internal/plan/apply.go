@@ -22,7 +22,7 @@ func Apply(ctx context.Context, sys system.System, log *logline.Logger, actions 
 			log.Log(a.Level, string(a.Data))
 			continue
 		}
-		err := do(ctx, sys, a)
+		err := do(ctx, sys, log, a)
 		if err == nil {
 			continue
 		}
@@ -57,7 +57,7 @@ func failMsg(a Action, err error) string {
 	return err.Error()
 }
 
-func do(ctx context.Context, sys system.System, a Action) error {
+func do(ctx context.Context, sys system.System, log *logline.Logger, a Action) error {
 	switch a.Op {
 	case OpWrite:
 		return sys.WriteFile(a.Path, a.Data, a.Mode)
@@ -78,7 +78,8 @@ func do(ctx context.Context, sys system.System, a Action) error {
 	case OpUnmount:
 		return sys.Unmount(a.Path, 0)
 	case OpRun:
-		_, err := sys.Run(ctx, a.Argv, a.Stdin, a.Timeout)
+		stdout, stderr, err := sys.Run(ctx, a.Argv, a.Stdin, a.Timeout)
+		forward(log, a, stdout, stderr)
 		return err
 	case OpSync:
 		sys.Sync()

@@ -78,9 +78,11 @@ type Action struct {
 	Argv    []string          // run: fixed argv, never a shell
 	Stdin   []byte            // run
 	Timeout time.Duration     // run
-	Level   logline.Level     // log
-	Reason  string            // why, one line, shown by --dry-run
-	OnFail  Policy
+	// DropStdout: a run's standard output is not logged (see Apply).
+	DropStdout bool
+	Level      logline.Level // log
+	Reason     string        // why, one line, shown by --dry-run
+	OnFail     Policy
 	// FailMsg is logged when a failure is tolerated (Warn, TolerateInUserNS,
 	// LogError).
 	FailMsg string
@@ -136,6 +138,10 @@ func (a Action) OrError(msg string) Action { a.OnFail, a.FailMsg = LogError, msg
 
 // WithRollback sets the actions applied when a fails (see Action.Rollback).
 func (a Action) WithRollback(rollback ...Action) Action { a.Rollback = rollback; return a }
+
+// WithoutStdout keeps a run's standard output out of the log, where the
+// script sends it to /dev/null.
+func (a Action) WithoutStdout() Action { a.DropStdout = true; return a }
 
 // OrIgnore makes a failure of a silent.
 func (a Action) OrIgnore() Action { a.OnFail = Ignore; return a }

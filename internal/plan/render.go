@@ -58,6 +58,9 @@ func (a Action) String() string {
 		if a.Stdin != nil {
 			fmt.Fprintf(&b, " < %s", content(a.Stdin))
 		}
+		if a.DropStdout {
+			b.WriteString(" >/dev/null")
+		}
 		fmt.Fprintf(&b, " (timeout %s)", a.Timeout)
 	}
 	if a.Op != OpLog && a.OnFail != Fatal {
@@ -136,11 +139,13 @@ type jsonAction struct {
 	Argv      []string `json:"argv,omitempty"`
 	Stdin     string   `json:"stdin,omitempty"`
 	TimeoutMS int64    `json:"timeout_ms,omitempty"`
-	Level     string   `json:"level,omitempty"`
-	Reason    string   `json:"reason,omitempty"`
-	OnFail    string   `json:"on_fail,omitempty"`
-	FailMsg   string   `json:"fail_msg,omitempty"`
-	Rollback  []Action `json:"rollback,omitempty"`
+	// DropStdout: the run's standard output is not logged.
+	DropStdout bool     `json:"drop_stdout,omitempty"`
+	Level      string   `json:"level,omitempty"`
+	Reason     string   `json:"reason,omitempty"`
+	OnFail     string   `json:"on_fail,omitempty"`
+	FailMsg    string   `json:"fail_msg,omitempty"`
+	Rollback   []Action `json:"rollback,omitempty"`
 }
 
 // MarshalJSON renders the action with flags and modes by name.
@@ -148,7 +153,7 @@ func (a Action) MarshalJSON() ([]byte, error) {
 	j := jsonAction{
 		Op: a.Op, Path: a.Path, Source: a.Source, FSType: a.FSType,
 		Data: string(a.Data), Argv: a.Argv, Stdin: string(a.Stdin),
-		TimeoutMS: a.Timeout.Milliseconds(), Level: string(a.Level), Reason: a.Reason, FailMsg: a.FailMsg,
+		TimeoutMS: a.Timeout.Milliseconds(), DropStdout: a.DropStdout, Level: string(a.Level), Reason: a.Reason, FailMsg: a.FailMsg,
 		Rollback: a.Rollback,
 	}
 	if a.Op == OpMount {

@@ -75,9 +75,9 @@ func (Linux) LookupIP(ctx context.Context, network, host string) ([]netip.Addr, 
 	return out, nil
 }
 
-func (Linux) Run(ctx context.Context, argv []string, stdin []byte, timeout time.Duration) ([]byte, error) {
+func (Linux) Run(ctx context.Context, argv []string, stdin []byte, timeout time.Duration) ([]byte, []byte, error) {
 	if len(argv) == 0 {
-		return nil, errors.New("run: empty argv")
+		return nil, nil, errors.New("run: empty argv")
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
@@ -93,21 +93,23 @@ func (Linux) Run(ctx context.Context, argv []string, stdin []byte, timeout time.
 	cmd.WaitDelay = time.Second
 	err := cmd.Run()
 	if stdout.over {
-		return nil, fmt.Errorf("%s: standard output longer than the %d-byte limit", argv[0], LimitOutput)
+		return nil, nil, fmt.Errorf("%s: standard output longer than the %d-byte limit", argv[0], LimitOutput)
 	}
 	if errors.Is(err, exec.ErrNotFound) {
-		return nil, &NotInstalledError{Name: argv[0]}
+		return nil, nil, &NotInstalledError{Name: argv[0]}
 	}
 	if ctx.Err() == context.DeadlineExceeded {
-		return stdout.Bytes(), &TimeoutError{What: argv[0], After: timeout}
+		return stdout.Bytes(), stderr.Bytes(), &TimeoutError{What: argv[0], After: timeout}
 	}
 	if err != nil {
+		// The error stands alone (a dry run's fact, check's row): it
+		// quotes the first line of what the program said.
 		if msg := bytes.TrimSpace(stderr.Bytes()); len(msg) > 0 {
-			return stdout.Bytes(), fmt.Errorf("%s: %w: %s", argv[0], err, firstLine(msg))
+			return stdout.Bytes(), stderr.Bytes(), fmt.Errorf("%s: %w: %s", argv[0], err, firstLine(msg))
 		}
-		return stdout.Bytes(), fmt.Errorf("%s: %w", argv[0], err)
+		return stdout.Bytes(), stderr.Bytes(), fmt.Errorf("%s: %w", argv[0], err)
 	}
-	return stdout.Bytes(), nil
+	return stdout.Bytes(), stderr.Bytes(), nil
 }
 
 // boundedBuffer keeps what a command writes up to limit bytes. Past it,

@@ -130,7 +130,7 @@ func TestRunOutputLimit(t *testing.T) {
 		t.Skip("no /usr/bin/yes")
 	}
 	start := time.Now()
-	_, err := (Linux{}).Run(context.Background(), []string{"/usr/bin/yes"}, nil, time.Minute)
+	_, _, err := (Linux{}).Run(context.Background(), []string{"/usr/bin/yes"}, nil, time.Minute)
 	if err == nil || !strings.Contains(err.Error(), "longer than the") {
 		t.Errorf("yes: %v", err)
 	}

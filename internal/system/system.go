@@ -41,9 +41,10 @@ type System interface {
 	// the way the C library's getaddrinfo would (hosts file, then DNS).
 	LookupIP(ctx context.Context, network, host string) ([]netip.Addr, error)
 	// Run starts argv[0] (never a shell) with argv, feeds it stdin, and
-	// returns its standard output, at most LimitOutput bytes. It is
-	// killed after timeout, or when its output passes that limit.
-	Run(ctx context.Context, argv []string, stdin []byte, timeout time.Duration) ([]byte, error)
+	// returns its standard output and standard error (also when it
+	// fails), each at most LimitOutput bytes. It is killed after timeout,
+	// or when its output passes that limit.
+	Run(ctx context.Context, argv []string, stdin []byte, timeout time.Duration) (stdout, stderr []byte, err error)
 
 	// Changes.
 

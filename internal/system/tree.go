@@ -297,7 +297,14 @@ func twoFields(line string) (f [2]string, ok bool) {
 	return f, n == 2
 }
 
-func (t *Tree) Run(ctx context.Context, argv []string, stdin []byte, timeout time.Duration) ([]byte, error) {
+// Run answers from Exec or the run/ files; a replayed command prints
+// nothing on standard error.
+func (t *Tree) Run(ctx context.Context, argv []string, stdin []byte, timeout time.Duration) ([]byte, []byte, error) {
+	out, err := t.run(ctx, argv, stdin, timeout)
+	return out, nil, err
+}
+
+func (t *Tree) run(ctx context.Context, argv []string, stdin []byte, timeout time.Duration) ([]byte, error) {
 	if len(argv) == 0 {
 		return nil, errors.New("run: empty argv")
 	}

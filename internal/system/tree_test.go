@@ -242,20 +242,20 @@ func TestTreeProbes(t *testing.T) {
 	if _, err := tree.LookupIP(tctx, "ip4", "slow"); err == nil {
 		t.Error("hanging lookup returned")
 	}
-	if out, err := tree.Run(ctx, []string{"/usr/sbin/iptables-nft-save"}, nil, time.Second); err != nil || string(out) != "-A X\n" {
+	if out, _, err := tree.Run(ctx, []string{"/usr/sbin/iptables-nft-save"}, nil, time.Second); err != nil || string(out) != "-A X\n" {
 		t.Errorf("run = %q %v", out, err)
 	}
 	start := time.Now()
-	if _, err := tree.Run(ctx, []string{"iptables-legacy-save"}, nil, 20*time.Millisecond); err == nil || !strings.Contains(err.Error(), "timed out") {
+	if _, _, err := tree.Run(ctx, []string{"iptables-legacy-save"}, nil, 20*time.Millisecond); err == nil || !strings.Contains(err.Error(), "timed out") {
 		t.Errorf("hang = %v", err)
 	}
 	if time.Since(start) > 5*time.Second {
 		t.Error("hang did not time out")
 	}
-	if _, err := tree.Run(ctx, []string{"kubeadm"}, nil, time.Second); err == nil || !strings.Contains(err.Error(), "certs: boom") {
+	if _, _, err := tree.Run(ctx, []string{"kubeadm"}, nil, time.Second); err == nil || !strings.Contains(err.Error(), "certs: boom") {
 		t.Errorf("fail = %v", err)
 	}
-	if _, err := tree.Run(ctx, []string{"sh"}, nil, time.Second); !errors.Is(err, fs.ErrNotExist) {
+	if _, _, err := tree.Run(ctx, []string{"sh"}, nil, time.Second); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("missing command = %v", err)
 	}
 	env, ok := tree.Environ()

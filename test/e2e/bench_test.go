@@ -141,14 +141,8 @@ func benchBuildImages() error {
 		"Dockerfile.strace": "FROM " + n.node + "\n" +
 			"RUN apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends strace && rm -rf /var/lib/apt/lists/*\n",
 	}
-	for name, data := range files {
-		mode := os.FileMode(0o644)
-		if name == "entrypoint" {
-			mode = 0o755
-		}
-		if err := os.WriteFile(filepath.Join(dir, name), []byte(data), mode); err != nil {
-			return err
-		}
+	if err := writeBuildContext(dir, files); err != nil {
+		return err
 	}
 	// The strace-reference image is the strace image plus the reference:
 	// apt runs once.

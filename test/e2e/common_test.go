@@ -6,6 +6,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -72,4 +73,19 @@ func mustDocker(t testing.TB, args ...string) string {
 		t.Fatal(err)
 	}
 	return out
+}
+
+// writeBuildContext writes a docker build context: each file of files in
+// dir, "entrypoint" executable.
+func writeBuildContext(dir string, files map[string]string) error {
+	for name, data := range files {
+		mode := os.FileMode(0o644)
+		if name == "entrypoint" {
+			mode = 0o755
+		}
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(data), mode); err != nil {
+			return err
+		}
+	}
+	return nil
 }

@@ -119,6 +119,10 @@ type nodeOpts struct {
 	cgroupns string   // default "private", as kind passes
 	env      []string // KEY=VALUE
 	extra    []string // more docker run flags, before the image
+	image    string   // default nodeImage
+	// noTTY starts the node without --tty: systemd's console reset can
+	// drop the entrypoint's last lines from a tty's log (see logs).
+	noTTY bool
 }
 
 type node struct {
@@ -136,12 +140,15 @@ func startNode(t testing.TB, net *network, suffix string, o nodeOpts) *node {
 		o.cgroupns = "private"
 	}
 	name := namePrefix + runID + "-" + suffix
-	args := append([]string{"run", "--name", name, "--label", labelKey + "=" + runID}, kindRunArgs(name, net.Name, o.cgroupns, true)...)
+	args := append([]string{"run", "--name", name, "--label", labelKey + "=" + runID}, kindRunArgs(name, net.Name, o.cgroupns, !o.noTTY)...)
 	for _, e := range o.env {
 		args = append(args, "--env", e)
 	}
 	args = append(args, o.extra...)
-	args = append(args, nodeImage)
+	if o.image == "" {
+		o.image = nodeImage
+	}
+	args = append(args, o.image)
 	n := &node{t: t, Name: name, Network: net}
 	t.Cleanup(func() {
 		if t.Failed() {
