@@ -65,11 +65,13 @@ func RewriteDockerDNS(save []byte, hostIP string) (out []byte, changed bool) {
 	endsInNewline := strings.HasSuffix(text, "\n")
 	lines := strings.Split(strings.TrimSuffix(text, "\n"), "\n")
 
-	// The rules' arguments share one array, sized for every line of the
-	// text split at every blank; the edited rules and their twins share
-	// one buffer (see rewriteDNSRule): a rule set of a few dozen rules
-	// was a few allocations per rule.
-	spans := make([]span, 0, len(lines)+countBlanks(text))
+	// The arguments of the rule at hand (its edited form and its twin
+	// too) share one array, emptied for each rule: nothing keeps a rule's
+	// arguments past its own line, so a save of any size needs only as
+	// many as its longest rule. The edited rules and their twins share one
+	// buffer (see rewriteDNSRule): a rule set of a few dozen rules was a
+	// few allocations per rule.
+	spans := make([]span, 0, 64)
 	var edited strings.Builder
 	edited.Grow(len(text))
 
@@ -96,7 +98,7 @@ func RewriteDockerDNS(save []byte, hostIP string) (out []byte, changed bool) {
 		}
 		if strings.HasPrefix(line, "-") {
 			var r rule
-			r, spans = appendRule(spans, line)
+			r, spans = appendRule(spans[:0], line)
 			if e := rewriteDNSRule(&edited, r, hostText); e != line {
 				line = e
 				r, spans = appendRule(spans, line)

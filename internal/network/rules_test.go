@@ -2,8 +2,10 @@ package network
 
 import (
 	"flag"
+	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -339,5 +341,30 @@ func TestRewriteDockerDNSGolden(t *testing.T) {
 				t.Errorf("second pass changed = %v, mismatch (-got +want):\n%s", changed, diff)
 			}
 		})
+	}
+}
+
+// TestRewriteDockerDNSMemory: a save of many DNS rules (each edited and
+// parsed again) costs a few times its size, not a multiple of it per
+// argument. Before the arguments' array was emptied per rule, a 24 MB save
+// allocated 506 MB (21 times its size) and a dry run peaked at 493 MB.
+func TestRewriteDockerDNSMemory(t *testing.T) {
+	var b strings.Builder
+	b.WriteString("*nat\n:OUTPUT ACCEPT [0:0]\n:DOCKER_OUTPUT - [0:0]\n")
+	for n := range 20000 {
+		fmt.Fprintf(&b, "-A DOCKER_OUTPUT -d 127.0.0.11/32 -p udp -m udp --dport %d -j DNAT --to-destination 127.0.0.11:%d\n", n+1, n+1)
+	}
+	b.WriteString("COMMIT\n")
+	save := []byte(b.String())
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	out, changed := RewriteDockerDNS(save, "172.18.0.1")
+	runtime.ReadMemStats(&after)
+	if !changed || len(out) < len(save) {
+		t.Fatalf("changed %t, %d bytes out of %d", changed, len(out), len(save))
+	}
+	if got, limit := after.TotalAlloc-before.TotalAlloc, uint64(8*len(save)); got > limit {
+		t.Errorf("rewriting %d bytes allocated %d bytes, more than %d", len(save), got, limit)
 	}
 }
