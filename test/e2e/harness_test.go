@@ -5,6 +5,7 @@ package e2e
 import (
 	"fmt"
 	"os"
+	"os/exec"
 	"regexp"
 	"strings"
 	"testing"
@@ -241,11 +242,15 @@ func (n *node) readFile(path string) string {
 // ones, on an otherwise idle Docker.
 func (n *node) logs() string {
 	n.t.Helper()
-	out, err := dockerCmd(time.Minute, "logs", n.Name)
+	// Both streams, in the order docker wrote them: without a tty the
+	// entrypoint's lines (and the script's) are the container's stderr,
+	// which docker logs writes to its own stderr.
+	cmd := exec.Command("docker", "logs", n.Name)
+	out, err := cmd.CombinedOutput()
 	if err != nil {
-		n.t.Fatal(err)
+		n.t.Fatalf("docker logs %s: %v\n%s", n.Name, err, out)
 	}
-	return strings.ReplaceAll(out, "\r", "")
+	return strings.ReplaceAll(string(out), "\r", "")
 }
 
 // ip returns the node's IPv4 address on its network.
