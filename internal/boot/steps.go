@@ -56,7 +56,11 @@ func validateUserNS(_ context.Context, h *Host) ([]Fact, []plan.Action, error) {
 	if !h.UserNS {
 		return nil, nil, nil
 	}
-	f, err := userns.Detect(h.Sys, h.CgroupV2)
+	var controllers func() (string, error)
+	if h.CgroupV2 {
+		controllers = func() (string, error) { return cgroupfix.ReadControllers(h.Sys) }
+	}
+	f, err := userns.Detect(h.Sys, controllers)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -178,15 +178,13 @@ func (c *checker) userNS() Row {
 		"kind in a user namespace is experimental: see kind's rootless guide (cgroup v2 with delegation, RLIMIT_NOFILE, fuse-overlayfs)"}
 }
 
-const cgroupRoot = "/sys/fs/cgroup"
-
 func (c *checker) cgroupVersion() Row {
 	if c.h.CgroupV2 {
 		return Row{"cgroup-version", Pass, "v2 (unified)", ""}
 	}
 	obs := "v1 (legacy)"
-	if m := mounts.Top(c.mi, cgroupRoot+"/unified"); m != nil && m.FSType == "cgroup2" {
-		obs = "v1 (hybrid: cgroup2 also at " + cgroupRoot + "/unified)"
+	if m := mounts.Top(c.mi, cgroupfix.Root+"/unified"); m != nil && m.FSType == "cgroup2" {
+		obs = "v1 (hybrid: cgroup2 also at " + cgroupfix.Root + "/unified)"
 	}
 	return Row{"cgroup-version", Warn, obs,
 		"Kubernetes keeps cgroup v1 in maintenance mode (1.31+) and newer kubelets refuse it unless failCgroupV1 is false: boot the host with cgroup v2 (systemd.unified_cgroup_hierarchy=1)"}
@@ -195,20 +193,20 @@ func (c *checker) cgroupVersion() Row {
 func (c *checker) cgroupNS() Row {
 	const name = "cgroupns"
 	if c.h.CgroupV2 {
-		m := mounts.Top(c.mi, cgroupRoot)
+		m := mounts.Top(c.mi, cgroupfix.Root)
 		switch {
 		case m == nil:
-			return Row{name, Fail, "nothing mounted at " + cgroupRoot, "run the node --privileged (kind does)"}
+			return Row{name, Fail, "nothing mounted at " + cgroupfix.Root, "run the node --privileged (kind does)"}
 		case m.Root == "/":
 			// The mount shows the namespace's root. (A privileged
 			// container in the host's cgroup namespace would show the
 			// host's root too; kind never makes one, and Docker's
 			// default on v2 is private.)
-			self, _ := c.sys.ReadFile("/proc/self/cgroup", system.LimitConfig)
-			return Row{name, Pass, "yes (" + cgroupRoot + " is mounted at the namespace's root; this process is in " +
-				strings.TrimPrefix(strings.TrimSpace(string(self)), "0::") + ")", ""}
+			self, _ := cgroupfix.ReadSelfCgroup(c.sys)
+			return Row{name, Pass, "yes (" + cgroupfix.Root + " is mounted at the namespace's root; this process is in " +
+				self.Unified() + ")", ""}
 		}
-		return Row{name, Warn, "no: " + cgroupRoot + " shows the host's hierarchy at " + m.Root,
+		return Row{name, Warn, "no: " + cgroupfix.Root + " shows the host's hierarchy at " + m.Root,
 			"create the node with --cgroupns=private (kind v0.20+ does)"}
 	}
 	f, err := cgroupfix.DetectV1(c.sys, nil)
@@ -232,7 +230,7 @@ var v1Controllers = []string{"cpu", "cpuacct", "cpuset", "memory", "devices", "f
 func (c *checker) cgroupV1Controllers() []string {
 	var out []string
 	for _, m := range c.mi {
-		if m.FSType != "cgroup" || !strings.HasPrefix(m.Mountpoint, cgroupRoot+"/") {
+		if m.FSType != "cgroup" || !strings.HasPrefix(m.Mountpoint, cgroupfix.Root+"/") {
 			continue
 		}
 		for _, o := range strings.Split(m.VFSOptions, ",") {
@@ -248,11 +246,11 @@ func (c *checker) controllers() Row {
 	const name = "cgroup-controllers"
 	var have []string
 	if c.h.CgroupV2 {
-		b, err := c.sys.ReadFile(cgroupRoot+"/cgroup.controllers", system.LimitValue)
+		controllers, err := cgroupfix.ReadControllers(c.sys)
 		if err != nil {
 			return Row{name, Fail, err.Error(), "run the node --privileged (kind does)"}
 		}
-		have = strings.Fields(string(b))
+		have = strings.Fields(controllers)
 	} else {
 		have = c.cgroupV1Controllers()
 	}
@@ -285,7 +283,7 @@ func (c *checker) cgroupMounts() Row {
 	}
 	var rw, ro []string
 	for _, m := range c.mi {
-		if (m.FSType != "cgroup" && m.FSType != "cgroup2") || (m.Mountpoint != cgroupRoot && !strings.HasPrefix(m.Mountpoint, cgroupRoot+"/")) {
+		if (m.FSType != "cgroup" && m.FSType != "cgroup2") || (m.Mountpoint != cgroupfix.Root && !strings.HasPrefix(m.Mountpoint, cgroupfix.Root+"/")) {
 			continue
 		}
 		if mounts.IsReadOnly(m) {
@@ -296,7 +294,7 @@ func (c *checker) cgroupMounts() Row {
 	}
 	switch {
 	case len(rw) == 0 && len(ro) == 0:
-		return Row{name, Fail, "no cgroup filesystem under " + cgroupRoot, "run the node --privileged (kind does)"}
+		return Row{name, Fail, "no cgroup filesystem under " + cgroupfix.Root, "run the node --privileged (kind does)"}
 	case len(ro) > 0:
 		return Row{name, Fail, "read-only: " + strings.Join(ro, ", "),
 			"systemd and the kubelet create cgroups: run the node --privileged (kind does)"}
@@ -467,7 +465,7 @@ func (c *checker) propagation() Row {
 	}
 	obs := "/ is " + propagationOf(root)
 	if mounts.AllShared(c.mi) {
-		return Row{name, Pass, obs + ", and every mount outside " + cgroupRoot, ""}
+		return Row{name, Pass, obs + ", and every mount outside " + cgroupfix.Root, ""}
 	}
 	if c.booted {
 		return Row{name, Warn, obs + ", not every mount is shared, although the node has booted",
