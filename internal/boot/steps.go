@@ -64,6 +64,7 @@ func validateUserNS(_ context.Context, h *Host) ([]Fact, []plan.Action, error) {
 	if err != nil {
 		return nil, nil, err
 	}
+	h.detected = f
 	facts := []Fact{{"RLIMIT_NOFILE hard", strconv.FormatUint(f.NofileHard, 10)}}
 	if h.CgroupV2 {
 		facts = append(facts, Fact{"cgroup controllers", f.Controllers})
@@ -77,6 +78,7 @@ func configureContainerd(_ context.Context, h *Host) ([]Fact, []plan.Action, err
 	if err != nil {
 		return nil, nil, err
 	}
+	h.detected = f
 	facts := []Fact{
 		{"filesystem of /kind", f.KindFSType},
 		{"snapshotter", strings.TrimSpace(f.Snapshotter + " (" + f.SnapshotterSource + ")")},
@@ -90,6 +92,7 @@ func configureProxy(_ context.Context, h *Host) ([]Fact, []plan.Action, error) {
 	if err != nil {
 		return nil, nil, err
 	}
+	h.detected = f
 	actions, err := proxy.Plan(f)
 	return nil, actions, err
 }
@@ -99,6 +102,7 @@ func fixMount(_ context.Context, h *Host) ([]Fact, []plan.Action, error) {
 	if err != nil {
 		return nil, nil, err
 	}
+	h.detected = f
 	sys := "nothing mounted"
 	if f.Sys != nil {
 		sys = f.Sys.Options
@@ -115,6 +119,7 @@ func fixCgroup(_ context.Context, h *Host) ([]Fact, []plan.Action, error) {
 	if err != nil {
 		return nil, nil, err
 	}
+	h.detected = f
 	facts := []Fact{{"current cgroup", f.Current}, {"cgroupns", strconv.FormatBool(f.Current == "/")}}
 	actions, err := cgroupfix.PlanV1(f)
 	return facts, actions, err
@@ -141,6 +146,7 @@ func fixMachineID(_ context.Context, h *Host) ([]Fact, []plan.Action, error) {
 	if err != nil {
 		return nil, nil, err
 	}
+	h.detected = f
 	dbus := f.DBus
 	if f.DBusLink != "" {
 		dbus += " -> " + f.DBusLink
@@ -153,6 +159,7 @@ func fixProductName(_ context.Context, h *Host) ([]Fact, []plan.Action, error) {
 	if err != nil {
 		return nil, nil, err
 	}
+	h.detected = f
 	return []Fact{dmiFact(f.DMI)}, identity.PlanProductName(f), nil
 }
 
@@ -161,6 +168,7 @@ func fixProductUUID(_ context.Context, h *Host) ([]Fact, []plan.Action, error) {
 	if err != nil {
 		return nil, nil, err
 	}
+	h.detected = f
 	current := "missing"
 	if f.Current != nil {
 		current = strconv.Quote(string(f.Current))
@@ -191,6 +199,7 @@ func selectIptables(ctx context.Context, h *Host, ipt *network.IptablesFacts) ([
 	if err != nil {
 		return nil, nil, err
 	}
+	h.detected = f
 	*ipt = f
 	facts := []Fact{
 		{"legacy", f.Describe(network.Legacy)},
@@ -211,6 +220,7 @@ func enableNetworkMagic(ctx context.Context, h *Host, ipt network.IptablesFacts)
 	if err != nil {
 		return nil, nil, err
 	}
+	h.detected = f
 	var facts []Fact
 	for _, d := range f.Describe() {
 		facts = append(facts, Fact{d[0], d[1]})

@@ -1,20 +1,18 @@
 // Package check tells whether a host can run a kind node, and why not: one
 // row per requirement, with what was observed and how to fix it.
 //
-// It changes nothing. It detects through the same code as the entrypoint:
-// boot.Detect, a dry run of every step (boot.DryRun, which calls each
-// step's Detect and Plan), and the steps' Detect functions for the facts
-// the rows show; plus a few read-only probes of its own (cgroup
-// controllers and mounts, /sys and / propagation, /dev/fuse, /lib/modules).
-// Every read and probe goes through a capture.Recorder, which answers each
-// probe once: the rows and the dry run see one consistent view, and
-// `entrypoint capture` archives exactly what they read.
+// It changes nothing. It detects through the same code as the entrypoint,
+// once: one dry run of every step (boot.DryRunOn), whose typed facts
+// (boot.Result.Detected) the rows show, plus a few read-only probes only
+// check needs (cgroup mounts, /sys and / propagation, /dev/fuse,
+// /lib/modules, the overlay trial where the step made none). So the rows
+// and the plan row see one view of the host, and `entrypoint capture`,
+// which passes a recording System, archives exactly what they read.
 package check
 
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -29,7 +27,6 @@ import (
 	"github.com/moby/sys/mountinfo"
 
 	"github.com/kind-entrypoint/entrypoint/internal/boot"
-	"github.com/kind-entrypoint/entrypoint/internal/capture"
 	"github.com/kind-entrypoint/entrypoint/internal/cgroupfix"
 	"github.com/kind-entrypoint/entrypoint/internal/containerd"
 	"github.com/kind-entrypoint/entrypoint/internal/identity"
@@ -102,27 +99,22 @@ type Options struct {
 // Report is a check's outcome.
 type Report struct {
 	Rows []Row
-	// Host and Results are the dry run (Host is nil when detection
-	// failed); PlanErr is its fatal step.
-	Host    *boot.Host
-	Results []boot.Result
-	PlanErr error
+	// Dry is the one dry run the rows were built from (every step
+	// planned, even after a fatal one): what capture archives as the
+	// host's plan.
+	Dry boot.Dry
 }
 
 // Run checks the host. It never fails: what cannot be read is a row.
 func Run(ctx context.Context, o Options) Report {
-	rec, ok := o.Sys.(*capture.Recorder)
-	if !ok {
-		rec = capture.NewRecorder(o.Sys)
-	}
 	timeout := o.ProbeTimeout
 	if timeout <= 0 {
 		timeout = network.ProbeTimeout
 	}
-	c := &checker{sys: rec, live: o.Live, timeout: timeout}
+	c := &checker{sys: o.Sys, live: o.Live, timeout: timeout}
 	var rep Report
-	h, err := boot.Detect(rec, o.LookupEnv)
-	if err != nil {
+	rep.Dry = boot.DryRunOn(ctx, o.Sys, o.LookupEnv, boot.Steps(), boot.DryRunOptions{ProbeTimeout: o.ProbeTimeout, Every: true})
+	if err := rep.Dry.DetectErr; err != nil {
 		rep.Rows = append(rep.Rows, Row{"detect", Fail, err.Error(),
 			"the entrypoint cannot tell the user namespace or the cgroup version: fix the file named"})
 		if o.PodNetwork != nil {
@@ -130,21 +122,18 @@ func Run(ctx context.Context, o Options) Report {
 		}
 		return rep
 	}
-	h.ProbeTimeout = o.ProbeTimeout
-	rep.Host = h
-	rep.Results, rep.PlanErr = boot.DryRun(ctx, h, boot.Steps())
-	c.h = h
-	c.mi, c.miErr = system.ReadMountinfo(rec)
+	c.h, c.results = rep.Dry.Host, rep.Dry.Results
+	c.mi, c.miErr = c.h.MountTable()
 	c.kind = c.exists("/kind")
-	comm, _ := rec.ReadFile("/proc/1/comm", system.LimitValue)
+	comm, _ := c.sys.ReadFile("/proc/1/comm", system.LimitValue)
 	c.booted = c.kind && strings.TrimSpace(string(comm)) == "systemd"
 
 	rows := []Row{c.userNS(), c.cgroupVersion(), c.cgroupNS(), c.controllers(), c.cgroupMounts(), c.nofile()}
 	rows = append(rows, c.storage()...)
 	rows = append(rows, c.sysMount(), c.propagation())
-	rows = append(rows, c.iptables(ctx)...)
-	rows = append(rows, c.names(ctx, o.LookupEnv)...)
-	rows = append(rows, c.dmi(), c.libModules(), c.plan(rep.Results, rep.PlanErr))
+	rows = append(rows, c.iptables()...)
+	rows = append(rows, c.names()...)
+	rows = append(rows, c.dmi(), c.libModules(), c.plan(rep.Dry.Shown(), rep.Dry.Err))
 	if o.PodNetwork != nil {
 		rows = append(rows, c.podNetwork(ctx, o.PodNetwork))
 	}
@@ -153,8 +142,9 @@ func Run(ctx context.Context, o Options) Report {
 }
 
 type checker struct {
-	sys     *capture.Recorder
+	sys     system.System
 	h       *boot.Host
+	results []boot.Result
 	live    bool
 	timeout time.Duration
 	mi      []*mountinfo.Info
@@ -209,7 +199,7 @@ func (c *checker) cgroupNS() Row {
 		return Row{name, Warn, "no: " + cgroupfix.Root + " shows the host's hierarchy at " + m.Root,
 			"create the node with --cgroupns=private (kind v0.20+ does)"}
 	}
-	f, err := cgroupfix.DetectV1(c.sys, nil)
+	f, err := boot.FactsOf[cgroupfix.V1Facts](c.results, "fix_cgroup")
 	if err != nil {
 		return Row{name, Fail, err.Error(), "the entrypoint cannot find the container's cgroup: see /proc/self/cgroup"}
 	}
@@ -321,7 +311,7 @@ func (c *checker) nofile() Row {
 // storage is the rows of /kind's and containerd's filesystems, the
 // snapshotter that follows, overlay, and /dev/fuse.
 func (c *checker) storage() []Row {
-	cf, err := containerd.Detect(c.sys, c.h.Getenv, c.h.UserNS)
+	cf, err := boot.FactsOf[containerd.Facts](c.results, "configure_containerd")
 	if err != nil {
 		r := Row{"snapshotter", Fail, err.Error(), "configure_containerd cannot choose a snapshotter"}
 		return []Row{{"fs-kind", Fail, err.Error(), ""}, r}
@@ -402,7 +392,10 @@ func (c *checker) overlay(cf containerd.Facts, snap string) Row {
 		return Row{name, Warn, "mounts in this user namespace, under an SELinux label",
 			"before Linux 5.13 overlayfs in a user namespace fails under enforcing SELinux: if pods fail to start, set KIND_EXPERIMENTAL_CONTAINERD_SNAPSHOTTER=fuse-overlayfs"}
 	}
-	err := c.sys.OverlayTrial() // the same answer Detect got, in a user namespace
+	err := cf.OverlayErr
+	if !cf.OverlayTried {
+		err = c.sys.OverlayTrial()
+	}
 	if err == nil {
 		return Row{name, Pass, "a trial overlay mount works", ""}
 	}
@@ -492,8 +485,8 @@ func propagationOf(m *mountinfo.Info) string {
 }
 
 // iptables is a row per backend and one for the mode chosen.
-func (c *checker) iptables(ctx context.Context) []Row {
-	f, err := network.DetectIptables(ctx, c.sys, c.timeout)
+func (c *checker) iptables() []Row {
+	f, err := boot.FactsOf[network.IptablesFacts](c.results, "select_iptables")
 	if err != nil {
 		return []Row{{"iptables-mode", Fail, err.Error(), ""}}
 	}
@@ -560,12 +553,11 @@ func timedOut(err error) bool {
 
 // names is the rows of enable_network_magic's lookups: the Docker host, the
 // node's own name, the default gateway.
-func (c *checker) names(ctx context.Context, lookupEnv func(string) (string, bool)) []Row {
-	ipt, err := network.DetectIptables(ctx, c.sys, c.timeout) // the answers recorded above
-	if err != nil {
-		return nil
+func (c *checker) names() []Row {
+	if _, err := boot.FactsOf[network.IptablesFacts](c.results, "select_iptables"); err != nil {
+		return nil // enable_network_magic decides from its answers: see iptables
 	}
-	f, err := network.DetectMagic(ctx, c.sys, lookupEnv, ipt, c.timeout)
+	f, err := boot.FactsOf[network.MagicFacts](c.results, "enable_network_magic")
 	if err != nil {
 		return []Row{{"host-docker-internal", Fail, err.Error(), ""}}
 	}
@@ -639,11 +631,11 @@ func addrOrWhy(addr string, ok bool, err error) string {
 
 func (c *checker) dmi() Row {
 	const name = "dmi"
-	pn, err := identity.DetectProductName(c.sys, nil)
+	pn, err := boot.FactsOf[identity.ProductNameFacts](c.results, "fix_product_name")
 	if err != nil {
 		return Row{name, Fail, err.Error(), ""}
 	}
-	pu, err := identity.DetectProductUUID(c.sys, rand.Reader, nil)
+	pu, err := boot.FactsOf[identity.ProductUUIDFacts](c.results, "fix_product_uuid")
 	if err != nil {
 		return Row{name, Fail, err.Error(), ""}
 	}

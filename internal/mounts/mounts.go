@@ -101,6 +101,12 @@ func Detect(sys system.System, searchPath string, tbl *Table) (Facts, error) {
 // line). What Read returns is shared: read it, never change it. A nil
 // Table parses on every read.
 type Table struct {
+	// Fixed: nothing changes the table while it is used (a dry run), so
+	// the file is read once, and its first answer (error included) kept.
+	Fixed bool
+	read  bool
+	err   error
+
 	data []byte
 	mi   []*mountinfo.Info
 }
@@ -111,6 +117,15 @@ func (t *Table) Read(sys system.System) ([]*mountinfo.Info, error) {
 	if t == nil {
 		return system.ReadMountinfo(sys)
 	}
+	if t.Fixed && t.read {
+		return t.mi, t.err
+	}
+	mi, err := t.read1(sys)
+	t.read, t.err = true, err
+	return mi, err
+}
+
+func (t *Table) read1(sys system.System) ([]*mountinfo.Info, error) {
 	b, err := sys.ReadFile(system.MountinfoPath, system.LimitTable)
 	if err != nil {
 		return nil, err
