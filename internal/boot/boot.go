@@ -15,7 +15,6 @@ import (
 
 	"github.com/kind-entrypoint/entrypoint/internal/cgroupfix"
 	"github.com/kind-entrypoint/entrypoint/internal/logline"
-	"github.com/kind-entrypoint/entrypoint/internal/mounts"
 	"github.com/kind-entrypoint/entrypoint/internal/network"
 	"github.com/kind-entrypoint/entrypoint/internal/plan"
 	"github.com/kind-entrypoint/entrypoint/internal/system"
@@ -47,7 +46,7 @@ type Host struct {
 	probes *network.Probes
 	// mounts is the mount table the steps read, parsed once per content,
 	// new for each Run or DryRun.
-	mounts *mounts.Table
+	mounts *system.MountTable
 	// ahead runs the commands steps start ahead of their turn (Step.Ahead),
 	// new for each Run; nil in a dry run.
 	ahead *plan.Ahead
@@ -91,7 +90,7 @@ func (h *Host) stopProbes(cancel context.CancelFunc) {
 func beginRun(ctx context.Context, h *Host, steps []Step, apply bool) {
 	// Nothing changes the mount table in a dry run: one read serves
 	// every step (and check's rows).
-	h.probes, h.mounts, h.ahead = nil, &mounts.Table{Fixed: !apply}, nil
+	h.probes, h.mounts, h.ahead = nil, &system.MountTable{Fixed: !apply}, nil
 	for _, s := range steps {
 		if s.Prefetch != nil {
 			s.Prefetch(ctx, h)

@@ -20,7 +20,6 @@ import (
 
 	"github.com/moby/sys/mountinfo"
 
-	"github.com/kind-entrypoint/entrypoint/internal/mounts"
 	"github.com/kind-entrypoint/entrypoint/internal/plan"
 	"github.com/kind-entrypoint/entrypoint/internal/system"
 )
@@ -68,7 +67,7 @@ type V1Facts struct {
 }
 
 // DetectV1 reads the facts.
-func DetectV1(sys system.System, tbl *mounts.Table) (V1Facts, error) {
+func DetectV1(sys system.System, tbl *system.MountTable) (V1Facts, error) {
 	var f V1Facts
 	self, err := ReadSelfCgroup(sys)
 	if err != nil {

@@ -31,7 +31,6 @@ import (
 	"github.com/kind-entrypoint/entrypoint/internal/containerd"
 	"github.com/kind-entrypoint/entrypoint/internal/identity"
 	"github.com/kind-entrypoint/entrypoint/internal/logline"
-	"github.com/kind-entrypoint/entrypoint/internal/mounts"
 	"github.com/kind-entrypoint/entrypoint/internal/network"
 	"github.com/kind-entrypoint/entrypoint/internal/plan"
 	"github.com/kind-entrypoint/entrypoint/internal/system"
@@ -173,7 +172,7 @@ func (c *checker) cgroupVersion() Row {
 		return Row{"cgroup-version", Pass, "v2 (unified)", ""}
 	}
 	obs := "v1 (legacy)"
-	if m := mounts.Top(c.mi, cgroupfix.Root+"/unified"); m != nil && m.FSType == "cgroup2" {
+	if m := system.Top(c.mi, cgroupfix.Root+"/unified"); m != nil && m.FSType == "cgroup2" {
 		obs = "v1 (hybrid: cgroup2 also at " + cgroupfix.Root + "/unified)"
 	}
 	return Row{"cgroup-version", Warn, obs,
@@ -183,7 +182,7 @@ func (c *checker) cgroupVersion() Row {
 func (c *checker) cgroupNS() Row {
 	const name = "cgroupns"
 	if c.h.CgroupV2 {
-		m := mounts.Top(c.mi, cgroupfix.Root)
+		m := system.Top(c.mi, cgroupfix.Root)
 		switch {
 		case m == nil:
 			return Row{name, Fail, "nothing mounted at " + cgroupfix.Root, "run the node --privileged (kind does)"}
@@ -276,7 +275,7 @@ func (c *checker) cgroupMounts() Row {
 		if (m.FSType != "cgroup" && m.FSType != "cgroup2") || (m.Mountpoint != cgroupfix.Root && !strings.HasPrefix(m.Mountpoint, cgroupfix.Root+"/")) {
 			continue
 		}
-		if mounts.IsReadOnly(m) {
+		if system.IsReadOnly(m) {
 			ro = append(ro, m.Mountpoint)
 		} else if !slices.Contains(rw, m.Mountpoint) {
 			rw = append(rw, m.Mountpoint)
@@ -432,7 +431,7 @@ func (c *checker) devFuse(snap string) Row {
 
 func (c *checker) sysMount() Row {
 	const name = "sys"
-	m := mounts.Top(c.mi, "/sys")
+	m := system.Top(c.mi, "/sys")
 	if m == nil {
 		return Row{name, Fail, "nothing mounted at /sys", "systemd and the kubelet need sysfs: run the node --privileged (kind does)"}
 	}
@@ -441,7 +440,7 @@ func (c *checker) sysMount() Row {
 	case superRO:
 		return Row{name, Warn, "the sysfs superblock is read-only (" + m.VFSOptions + ")",
 			"a plain remount,ro of /sys changed it for every namespace sharing it, the host's /sys included: remount it rw on the host (mount -o remount,rw /sys); the entrypoint only makes its own mount read-only"}
-	case mounts.IsReadOnly(m):
+	case system.IsReadOnly(m):
 		return Row{name, Pass, "read-only for this container (" + m.Options + ")", ""}
 	case c.booted:
 		return Row{name, Warn, "writable, although the node has booted",
@@ -452,12 +451,12 @@ func (c *checker) sysMount() Row {
 
 func (c *checker) propagation() Row {
 	const name = "mount-propagation"
-	root := mounts.Top(c.mi, "/")
+	root := system.Top(c.mi, "/")
 	if root == nil {
 		return Row{name, Fail, "no mount at / in mountinfo", ""}
 	}
 	obs := "/ is " + propagationOf(root)
-	if mounts.AllShared(c.mi) {
+	if system.AllShared(c.mi, cgroupfix.Root) {
 		return Row{name, Pass, obs + ", and every mount outside " + cgroupfix.Root, ""}
 	}
 	if c.booted {

@@ -20,7 +20,6 @@ import (
 	"github.com/kind-entrypoint/entrypoint/internal/boot"
 	"github.com/kind-entrypoint/entrypoint/internal/cgroupfix"
 	"github.com/kind-entrypoint/entrypoint/internal/identity"
-	"github.com/kind-entrypoint/entrypoint/internal/mounts"
 	"github.com/kind-entrypoint/entrypoint/internal/plan"
 	"github.com/kind-entrypoint/entrypoint/internal/system"
 )
@@ -91,7 +90,7 @@ func undoMountHacks(_ context.Context, h *boot.Host) ([]boot.Fact, []plan.Action
 	}
 	bound := true // when the mount table cannot be read, try anyway
 	if mi, err := system.ReadMountinfo(h.Sys); err == nil {
-		bound = mounts.Top(mi, ProcCgroups) != nil
+		bound = system.Top(mi, ProcCgroups) != nil
 	}
 	facts := []boot.Fact{{Name: ProcCgroups + " bound", Value: strconv.FormatBool(bound)}}
 	if !bound {

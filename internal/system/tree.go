@@ -537,7 +537,7 @@ func (t *Tree) Mount(source, target, fstype string, flags MountFlags, data strin
 	const propagation = Shared | Private | Slave
 	switch {
 	case flags&propagation != 0:
-		if top(mounts, target) == nil {
+		if Top(mounts, target) == nil {
 			return mErr(unix.EINVAL)
 		}
 		for _, m := range mounts {
@@ -546,7 +546,7 @@ func (t *Tree) Mount(source, target, fstype string, flags MountFlags, data strin
 			}
 		}
 	case flags&Remount != 0:
-		m := top(mounts, target)
+		m := Top(mounts, target)
 		if m == nil {
 			return mErr(unix.EINVAL)
 		}
@@ -619,7 +619,7 @@ func (t *Tree) Unmount(target string, flags int) error {
 	mounts = slices.Delete(mounts, i, i+1)
 	t.mu.Lock()
 	delete(t.binds, target)
-	if top(mounts, target) == nil {
+	if Top(mounts, target) == nil {
 		if t.unmounted == nil {
 			t.unmounted = map[string]bool{}
 		}
@@ -671,16 +671,6 @@ func escapeMountinfo(s string) string {
 
 func isUnder(p, dir string) bool {
 	return p == dir || dir == "/" || strings.HasPrefix(p, dir+"/")
-}
-
-// top is the mount visible at mountpoint p: the last one mounted there.
-func top(mounts []*mountinfo.Info, p string) *mountinfo.Info {
-	for i := len(mounts) - 1; i >= 0; i-- {
-		if mounts[i].Mountpoint == p {
-			return mounts[i]
-		}
-	}
-	return nil
 }
 
 // containing is the mount that holds path p: the deepest mount point above
