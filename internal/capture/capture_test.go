@@ -22,6 +22,7 @@ import (
 
 	"github.com/kind-entrypoint/entrypoint/internal/boot"
 	"github.com/kind-entrypoint/entrypoint/internal/system"
+	"github.com/kind-entrypoint/entrypoint/internal/system/hosttest"
 	"github.com/kind-entrypoint/entrypoint/internal/system/nstest"
 )
 
@@ -35,7 +36,7 @@ const testProbeTimeout = 200 * time.Millisecond
 func copyHost(t *testing.T, name string) string {
 	t.Helper()
 	dst := t.TempDir()
-	if err := system.CopyScenario(filepath.Join(hostsDir, name, "root"), dst); err != nil {
+	if err := hosttest.CopyScenario(filepath.Join(hostsDir, name, "root"), dst); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.WriteFile(filepath.Join(dst, system.ProbeDir, "random"), []byte("kind"), 0o644); err != nil {

@@ -1,4 +1,4 @@
-package system
+package system_test
 
 import (
 	"os"
@@ -6,11 +6,14 @@ import (
 	"testing"
 
 	"github.com/moby/sys/mountinfo"
+
+	"github.com/kind-entrypoint/entrypoint/internal/system"
+	"github.com/kind-entrypoint/entrypoint/internal/system/hosttest"
 )
 
 func parseMounts(t *testing.T, lines ...string) []*mountinfo.Info {
 	t.Helper()
-	mi, err := ParseMountinfo([]byte(strings.Join(lines, "\n") + "\n"))
+	mi, err := system.ParseMountinfo([]byte(strings.Join(lines, "\n") + "\n"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -18,8 +21,9 @@ func parseMounts(t *testing.T, lines ...string) []*mountinfo.Info {
 }
 
 const (
-	sysLine = "1046 1042 0:99 / /sys rw,nosuid,nodev,noexec,relatime - sysfs sysfs rw"
-	varLine = "1064 1042 254:0 /volumes/x/_data /var rw,relatime master:1 - ext4 /dev/vda rw"
+	rootLine = "1042 975 0:94 / / rw,relatime master:482 - overlay overlay rw,lowerdir=/l,upperdir=/u,workdir=/w"
+	sysLine  = "1046 1042 0:99 / /sys rw,nosuid,nodev,noexec,relatime - sysfs sysfs rw"
+	varLine  = "1064 1042 254:0 /volumes/x/_data /var rw,relatime master:1 - ext4 /dev/vda rw"
 )
 
 func TestAllShared(t *testing.T) {
@@ -51,8 +55,8 @@ func TestAllShared(t *testing.T) {
 		{"no / at all", []string{"2 1 0:99 / /sys rw,nosuid shared:2 - sysfs sysfs rw"}, false},
 	}
 	for _, tt := range tests {
-		if got := AllShared(parseMounts(t, tt.lines...), "/sys/fs/cgroup"); got != tt.want {
-			t.Errorf("%s: AllShared = %t, want %t", tt.name, got, tt.want)
+		if got := system.AllShared(parseMounts(t, tt.lines...), "/sys/fs/cgroup"); got != tt.want {
+			t.Errorf("%s: system.AllShared = %t, want %t", tt.name, got, tt.want)
 		}
 	}
 }
@@ -68,7 +72,7 @@ func TestIsShared(t *testing.T) {
 		"unbindable":          false,
 		"sharedx:1 master:12": false,
 	} {
-		if got := IsShared(&mountinfo.Info{Optional: optional}); got != want {
+		if got := system.IsShared(&mountinfo.Info{Optional: optional}); got != want {
 			t.Errorf("IsShared(%q) = %t, want %t", optional, got, want)
 		}
 	}
@@ -76,13 +80,13 @@ func TestIsShared(t *testing.T) {
 
 func TestTop(t *testing.T) {
 	mi := parseMounts(t, rootLine, sysLine, "1100 1046 0:99 / /sys ro,nosuid,nodev,noexec,relatime - sysfs sysfs rw")
-	if got := Top(mi, "/sys"); got == nil || got.ID != 1100 {
+	if got := system.Top(mi, "/sys"); got == nil || got.ID != 1100 {
 		t.Errorf("Top(/sys) = %+v, want the last mount there (1100)", got)
 	}
-	if got := Top(mi, "/proc"); got != nil {
+	if got := system.Top(mi, "/proc"); got != nil {
 		t.Errorf("Top(/proc) = %+v, want nil", got)
 	}
-	if !IsReadOnly(Top(mi, "/sys")) || IsReadOnly(mi[1]) {
+	if !system.IsReadOnly(system.Top(mi, "/sys")) || system.IsReadOnly(mi[1]) {
 		t.Error("IsReadOnly: want the ro mount read-only and the rw one not")
 	}
 }
@@ -93,11 +97,11 @@ func TestTop(t *testing.T) {
 // a Fixed one (a dry run's) reads the file once, its error included.
 func TestMountTable(t *testing.T) {
 	dir := t.TempDir()
-	if err := WriteFiles(dir, map[string]string{MountinfoPath: "1 0 0:1 / / rw - overlay overlay rw\n"}); err != nil {
+	if err := hosttest.WriteFiles(dir, map[string]string{system.MountinfoPath: "1 0 0:1 / / rw - overlay overlay rw\n"}); err != nil {
 		t.Fatal(err)
 	}
-	tr := NewTree(dir)
-	var tbl MountTable
+	tr := system.NewTree(dir)
+	var tbl system.MountTable
 	a, err := tbl.Read(tr)
 	if err != nil {
 		t.Fatal(err)
@@ -113,7 +117,7 @@ func TestMountTable(t *testing.T) {
 	if err != nil || &c[0] == &a[0] || c[0].Optional != "shared:1" {
 		t.Fatalf("changed table: %+v, %v", c[0], err)
 	}
-	var none *MountTable
+	var none *system.MountTable
 	d, err := none.Read(tr)
 	if err != nil || &d[0] == &c[0] || d[0].Optional != "shared:1" {
 		t.Fatalf("nil table: %+v, %v", d[0], err)
@@ -125,7 +129,7 @@ func TestMountTable(t *testing.T) {
 		t.Errorf("garbage: %v", err)
 	}
 
-	fixed := MountTable{Fixed: true}
+	fixed := system.MountTable{Fixed: true}
 	if _, err := fixed.Read(tr); err == nil {
 		t.Fatal("garbage read without an error")
 	}
