@@ -47,11 +47,12 @@ func runCapture(args []string, stdout, stderr io.Writer) int {
 	rec := capture.NewRecorder(sys)
 	env := rec.Env(lookupEnv)
 	ctx := context.Background()
-	planText, planErr := capture.DryRun(ctx, rec, env, 0)
+	// check's one dry run is the plan archived too.
+	rep := check.Run(ctx, check.Options{Sys: rec, LookupEnv: env, Live: *root == ""})
+	planText, planErr := capture.PlanText(rep.Dry)
 	if planErr != nil {
 		log.Info("the dry run stops here: " + planErr.Error() + " (captured all the same)")
 	}
-	rep := check.Run(ctx, check.Options{Sys: rec, LookupEnv: env, Live: *root == ""})
 	var rows bytes.Buffer
 	if err := check.WriteJSON(&rows, rep.Rows); err != nil {
 		log.Error(err.Error())

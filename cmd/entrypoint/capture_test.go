@@ -17,6 +17,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/kind-entrypoint/entrypoint/internal/system"
+	"github.com/kind-entrypoint/entrypoint/internal/system/hosttest"
 	"github.com/kind-entrypoint/entrypoint/internal/system/nstest"
 )
 
@@ -49,7 +50,7 @@ func TestCaptureBinary(t *testing.T) {
 	for _, host := range []string{"docker-v1-cgroupns", "id-dmi-sysfs", "rootless-v2-overlay-fails"} {
 		t.Run("--root "+host, func(t *testing.T) {
 			src := t.TempDir()
-			if err := system.CopyScenario(filepath.Join("../../testdata/hosts", host, "root"), src); err != nil {
+			if err := hosttest.CopyScenario(filepath.Join("../../testdata/hosts", host, "root"), src); err != nil {
 				t.Fatal(err)
 			}
 			if err := os.WriteFile(filepath.Join(src, system.ProbeDir, "random"), []byte("kind"), 0o644); err != nil {

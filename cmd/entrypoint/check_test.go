@@ -19,7 +19,7 @@ import (
 
 	"github.com/kind-entrypoint/entrypoint/internal/check"
 	"github.com/kind-entrypoint/entrypoint/internal/podnet"
-	"github.com/kind-entrypoint/entrypoint/internal/system"
+	"github.com/kind-entrypoint/entrypoint/internal/system/hosttest"
 	"github.com/kind-entrypoint/entrypoint/internal/system/nstest"
 )
 
@@ -130,7 +130,7 @@ func TestCheckBinary(t *testing.T) {
 	} {
 		t.Run("--root "+tt.host, func(t *testing.T) {
 			root := t.TempDir()
-			if err := system.CopyScenario(filepath.Join("../../testdata/hosts", tt.host, "root"), root); err != nil {
+			if err := hosttest.CopyScenario(filepath.Join("../../testdata/hosts", tt.host, "root"), root); err != nil {
 				t.Fatal(err)
 			}
 			cmd := exec.CommandContext(ctx, bin, "check", "--json", "--root", root)

@@ -28,6 +28,7 @@ import (
 
 	"github.com/kind-entrypoint/entrypoint/internal/boot"
 	"github.com/kind-entrypoint/entrypoint/internal/system"
+	"github.com/kind-entrypoint/entrypoint/internal/system/hosttest"
 	"github.com/kind-entrypoint/entrypoint/internal/system/nstest"
 )
 
@@ -256,11 +257,11 @@ func checkSteps(t *testing.T, out string, names []string) {
 }
 
 // copyScenarioRoot copies the fake host to a temp dir as a fresh clone
-// holds it, as the golden test of internal/boot does (system.CopyScenario).
+// holds it, as the golden test of internal/boot does (hosttest.CopyScenario).
 func copyScenarioRoot(t *testing.T) string {
 	t.Helper()
 	dst := t.TempDir()
-	if err := system.CopyScenario(filepath.Join(scenarioDir, "root"), dst); err != nil {
+	if err := hosttest.CopyScenario(filepath.Join(scenarioDir, "root"), dst); err != nil {
 		t.Fatal(err)
 	}
 	return dst

@@ -24,7 +24,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/kind-entrypoint/entrypoint/internal/outputtest"
-	"github.com/kind-entrypoint/entrypoint/internal/system"
+	"github.com/kind-entrypoint/entrypoint/internal/system/hosttest"
 )
 
 // secret is what the file outside every case's root holds.
@@ -190,7 +190,7 @@ func fixTree(t *testing.T, root, out string, c hardCase) {
 func outsideDir(t *testing.T) string {
 	t.Helper()
 	out := t.TempDir()
-	if err := system.WriteFiles(out, map[string]string{
+	if err := hosttest.WriteFiles(out, map[string]string{
 		"secret":           secret + "\n",
 		"setuid-mount":     secret,
 		"dmi/product_name": secret,
@@ -257,7 +257,7 @@ func TestHardening(t *testing.T) {
 			out := outsideDir(t)
 			root := t.TempDir()
 			if c.scenario != "" {
-				if err := system.CopyScenario(filepath.Join("../../testdata/hosts", c.scenario, "root"), root); err != nil {
+				if err := hosttest.CopyScenario(filepath.Join("../../testdata/hosts", c.scenario, "root"), root); err != nil {
 					t.Fatal(err)
 				}
 				fixTree(t, root, out, c)

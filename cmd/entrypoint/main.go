@@ -57,33 +57,25 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	log := logline.New(stderr, format)
 	initArgv := fl.Args()
-	if o.root != "" && !o.dryRun {
-		fmt.Fprintln(stderr, "entrypoint: --root needs --dry-run")
+	if !o.rootUsable("entrypoint", stderr) {
 		return 2
 	}
 	if !o.dryRun && len(initArgv) == 0 {
 		fl.Usage()
 		return 2
 	}
-	if !checkRoot("entrypoint", o.root, stderr) {
-		return 2
-	}
 
 	sys, lookupEnv := hostSystem(o.root)
 	ctx := context.Background()
+	if o.dryRun {
+		return printDryRun(stdout, stderr, log, format, boot.DryRunOn(ctx, sys, lookupEnv, boot.Steps(), boot.DryRunOptions{}), 1)
+	}
 	h, err := boot.Detect(sys, lookupEnv)
 	if err != nil {
 		log.Error(err.Error())
 		return 1
 	}
-	steps := boot.Steps()
-
-	if o.dryRun {
-		results, err := boot.DryRun(ctx, h, steps)
-		return printDryRun(stdout, stderr, log, format, h, results, err)
-	}
-
-	if err := boot.Run(ctx, h, steps, log); err != nil {
+	if err := boot.Run(ctx, h, boot.Steps(), log); err != nil {
 		log.Error(err.Error())
 		return boot.ExitCode(err)
 	}

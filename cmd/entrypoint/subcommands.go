@@ -128,23 +128,39 @@ func hostSystem(root string) (system.System, func(string) (string, bool)) {
 	return tree, os.LookupEnv
 }
 
-// printDryRun prints a dry run's facts and plan and returns the exit code.
-func printDryRun(stdout, stderr io.Writer, log *logline.Logger, format logline.Format, h *boot.Host, results []boot.Result, err error) int {
+// rootUsable is the usage check of --root, the same for the entrypoint
+// and its companion commands: only with --dry-run (a replayed host is
+// never changed), and a directory.
+func (o *options) rootUsable(cmd string, stderr io.Writer) bool {
+	if o.root != "" && !o.dryRun {
+		fmt.Fprintln(stderr, "entrypoint: --root needs --dry-run")
+		return false
+	}
+	return checkRoot(cmd, o.root, stderr)
+}
+
+// printDryRun prints a dry run's facts and plan and returns the exit code;
+// detectCode when the host's shared facts could not be detected.
+func printDryRun(stdout, stderr io.Writer, log *logline.Logger, format logline.Format, d boot.Dry, detectCode int) int {
+	if d.DetectErr != nil {
+		log.Error(d.DetectErr.Error())
+		return detectCode
+	}
 	if format == logline.JSON {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
-		if encErr := enc.Encode(boot.JSONReport(h, results)); encErr != nil {
+		if encErr := enc.Encode(d.JSONReport()); encErr != nil {
 			fmt.Fprintln(stderr, "entrypoint:", encErr)
 			return 1
 		}
-	} else if rerr := boot.Render(stdout, h, results); rerr != nil {
+	} else if rerr := d.Render(stdout); rerr != nil {
 		fmt.Fprintln(stderr, "entrypoint:", rerr)
 		return 1
 	}
-	if err != nil {
-		log.Error(err.Error())
+	if d.Err != nil {
+		log.Error(d.Err.Error())
 	}
-	return boot.ExitCode(err)
+	return boot.ExitCode(d.Err)
 }
 
 // runCommand runs a companion command; o holds the flags given before its
@@ -168,25 +184,20 @@ func runCommand(cmd companion.Command, o options, args []string, stdin io.Reader
 		fmt.Fprintln(stderr, "entrypoint:", err)
 		return 2
 	}
-	if o.root != "" && !o.dryRun {
-		fmt.Fprintln(stderr, "entrypoint: --root needs --dry-run")
-		return 2
-	}
-	if !checkRoot("entrypoint "+cmd.Name, o.root, stderr) {
+	if !o.rootUsable("entrypoint "+cmd.Name, stderr) {
 		return 2
 	}
 	log := logline.New(stderr, lf)
 	sys, lookupEnv := hostSystem(o.root)
+	ctx := context.Background()
+	steps := cmd.Steps(stdin)
+	if o.dryRun {
+		return printDryRun(stdout, stderr, log, lf, boot.DryRunOn(ctx, sys, lookupEnv, steps, boot.DryRunOptions{}), companion.ExitCode)
+	}
 	h, err := boot.Detect(sys, lookupEnv)
 	if err != nil {
 		log.Error(err.Error())
 		return companion.ExitCode
-	}
-	ctx := context.Background()
-	steps := cmd.Steps(stdin)
-	if o.dryRun {
-		results, err := boot.DryRun(ctx, h, steps)
-		return printDryRun(stdout, stderr, log, lf, h, results, err)
 	}
 	if err := boot.Run(ctx, h, steps, log); err != nil {
 		log.Error(err.Error())

@@ -11,9 +11,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/moby/sys/mountinfo"
+
 	"github.com/kind-entrypoint/entrypoint/internal/cgroupfix"
 	"github.com/kind-entrypoint/entrypoint/internal/logline"
-	"github.com/kind-entrypoint/entrypoint/internal/mounts"
 	"github.com/kind-entrypoint/entrypoint/internal/network"
 	"github.com/kind-entrypoint/entrypoint/internal/plan"
 	"github.com/kind-entrypoint/entrypoint/internal/system"
@@ -45,10 +46,19 @@ type Host struct {
 	probes *network.Probes
 	// mounts is the mount table the steps read, parsed once per content,
 	// new for each Run or DryRun.
-	mounts *mounts.Table
+	mounts *system.MountTable
 	// ahead runs the commands steps start ahead of their turn (Step.Ahead),
 	// new for each Run; nil in a dry run.
 	ahead *plan.Ahead
+	// detected is what the running step's Detect returned (see
+	// Result.Detected); each step's Plan sets it.
+	detected any
+}
+
+// MountTable is the mount table of the last Run or DryRun on h: in a dry
+// run read once, so that what check shows is what the steps planned from.
+func (h *Host) MountTable() ([]*mountinfo.Info, error) {
+	return h.mounts.Read(h.Sys)
 }
 
 // netProbes are this run's network probes; each group starts when its
@@ -78,7 +88,9 @@ func (h *Host) stopProbes(cancel context.CancelFunc) {
 // Run (apply), every step's Ahead; what they start stops with ctx (see
 // stopProbes).
 func beginRun(ctx context.Context, h *Host, steps []Step, apply bool) {
-	h.probes, h.mounts, h.ahead = nil, &mounts.Table{}, nil
+	// Nothing changes the mount table in a dry run: one read serves
+	// every step (and check's rows).
+	h.probes, h.mounts, h.ahead = nil, &system.MountTable{Fixed: !apply}, nil
 	for _, s := range steps {
 		if s.Prefetch != nil {
 			s.Prefetch(ctx, h)
@@ -199,27 +211,111 @@ type Result struct {
 	Facts   []Fact
 	Actions []plan.Action
 	Err     error
+	// Detected is what the step's Detect returned, typed
+	// (containerd.Facts, cgroupfix.V1Facts, network.IptablesFacts, ...);
+	// nil when the step detected nothing or its Detect failed (then Err
+	// says why). check builds its rows from it.
+	Detected any
 }
 
 // DryRun detects and plans every step, changing nothing. It stops at the
 // first step that would be fatal; that error is returned too.
 func DryRun(ctx context.Context, h *Host, steps []Step) ([]Result, error) {
+	return dryRun(ctx, h, steps, false)
+}
+
+// dryRun is DryRun; every: plan the steps after a fatal one too.
+func dryRun(ctx context.Context, h *Host, steps []Step, every bool) ([]Result, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	beginRun(ctx, h, steps, false)
 	defer h.stopProbes(cancel)
 	var results []Result
+	var first error
 	for _, s := range steps {
+		h.detected = nil
 		facts, actions, err := s.Plan(ctx, h)
 		if err == nil {
 			// What the apply would stop at, the dry run says.
 			err = plan.Preflight(h.Sys, actions)
 		}
-		results = append(results, Result{Step: s.Name, Facts: facts, Actions: actions, Err: err})
-		if err != nil {
-			return results, &StepError{Step: s.Name, Code: s.Code, Err: err}
+		results = append(results, Result{Step: s.Name, Facts: facts, Actions: actions, Err: err, Detected: h.detected})
+		if err != nil && first == nil {
+			first = &StepError{Step: s.Name, Code: s.Code, Err: err}
+		}
+		if first != nil && !every {
+			break
 		}
 	}
-	return results, nil
+	return results, first
+}
+
+// Dry is one dry run of some steps on a host, from Detect on: what
+// --dry-run prints, what check builds its rows from, and what capture
+// records. One function makes it for every command: DryRunOn.
+type Dry struct {
+	// Host is nil when Detect failed: DetectErr says why, and no step
+	// ran.
+	Host      *Host
+	DetectErr error
+	Results   []Result
+	// Err is the first fatal step's *StepError.
+	Err error
+}
+
+// DryRunOptions say how DryRunOn runs.
+type DryRunOptions struct {
+	// ProbeTimeout is Host.ProbeTimeout.
+	ProbeTimeout time.Duration
+	// Every plans the steps after a fatal one too, each on the host as
+	// it is (a dry run changes nothing), so that every step's facts are
+	// known (check); Shown still ends at the fatal step.
+	Every bool
+}
+
+// DryRunOn detects the host's shared facts on sys, then dry-runs steps.
+func DryRunOn(ctx context.Context, sys system.System, lookupEnv func(string) (string, bool), steps []Step, o DryRunOptions) Dry {
+	h, err := Detect(sys, lookupEnv)
+	if err != nil {
+		return Dry{DetectErr: err}
+	}
+	h.ProbeTimeout = o.ProbeTimeout
+	results, err := dryRun(ctx, h, steps, o.Every)
+	return Dry{Host: h, Results: results, Err: err}
+}
+
+// Shown is what --dry-run shows: the results up to the first fatal step.
+func (d Dry) Shown() []Result {
+	for i, r := range d.Results {
+		if r.Err != nil {
+			return d.Results[:i+1]
+		}
+	}
+	return d.Results
+}
+
+// Render is Render of Shown.
+func (d Dry) Render(w io.Writer) error { return Render(w, d.Host, d.Shown()) }
+
+// JSONReport is JSONReport of Shown.
+func (d Dry) JSONReport() any { return JSONReport(d.Host, d.Shown()) }
+
+// FactsOf is what the step named step detected, as a T, or the error of
+// a step whose Detect failed, or that did not run.
+func FactsOf[T any](results []Result, step string) (T, error) {
+	var zero T
+	for _, r := range results {
+		if r.Step != step {
+			continue
+		}
+		if f, ok := r.Detected.(T); ok {
+			return f, nil
+		}
+		if r.Err != nil {
+			return zero, r.Err
+		}
+		return zero, fmt.Errorf("%s detected no %T", step, zero)
+	}
+	return zero, fmt.Errorf("%s did not run", step)
 }
 
 // Render prints a dry run: the shared facts, then each step with its facts

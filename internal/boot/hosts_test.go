@@ -3,21 +3,17 @@ package boot
 import (
 	"bytes"
 	"context"
-	"flag"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 
-	"github.com/google/go-cmp/cmp"
-
 	"github.com/kind-entrypoint/entrypoint/internal/logline"
 	"github.com/kind-entrypoint/entrypoint/internal/plan"
 	"github.com/kind-entrypoint/entrypoint/internal/system"
+	"github.com/kind-entrypoint/entrypoint/internal/system/hosttest"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden files of testdata/hosts")
 
 const hostsDir = "../../testdata/hosts"
 
@@ -51,11 +47,11 @@ func scenarios(t *testing.T) []scenario {
 }
 
 // copyRoot copies a scenario's root to a temp dir as a fresh clone holds
-// it, with root/.host/modes applied (see system.CopyScenario).
+// it, with root/.host/modes applied (see hosttest.CopyScenario).
 func copyRoot(t *testing.T, s scenario) *system.Tree {
 	t.Helper()
 	dst := fastTempDir(t)
-	if err := system.CopyScenario(filepath.Join(s.dir, "root"), dst); err != nil {
+	if err := hosttest.CopyScenario(filepath.Join(s.dir, "root"), dst); err != nil {
 		t.Fatal(err)
 	}
 	tree := system.NewTree(dst)
@@ -87,23 +83,6 @@ func detect(t *testing.T, tree *system.Tree) *Host {
 	return h
 }
 
-func golden(t *testing.T, path string, got []byte) {
-	t.Helper()
-	if *update {
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test ./internal/boot -update to create it)", err)
-	}
-	if diff := cmp.Diff(string(want), string(got)); diff != "" {
-		t.Errorf("%s differs (-want +got):\n%s", path, diff)
-	}
-}
-
 // TestHosts plans every fake host and compares the plan with its golden
 // file; then applies the plan to a copy of the host through the recording
 // Tree, compares the changes, and plans again: a fixed host needs nothing.
@@ -121,7 +100,7 @@ func TestHosts(t *testing.T) {
 			if err := Render(&out, h, results); err != nil {
 				t.Fatal(err)
 			}
-			golden(t, filepath.Join(s.dir, "plan.golden"), out.Bytes())
+			hosttest.Golden(t, filepath.Join(s.dir, "plan.golden"), out.Bytes())
 			if len(tree.Changes()) != 0 {
 				t.Fatalf("a dry run changed the tree: %q", tree.Changes())
 			}
@@ -161,7 +140,7 @@ func TestHosts(t *testing.T) {
 				slices.Sort(ran)
 				changes.WriteString("--- commands\n" + strings.Join(ran, "\n") + "\n")
 			}
-			golden(t, filepath.Join(s.dir, "changes.golden"), changes.Bytes())
+			hosttest.Golden(t, filepath.Join(s.dir, "changes.golden"), changes.Bytes())
 			if err != nil {
 				return
 			}

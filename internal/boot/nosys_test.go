@@ -6,14 +6,14 @@ import (
 	"testing"
 
 	"github.com/kind-entrypoint/entrypoint/internal/logline"
-	"github.com/kind-entrypoint/entrypoint/internal/system"
+	"github.com/kind-entrypoint/entrypoint/internal/system/hosttest"
 )
 
 // TestNoSysMount: a mount table without /sys (issue 15, 1) is planned and
 // run without a nil dereference: fix_mount warns and goes on.
 func TestNoSysMount(t *testing.T) {
 	tree := copyRoot(t, scenario{"docker-v2-cgroupns", hostsDir + "/docker-v2-cgroupns"})
-	if err := system.WriteFiles(tree.Root, map[string]string{
+	if err := hosttest.WriteFiles(tree.Root, map[string]string{
 		"proc/self/mountinfo": "1 0 0:1 / / rw shared:1 - overlay overlay rw\n",
 	}); err != nil {
 		t.Fatal(err)

@@ -56,10 +56,15 @@ func validateUserNS(_ context.Context, h *Host) ([]Fact, []plan.Action, error) {
 	if !h.UserNS {
 		return nil, nil, nil
 	}
-	f, err := userns.Detect(h.Sys, h.CgroupV2)
+	var controllers func() (string, error)
+	if h.CgroupV2 {
+		controllers = func() (string, error) { return cgroupfix.ReadControllers(h.Sys) }
+	}
+	f, err := userns.Detect(h.Sys, controllers)
 	if err != nil {
 		return nil, nil, err
 	}
+	h.detected = f
 	facts := []Fact{{"RLIMIT_NOFILE hard", strconv.FormatUint(f.NofileHard, 10)}}
 	if h.CgroupV2 {
 		facts = append(facts, Fact{"cgroup controllers", f.Controllers})
@@ -73,6 +78,7 @@ func configureContainerd(_ context.Context, h *Host) ([]Fact, []plan.Action, err
 	if err != nil {
 		return nil, nil, err
 	}
+	h.detected = f
 	facts := []Fact{
 		{"filesystem of /kind", f.KindFSType},
 		{"snapshotter", strings.TrimSpace(f.Snapshotter + " (" + f.SnapshotterSource + ")")},
@@ -86,6 +92,7 @@ func configureProxy(_ context.Context, h *Host) ([]Fact, []plan.Action, error) {
 	if err != nil {
 		return nil, nil, err
 	}
+	h.detected = f
 	actions, err := proxy.Plan(f)
 	return nil, actions, err
 }
@@ -95,6 +102,7 @@ func fixMount(_ context.Context, h *Host) ([]Fact, []plan.Action, error) {
 	if err != nil {
 		return nil, nil, err
 	}
+	h.detected = f
 	sys := "nothing mounted"
 	if f.Sys != nil {
 		sys = f.Sys.Options
@@ -111,6 +119,7 @@ func fixCgroup(_ context.Context, h *Host) ([]Fact, []plan.Action, error) {
 	if err != nil {
 		return nil, []plan.Action{cgroupfix.DetectedV1()}, err
 	}
+	h.detected = f
 	facts := []Fact{{"current cgroup", f.Current}, {"cgroupns", strconv.FormatBool(f.Current == "/")}}
 	actions, err := cgroupfix.PlanV1(f)
 	return facts, actions, err
@@ -137,6 +146,7 @@ func fixMachineID(_ context.Context, h *Host) ([]Fact, []plan.Action, error) {
 	if err != nil {
 		return nil, nil, err
 	}
+	h.detected = f
 	dbus := f.DBus
 	if f.DBusLink != "" {
 		dbus += " -> " + f.DBusLink
@@ -149,6 +159,7 @@ func fixProductName(_ context.Context, h *Host) ([]Fact, []plan.Action, error) {
 	if err != nil {
 		return nil, nil, err
 	}
+	h.detected = f
 	return []Fact{dmiFact(f.DMI)}, identity.PlanProductName(f), nil
 }
 
@@ -157,6 +168,7 @@ func fixProductUUID(_ context.Context, h *Host) ([]Fact, []plan.Action, error) {
 	if err != nil {
 		return nil, nil, err
 	}
+	h.detected = f
 	current := "missing"
 	if f.Current != nil {
 		current = strconv.Quote(string(f.Current))
@@ -187,6 +199,7 @@ func selectIptables(ctx context.Context, h *Host, ipt *network.IptablesFacts) ([
 	if err != nil {
 		return nil, nil, err
 	}
+	h.detected = f
 	*ipt = f
 	facts := []Fact{
 		{"legacy", f.Describe(network.Legacy)},
@@ -207,6 +220,7 @@ func enableNetworkMagic(ctx context.Context, h *Host, ipt network.IptablesFacts)
 	if err != nil {
 		return nil, nil, err
 	}
+	h.detected = f
 	var facts []Fact
 	for _, d := range f.Describe() {
 		facts = append(facts, Fact{d[0], d[1]})

@@ -31,23 +31,19 @@ import (
 // every path read, what was archived and why.
 const ManifestFile = "CAPTURE"
 
-// DryRun detects and plans every step through rec, as
-// `entrypoint --dry-run` does, and returns the rendered plan; err is why
-// the plan is incomplete (a fatal step, or detection that failed), which
-// is what a capture of a node that will not boot is for: the caller
-// archives anyway. probeTimeout 0 is the production limit.
-func DryRun(ctx context.Context, rec *Recorder, lookupEnv func(string) (string, bool), probeTimeout time.Duration) ([]byte, error) {
-	h, err := boot.Detect(rec, lookupEnv)
-	if err != nil {
-		return []byte("detect: " + err.Error() + "\n"), err
+// PlanText is a dry run as `entrypoint --dry-run` prints it, for the
+// archive's .host/plan; err is why the plan is incomplete (a fatal step,
+// or detection that failed), which is what a capture of a node that will
+// not boot is for: the caller archives anyway.
+func PlanText(d boot.Dry) ([]byte, error) {
+	if d.DetectErr != nil {
+		return []byte("detect: " + d.DetectErr.Error() + "\n"), d.DetectErr
 	}
-	h.ProbeTimeout = probeTimeout
-	results, err := boot.DryRun(ctx, h, boot.Steps())
 	var b bytes.Buffer
-	if rerr := boot.Render(&b, h, results); rerr != nil {
-		return nil, rerr
+	if err := d.Render(&b); err != nil {
+		return nil, err
 	}
-	return b.Bytes(), err
+	return b.Bytes(), d.Err
 }
 
 // Options are what an archive holds besides the recorded reads.

@@ -22,6 +22,7 @@ import (
 
 	"github.com/kind-entrypoint/entrypoint/internal/boot"
 	"github.com/kind-entrypoint/entrypoint/internal/system"
+	"github.com/kind-entrypoint/entrypoint/internal/system/hosttest"
 	"github.com/kind-entrypoint/entrypoint/internal/system/nstest"
 )
 
@@ -35,7 +36,7 @@ const testProbeTimeout = 200 * time.Millisecond
 func copyHost(t *testing.T, name string) string {
 	t.Helper()
 	dst := t.TempDir()
-	if err := system.CopyScenario(filepath.Join(hostsDir, name, "root"), dst); err != nil {
+	if err := hosttest.CopyScenario(filepath.Join(hostsDir, name, "root"), dst); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.WriteFile(filepath.Join(dst, system.ProbeDir, "random"), []byte("kind"), 0o644); err != nil {
@@ -49,27 +50,25 @@ func replay(t *testing.T, dir string) ([]byte, error) {
 	t.Helper()
 	tree := system.NewTree(dir)
 	env, _ := tree.Environ()
-	h, err := boot.Detect(tree, env)
-	if err != nil {
-		return nil, err
+	d := boot.DryRunOn(context.Background(), tree, env, boot.Steps(), boot.DryRunOptions{ProbeTimeout: testProbeTimeout})
+	if d.DetectErr != nil {
+		return nil, d.DetectErr
 	}
-	h.ProbeTimeout = testProbeTimeout
-	results, err := boot.DryRun(context.Background(), h, boot.Steps())
 	var b bytes.Buffer
-	if rerr := boot.Render(&b, h, results); rerr != nil {
+	if rerr := d.Render(&b); rerr != nil {
 		t.Fatal(rerr)
 	}
 	if len(tree.Changes()) > 0 {
 		t.Fatalf("a dry run changed the tree: %q", tree.Changes())
 	}
-	return b.Bytes(), err
+	return b.Bytes(), d.Err
 }
 
 // captureTree records a dry run of sys and archives it.
 func captureTree(t *testing.T, sys system.System, env func(string) (string, bool)) (plan []byte, rec *Recorder, archive []byte, items []Item, planErr error) {
 	t.Helper()
 	rec = NewRecorder(sys)
-	plan, planErr = DryRun(context.Background(), rec, rec.Env(env), testProbeTimeout)
+	plan, planErr = PlanText(boot.DryRunOn(context.Background(), rec, rec.Env(env), boot.Steps(), boot.DryRunOptions{ProbeTimeout: testProbeTimeout}))
 	var buf bytes.Buffer
 	items, err := Archive(&buf, rec, Options{Time: time.Unix(1700000000, 0), Extra: map[string][]byte{"plan": plan}})
 	if err != nil {

@@ -20,18 +20,14 @@ import (
 
 	"github.com/moby/sys/mountinfo"
 
-	"github.com/kind-entrypoint/entrypoint/internal/mounts"
 	"github.com/kind-entrypoint/entrypoint/internal/plan"
 	"github.com/kind-entrypoint/entrypoint/internal/system"
 )
 
 const (
-	cgroupRoot      = "/sys/fs/cgroup"
-	controllersFile = cgroupRoot + "/cgroup.controllers"
-	miscDir         = cgroupRoot + "/misc"
-	systemdDir      = cgroupRoot + "/systemd"
-	procSelfCgroup  = "/proc/self/cgroup"
-	procCgroups     = "/proc/cgroups"
+	miscDir     = Root + "/misc"
+	systemdDir  = Root + "/systemd"
+	procCgroups = "/proc/cgroups"
 	// FakeCgroups is /proc/cgroups without misc, bound over it until
 	// undo-mount-hacks.service removes the bind.
 	FakeCgroups = "/kind/fake-cgroups"
@@ -43,7 +39,7 @@ var KubeletRoots = []string{"/kubelet", "/kubelet.slice"}
 
 // IsV2 reports whether the unified hierarchy is mounted at /sys/fs/cgroup.
 func IsV2(sys system.System) (bool, error) {
-	_, err := sys.Stat(controllersFile)
+	_, err := sys.Stat(ControllersFile)
 	if errors.Is(err, fs.ErrNotExist) {
 		return false, nil
 	}
@@ -77,19 +73,19 @@ type V1Facts struct {
 }
 
 // DetectV1 reads the facts.
-func DetectV1(sys system.System, tbl *mounts.Table) (V1Facts, error) {
+func DetectV1(sys system.System, tbl *system.MountTable) (V1Facts, error) {
 	var f V1Facts
-	b, err := sys.ReadFile(procSelfCgroup, system.LimitConfig)
+	self, err := ReadSelfCgroup(sys)
 	if err != nil {
 		return f, err
 	}
-	if f.Current, err = CPUCgroup(b); err != nil {
-		if onlyUnified(b) {
+	if f.Current, err = self.CPU(); err != nil {
+		if self.OnlyUnified() {
 			// This step runs because cgroup.controllers is missing; the
 			// host says v2 all the same.
-			return f, fmt.Errorf("%s: %w: it lists only the cgroup v2 hierarchy, yet %s (which cgroup v2 has) does not exist", procSelfCgroup, err, controllersFile)
+			return f, fmt.Errorf("%s: %w: it lists only the cgroup v2 hierarchy, yet %s (which cgroup v2 has) does not exist", ProcSelfCgroup, err, ControllersFile)
 		}
-		return f, fmt.Errorf("%s: %w", procSelfCgroup, err)
+		return f, fmt.Errorf("%s: %w", ProcSelfCgroup, err)
 	}
 	if f.Mounts, err = tbl.Read(sys); err != nil {
 		return f, err
@@ -105,7 +101,7 @@ func DetectV1(sys system.System, tbl *mounts.Table) (V1Facts, error) {
 		// Only a hierarchy's own mount: the kubelet roots' self binds
 		// need nothing, and a bind of the container's cgroup elsewhere
 		// shows the same cgroup as its hierarchy mount (see cpusetOf).
-		if !isCpusetMount(m) || path.Dir(m.Mountpoint) != cgroupRoot {
+		if !isCpusetMount(m) || path.Dir(m.Mountpoint) != Root {
 			continue
 		}
 		cpus, err := sys.ReadFile(path.Join(m.Mountpoint, "cpuset.cpus"), system.LimitValue)
@@ -119,59 +115,6 @@ func DetectV1(sys system.System, tbl *mounts.Table) (V1Facts, error) {
 		f.Cpuset[m.Mountpoint] = [2][]byte{cpus, mems}
 	}
 	return f, nil
-}
-
-// CPUCgroup returns the cgroup path of the cpu controller from
-// /proc/self/cgroup ("4:cpu,cpuacct:/docker/abc" -> "/docker/abc").
-func CPUCgroup(procSelfCgroup []byte) (string, error) {
-	i := -1
-	for line := range strings.SplitSeq(string(procSelfCgroup), "\n") {
-		if i++; line == "" {
-			continue
-		}
-		id, rest, ok := strings.Cut(line, ":")
-		if !ok {
-			return "", fmt.Errorf("line %d: no hierarchy id", i+1)
-		}
-		controllers, p, ok := strings.Cut(rest, ":")
-		if !ok || id == "" {
-			return "", fmt.Errorf("line %d: want id:controllers:path", i+1)
-		}
-		// The kernel never writes CR, but a captured tree that went
-		// through Windows tools may: it is not part of the path.
-		p = strings.TrimSuffix(p, "\r")
-		for c := range strings.SplitSeq(controllers, ",") {
-			if c == "cpu" {
-				if !strings.HasPrefix(p, "/") {
-					return "", fmt.Errorf("line %d: cgroup path %q is not absolute", i+1, p)
-				}
-				// "/.." is how the kernel shows a cgroup outside the
-				// namespace's root: not one the node can make its
-				// own, and never a path for mkdir or mount.
-				if path.Clean(p) != p || p == "/.." || strings.HasPrefix(p, "/../") || strings.Contains(p, "/../") || strings.HasSuffix(p, "/..") {
-					return "", fmt.Errorf("line %d: cgroup path %q is not a clean path inside the cgroup namespace", i+1, p)
-				}
-				return p, nil
-			}
-		}
-	}
-	return "", errors.New("no cpu controller")
-}
-
-// onlyUnified reports whether /proc/self/cgroup lists the cgroup v2
-// hierarchy ("0::PATH") and nothing else.
-func onlyUnified(procSelfCgroup []byte) bool {
-	seen := false
-	for _, line := range strings.Split(string(procSelfCgroup), "\n") {
-		if line = strings.TrimSuffix(line, "\r"); line == "" {
-			continue
-		}
-		if !strings.HasPrefix(line, "0::") {
-			return false
-		}
-		seen = true
-	}
-	return seen
 }
 
 // FilterProcCgroups drops the misc controller's line from /proc/cgroups:
@@ -264,7 +207,7 @@ func PlanV1(f V1Facts) ([]plan.Action, error) {
 	var reason, reasonRoot string
 	for _, m := range f.Mounts {
 		if !p.mounted[m.Mountpoint] || (m.FSType != "cgroup" && m.FSType != "cgroup2") ||
-			m.Root == "/" || path.Dir(m.Mountpoint) != cgroupRoot {
+			m.Root == "/" || path.Dir(m.Mountpoint) != Root {
 			continue
 		}
 		target := p.join(m.Mountpoint, m.Root)
@@ -397,7 +340,7 @@ func (p *v1Planner) kubeletRoots(actions []plan.Action, subsystems []*mountinfo.
 	// actions per root (a cpuset hierarchy's take two more).
 	actions = slices.Grow(actions, 1+2*(2*len(subsystems)+1))
 	start := len(actions)
-	actions = append(actions, plan.Mount("", cgroupRoot, "", system.Rec|system.Private, "").
+	actions = append(actions, plan.Mount("", Root, "", system.Rec|system.Private, "").
 		Because("the kubelet roots' binds stay inside the node"))
 	systemd := false
 	for _, s := range subsystems {
@@ -414,7 +357,7 @@ func (p *v1Planner) kubeletRoots(actions []plan.Action, subsystems []*mountinfo.
 	// Whenever roots are made, even if the mounts look private now: fix_mount
 	// has just made every mount shared (a dry run, planning each step before
 	// the previous one applied, would not see that).
-	if len(actions) == start+1 && p.cgroupRootPrivate() {
+	if len(actions) == start+1 && p.RootPrivate() {
 		return actions[:start]
 	}
 	return actions
@@ -437,10 +380,10 @@ func (p *v1Planner) kubeletRoot(actions []plan.Action, subsystem, root string) [
 	return append(actions, plan.Bind(target, target).Because("keep systemd from removing the kubelet's cgroup"))
 }
 
-func (p *v1Planner) cgroupRootPrivate() bool {
+func (p *v1Planner) RootPrivate() bool {
 	found := false
 	for _, m := range p.f.Mounts {
-		if !isUnder(m.Mountpoint, cgroupRoot) {
+		if !isUnder(m.Mountpoint, Root) {
 			continue
 		}
 		found = true

@@ -39,25 +39,57 @@ var cpuCgroupTests = []struct {
 	{name: "empty", in: "", wantErr: "no cpu controller"},
 	{name: "v2 only", in: "0::/\n", wantErr: "no cpu controller"},
 	{name: "missing cpu line", in: "11:cpuset:/\n3:cpuacct:/\n1:name=systemd:/\n", wantErr: "no cpu controller"},
-	{name: "garbage", in: "hello world\n", wantErr: "line 1: no hierarchy id"},
+	{name: "garbage", in: "hello world\n", wantErr: "line 1: want id:controllers:path"},
 	{name: "one colon", in: "2:cpu\n", wantErr: "line 1: want id:controllers:path"},
-	{name: "empty id", in: ":cpu:/x\n", wantErr: "line 1: want id:controllers:path"},
+	// The library does not look at the id (the kernel always writes one).
+	{name: "empty id", in: ":cpu:/x\n", want: "/x"},
+	{name: "CR-only blank line", in: "\r\n2:cpu:/p\r\n", want: "/p"},
+	{name: "dotdot", in: "2:cpu:/docker/../../etc\n", wantErr: `line 1: cgroup path "/docker/../../etc" is not a clean path inside the cgroup namespace`},
+	{name: "outside the namespace", in: "2:cpu:/..\n", wantErr: `line 1: cgroup path "/.." is not a clean path inside the cgroup namespace`},
+	// Longer than the library's line scanner takes: named, not quoted.
+	{name: "64 KiB line", in: "1:name=systemd:/" + strings.Repeat("x", 64<<10) + "\n2:cpu:/p\n", wantErr: "line 1: longer than 65535 bytes"},
+	{name: "64 KiB line after cpu", in: "2:cpu:/p\n1:name=systemd:/" + strings.Repeat("x", 64<<10) + "\n", want: "/p"},
 	{name: "garbage before cpu", in: "2:cpu,cpuacct\n1:cpu:/x\n", wantErr: "line 1: want id:controllers:path"},
 	{name: "relative path", in: "2:cpu:docker/abc\n", wantErr: `line 1: cgroup path "docker/abc" is not absolute`},
 	{name: "empty path", in: "2:cpu,cpuacct:\n", wantErr: `line 1: cgroup path "" is not absolute`},
 }
 
-func TestCPUCgroup(t *testing.T) {
+func TestSelfCgroupCPU(t *testing.T) {
 	for _, tt := range cpuCgroupTests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := CPUCgroup([]byte(tt.in))
+			got, err := ParseSelfCgroup([]byte(tt.in)).CPU()
 			if gotErr := errString(err); gotErr != tt.wantErr {
-				t.Fatalf("CPUCgroup(%q) error = %q, want %q", tt.in, gotErr, tt.wantErr)
+				t.Fatalf("CPU(%.80q) error = %q, want %q", tt.in, gotErr, tt.wantErr)
 			}
 			if got != tt.want {
-				t.Errorf("CPUCgroup(%q) = %q, want %q", tt.in, got, tt.want)
+				t.Errorf("CPU(%.80q) = %q, want %q", tt.in, got, tt.want)
 			}
 		})
+	}
+}
+
+func TestSelfCgroupUnified(t *testing.T) {
+	for _, tt := range []struct {
+		in          string
+		onlyUnified bool
+		unified     string
+	}{
+		{"0::/\n", true, "/"},
+		{"0::/user.slice/user-1000.slice/user@1000.service/app.slice/node.scope\r\n\n", true, "/user.slice/user-1000.slice/user@1000.service/app.slice/node.scope"},
+		{"2:cpu,cpuacct:/\n1:name=systemd:/\n0::/docker/x\n", false, "/docker/x"},
+		{"2:cpu,cpuacct:/\n1:name=systemd:/\n", false, ""},
+		{"", false, ""},
+		{"\n\n", false, ""},
+		{"garbage\n0::/\n", false, ""},
+		{"0::/\ngarbage\n", false, "/"},
+	} {
+		s := ParseSelfCgroup([]byte(tt.in))
+		if got := s.OnlyUnified(); got != tt.onlyUnified {
+			t.Errorf("OnlyUnified(%q) = %t, want %t", tt.in, got, tt.onlyUnified)
+		}
+		if got := s.Unified(); got != tt.unified {
+			t.Errorf("Unified(%q) = %q, want %q", tt.in, got, tt.unified)
+		}
 	}
 }
 
@@ -489,7 +521,7 @@ func TestDetectV1Errors(t *testing.T) {
 		{"v2 only, CRLF", map[string]string{"proc/self/cgroup": "0::/docker/x\r\n\n"},
 			"/proc/self/cgroup: no cpu controller: it lists only the cgroup v2 hierarchy, yet /sys/fs/cgroup/cgroup.controllers (which cgroup v2 has) does not exist"},
 		{"empty", map[string]string{"proc/self/cgroup": ""}, "/proc/self/cgroup: no cpu controller"},
-		{"garbage", map[string]string{"proc/self/cgroup": "\x00\x01"}, "/proc/self/cgroup: line 1: no hierarchy id"},
+		{"garbage", map[string]string{"proc/self/cgroup": "\x00\x01"}, "/proc/self/cgroup: line 1: want id:controllers:path"},
 		{
 			"cpuset files missing",
 			map[string]string{

@@ -6,24 +6,24 @@ import (
 	"testing"
 )
 
-// FuzzCPUCgroup: any /proc/self/cgroup gives a clear error or an absolute
-// one-line path taken from a line that names the cpu controller.
-func FuzzCPUCgroup(f *testing.F) {
+// FuzzSelfCgroupCPU: any /proc/self/cgroup gives a clear error or an
+// absolute one-line path taken from a line that names the cpu controller.
+func FuzzSelfCgroupCPU(f *testing.F) {
 	for _, tt := range cpuCgroupTests {
 		f.Add(tt.in)
 	}
 	f.Fuzz(func(t *testing.T, in string) {
-		p, err := CPUCgroup([]byte(in))
+		p, err := ParseSelfCgroup([]byte(in)).CPU()
 		if err != nil {
 			if p != "" {
-				t.Fatalf("CPUCgroup(%q) = %q with error %v", in, p, err)
+				t.Fatalf("CPU(%q) = %q with error %v", in, p, err)
 			}
 			return
 		}
 		// One CR of a CRLF ending is dropped; a cgroup name may end in
 		// another (the kernel allows any byte but '/' and NUL in it).
 		if !strings.HasPrefix(p, "/") || strings.ContainsAny(p, "\n") {
-			t.Fatalf("CPUCgroup(%q) = %q: want an absolute path on one line", in, p)
+			t.Fatalf("CPU(%q) = %q: want an absolute path on one line", in, p)
 		}
 		for _, line := range strings.Split(in, "\n") {
 			_, rest, _ := strings.Cut(line, ":")
@@ -37,7 +37,7 @@ func FuzzCPUCgroup(f *testing.F) {
 				}
 			}
 		}
-		t.Fatalf("CPUCgroup(%q) = %q: no line names cpu with that path", in, p)
+		t.Fatalf("CPU(%q) = %q: no line names cpu with that path", in, p)
 	})
 }
 

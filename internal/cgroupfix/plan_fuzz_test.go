@@ -39,7 +39,7 @@ func FuzzPlanV1(f *testing.F) {
 		if err != nil {
 			f.Fatal(err)
 		}
-		current, err := CPUCgroup(self)
+		current, err := ParseSelfCgroup(self).CPU()
 		if err != nil {
 			f.Fatal(err)
 		}
@@ -57,7 +57,7 @@ func FuzzPlanV1(f *testing.F) {
 		}
 		facts := V1Facts{Current: current, Mounts: mi, MiscDir: misc, ProcCgroups: []byte("misc\t1\t1\t1\n"), Cpuset: map[string][2][]byte{}}
 		for _, m := range mi {
-			if isCpusetMount(m) && path.Dir(m.Mountpoint) == cgroupRoot {
+			if isCpusetMount(m) && path.Dir(m.Mountpoint) == Root {
 				facts.Cpuset[m.Mountpoint] = [2][]byte{[]byte("0-1\n"), []byte("0\n")}
 			}
 		}
@@ -149,7 +149,7 @@ func checkV1Actions(t *testing.T, f V1Facts, actions []plan.Action) {
 					t.Fatalf("%v: onto a directory not made first, or bound twice", a)
 				}
 				bound[a.Path] = true
-			case a.Flags == system.Rec|system.Private && a.Path == cgroupRoot:
+			case a.Flags == system.Rec|system.Private && a.Path == Root:
 			default:
 				t.Fatalf("%v: unexpected mount", a)
 			}
@@ -177,7 +177,7 @@ func checkV1Converges(t *testing.T, f V1Facts) {
 	}
 	files := map[string]string{
 		"/proc/self/mountinfo": table.String(),
-		procSelfCgroup:         "2:cpu,cpuacct:" + f.Current + "\n",
+		ProcSelfCgroup:         "2:cpu,cpuacct:" + f.Current + "\n",
 		procCgroups:            string(f.ProcCgroups),
 	}
 	for mp := range f.Cpuset {

@@ -1,20 +1,18 @@
 // Package check tells whether a host can run a kind node, and why not: one
 // row per requirement, with what was observed and how to fix it.
 //
-// It changes nothing. It detects through the same code as the entrypoint:
-// boot.Detect, a dry run of every step (boot.DryRun, which calls each
-// step's Detect and Plan), and the steps' Detect functions for the facts
-// the rows show; plus a few read-only probes of its own (cgroup
-// controllers and mounts, /sys and / propagation, /dev/fuse, /lib/modules).
-// Every read and probe goes through a capture.Recorder, which answers each
-// probe once: the rows and the dry run see one consistent view, and
-// `entrypoint capture` archives exactly what they read.
+// It changes nothing. It detects through the same code as the entrypoint,
+// once: one dry run of every step (boot.DryRunOn), whose typed facts
+// (boot.Result.Detected) the rows show, plus a few read-only probes only
+// check needs (cgroup mounts, /sys and / propagation, /dev/fuse,
+// /lib/modules, the overlay trial where the step made none). So the rows
+// and the plan row see one view of the host, and `entrypoint capture`,
+// which passes a recording System, archives exactly what they read.
 package check
 
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -29,12 +27,10 @@ import (
 	"github.com/moby/sys/mountinfo"
 
 	"github.com/kind-entrypoint/entrypoint/internal/boot"
-	"github.com/kind-entrypoint/entrypoint/internal/capture"
 	"github.com/kind-entrypoint/entrypoint/internal/cgroupfix"
 	"github.com/kind-entrypoint/entrypoint/internal/containerd"
 	"github.com/kind-entrypoint/entrypoint/internal/identity"
 	"github.com/kind-entrypoint/entrypoint/internal/logline"
-	"github.com/kind-entrypoint/entrypoint/internal/mounts"
 	"github.com/kind-entrypoint/entrypoint/internal/network"
 	"github.com/kind-entrypoint/entrypoint/internal/plan"
 	"github.com/kind-entrypoint/entrypoint/internal/system"
@@ -102,27 +98,22 @@ type Options struct {
 // Report is a check's outcome.
 type Report struct {
 	Rows []Row
-	// Host and Results are the dry run (Host is nil when detection
-	// failed); PlanErr is its fatal step.
-	Host    *boot.Host
-	Results []boot.Result
-	PlanErr error
+	// Dry is the one dry run the rows were built from (every step
+	// planned, even after a fatal one): what capture archives as the
+	// host's plan.
+	Dry boot.Dry
 }
 
 // Run checks the host. It never fails: what cannot be read is a row.
 func Run(ctx context.Context, o Options) Report {
-	rec, ok := o.Sys.(*capture.Recorder)
-	if !ok {
-		rec = capture.NewRecorder(o.Sys)
-	}
 	timeout := o.ProbeTimeout
 	if timeout <= 0 {
 		timeout = network.ProbeTimeout
 	}
-	c := &checker{sys: rec, live: o.Live, timeout: timeout}
+	c := &checker{sys: o.Sys, live: o.Live, timeout: timeout}
 	var rep Report
-	h, err := boot.Detect(rec, o.LookupEnv)
-	if err != nil {
+	rep.Dry = boot.DryRunOn(ctx, o.Sys, o.LookupEnv, boot.Steps(), boot.DryRunOptions{ProbeTimeout: o.ProbeTimeout, Every: true})
+	if err := rep.Dry.DetectErr; err != nil {
 		rep.Rows = append(rep.Rows, Row{"detect", Fail, err.Error(),
 			"the entrypoint cannot tell the user namespace or the cgroup version: fix the file named"})
 		if o.PodNetwork != nil {
@@ -130,21 +121,18 @@ func Run(ctx context.Context, o Options) Report {
 		}
 		return rep
 	}
-	h.ProbeTimeout = o.ProbeTimeout
-	rep.Host = h
-	rep.Results, rep.PlanErr = boot.DryRun(ctx, h, boot.Steps())
-	c.h = h
-	c.mi, c.miErr = system.ReadMountinfo(rec)
+	c.h, c.results = rep.Dry.Host, rep.Dry.Results
+	c.mi, c.miErr = c.h.MountTable()
 	c.kind = c.exists("/kind")
-	comm, _ := rec.ReadFile("/proc/1/comm", system.LimitValue)
+	comm, _ := c.sys.ReadFile("/proc/1/comm", system.LimitValue)
 	c.booted = c.kind && strings.TrimSpace(string(comm)) == "systemd"
 
 	rows := []Row{c.userNS(), c.cgroupVersion(), c.cgroupNS(), c.controllers(), c.cgroupMounts(), c.nofile()}
 	rows = append(rows, c.storage()...)
 	rows = append(rows, c.sysMount(), c.propagation())
-	rows = append(rows, c.iptables(ctx)...)
-	rows = append(rows, c.names(ctx, o.LookupEnv)...)
-	rows = append(rows, c.dmi(), c.libModules(), c.plan(rep.Results, rep.PlanErr))
+	rows = append(rows, c.iptables()...)
+	rows = append(rows, c.names()...)
+	rows = append(rows, c.dmi(), c.libModules(), c.plan(rep.Dry.Shown(), rep.Dry.Err))
 	if o.PodNetwork != nil {
 		rows = append(rows, c.podNetwork(ctx, o.PodNetwork))
 	}
@@ -153,8 +141,9 @@ func Run(ctx context.Context, o Options) Report {
 }
 
 type checker struct {
-	sys     *capture.Recorder
+	sys     system.System
 	h       *boot.Host
+	results []boot.Result
 	live    bool
 	timeout time.Duration
 	mi      []*mountinfo.Info
@@ -178,15 +167,13 @@ func (c *checker) userNS() Row {
 		"kind in a user namespace is experimental: see kind's rootless guide (cgroup v2 with delegation, RLIMIT_NOFILE, fuse-overlayfs)"}
 }
 
-const cgroupRoot = "/sys/fs/cgroup"
-
 func (c *checker) cgroupVersion() Row {
 	if c.h.CgroupV2 {
 		return Row{"cgroup-version", Pass, "v2 (unified)", ""}
 	}
 	obs := "v1 (legacy)"
-	if m := mounts.Top(c.mi, cgroupRoot+"/unified"); m != nil && m.FSType == "cgroup2" {
-		obs = "v1 (hybrid: cgroup2 also at " + cgroupRoot + "/unified)"
+	if m := system.Top(c.mi, cgroupfix.Root+"/unified"); m != nil && m.FSType == "cgroup2" {
+		obs = "v1 (hybrid: cgroup2 also at " + cgroupfix.Root + "/unified)"
 	}
 	return Row{"cgroup-version", Warn, obs,
 		"Kubernetes keeps cgroup v1 in maintenance mode (1.31+) and newer kubelets refuse it unless failCgroupV1 is false: boot the host with cgroup v2 (systemd.unified_cgroup_hierarchy=1)"}
@@ -195,23 +182,23 @@ func (c *checker) cgroupVersion() Row {
 func (c *checker) cgroupNS() Row {
 	const name = "cgroupns"
 	if c.h.CgroupV2 {
-		m := mounts.Top(c.mi, cgroupRoot)
+		m := system.Top(c.mi, cgroupfix.Root)
 		switch {
 		case m == nil:
-			return Row{name, Fail, "nothing mounted at " + cgroupRoot, "run the node --privileged (kind does)"}
+			return Row{name, Fail, "nothing mounted at " + cgroupfix.Root, "run the node --privileged (kind does)"}
 		case m.Root == "/":
 			// The mount shows the namespace's root. (A privileged
 			// container in the host's cgroup namespace would show the
 			// host's root too; kind never makes one, and Docker's
 			// default on v2 is private.)
-			self, _ := c.sys.ReadFile("/proc/self/cgroup", system.LimitConfig)
-			return Row{name, Pass, "yes (" + cgroupRoot + " is mounted at the namespace's root; this process is in " +
-				strings.TrimPrefix(strings.TrimSpace(string(self)), "0::") + ")", ""}
+			self, _ := cgroupfix.ReadSelfCgroup(c.sys)
+			return Row{name, Pass, "yes (" + cgroupfix.Root + " is mounted at the namespace's root; this process is in " +
+				self.Unified() + ")", ""}
 		}
-		return Row{name, Warn, "no: " + cgroupRoot + " shows the host's hierarchy at " + m.Root,
+		return Row{name, Warn, "no: " + cgroupfix.Root + " shows the host's hierarchy at " + m.Root,
 			"create the node with --cgroupns=private (kind v0.20+ does)"}
 	}
-	f, err := cgroupfix.DetectV1(c.sys, nil)
+	f, err := boot.FactsOf[cgroupfix.V1Facts](c.results, "fix_cgroup")
 	if err != nil {
 		return Row{name, Fail, err.Error(), "the entrypoint cannot find the container's cgroup: see /proc/self/cgroup"}
 	}
@@ -232,7 +219,7 @@ var v1Controllers = []string{"cpu", "cpuacct", "cpuset", "memory", "devices", "f
 func (c *checker) cgroupV1Controllers() []string {
 	var out []string
 	for _, m := range c.mi {
-		if m.FSType != "cgroup" || !strings.HasPrefix(m.Mountpoint, cgroupRoot+"/") {
+		if m.FSType != "cgroup" || !strings.HasPrefix(m.Mountpoint, cgroupfix.Root+"/") {
 			continue
 		}
 		for _, o := range strings.Split(m.VFSOptions, ",") {
@@ -248,11 +235,11 @@ func (c *checker) controllers() Row {
 	const name = "cgroup-controllers"
 	var have []string
 	if c.h.CgroupV2 {
-		b, err := c.sys.ReadFile(cgroupRoot+"/cgroup.controllers", system.LimitValue)
+		controllers, err := cgroupfix.ReadControllers(c.sys)
 		if err != nil {
 			return Row{name, Fail, err.Error(), "run the node --privileged (kind does)"}
 		}
-		have = strings.Fields(string(b))
+		have = strings.Fields(controllers)
 	} else {
 		have = c.cgroupV1Controllers()
 	}
@@ -285,10 +272,10 @@ func (c *checker) cgroupMounts() Row {
 	}
 	var rw, ro []string
 	for _, m := range c.mi {
-		if (m.FSType != "cgroup" && m.FSType != "cgroup2") || (m.Mountpoint != cgroupRoot && !strings.HasPrefix(m.Mountpoint, cgroupRoot+"/")) {
+		if (m.FSType != "cgroup" && m.FSType != "cgroup2") || (m.Mountpoint != cgroupfix.Root && !strings.HasPrefix(m.Mountpoint, cgroupfix.Root+"/")) {
 			continue
 		}
-		if mounts.IsReadOnly(m) {
+		if system.IsReadOnly(m) {
 			ro = append(ro, m.Mountpoint)
 		} else if !slices.Contains(rw, m.Mountpoint) {
 			rw = append(rw, m.Mountpoint)
@@ -296,7 +283,7 @@ func (c *checker) cgroupMounts() Row {
 	}
 	switch {
 	case len(rw) == 0 && len(ro) == 0:
-		return Row{name, Fail, "no cgroup filesystem under " + cgroupRoot, "run the node --privileged (kind does)"}
+		return Row{name, Fail, "no cgroup filesystem under " + cgroupfix.Root, "run the node --privileged (kind does)"}
 	case len(ro) > 0:
 		return Row{name, Fail, "read-only: " + strings.Join(ro, ", "),
 			"systemd and the kubelet create cgroups: run the node --privileged (kind does)"}
@@ -323,7 +310,7 @@ func (c *checker) nofile() Row {
 // storage is the rows of /kind's and containerd's filesystems, the
 // snapshotter that follows, overlay, and /dev/fuse.
 func (c *checker) storage() []Row {
-	cf, err := containerd.Detect(c.sys, c.h.Getenv, c.h.UserNS)
+	cf, err := boot.FactsOf[containerd.Facts](c.results, "configure_containerd")
 	if err != nil {
 		r := Row{"snapshotter", Fail, err.Error(), "configure_containerd cannot choose a snapshotter"}
 		return []Row{{"fs-kind", Fail, err.Error(), ""}, r}
@@ -404,7 +391,10 @@ func (c *checker) overlay(cf containerd.Facts, snap string) Row {
 		return Row{name, Warn, "mounts in this user namespace, under an SELinux label",
 			"before Linux 5.13 overlayfs in a user namespace fails under enforcing SELinux: if pods fail to start, set KIND_EXPERIMENTAL_CONTAINERD_SNAPSHOTTER=fuse-overlayfs"}
 	}
-	err := c.sys.OverlayTrial() // the same answer Detect got, in a user namespace
+	err := cf.OverlayErr
+	if !cf.OverlayTried {
+		err = c.sys.OverlayTrial()
+	}
 	if err == nil {
 		return Row{name, Pass, "a trial overlay mount works", ""}
 	}
@@ -441,7 +431,7 @@ func (c *checker) devFuse(snap string) Row {
 
 func (c *checker) sysMount() Row {
 	const name = "sys"
-	m := mounts.Top(c.mi, "/sys")
+	m := system.Top(c.mi, "/sys")
 	if m == nil {
 		return Row{name, Fail, "nothing mounted at /sys", "systemd and the kubelet need sysfs: run the node --privileged (kind does)"}
 	}
@@ -450,7 +440,7 @@ func (c *checker) sysMount() Row {
 	case superRO:
 		return Row{name, Warn, "the sysfs superblock is read-only (" + m.VFSOptions + ")",
 			"a plain remount,ro of /sys changed it for every namespace sharing it, the host's /sys included: remount it rw on the host (mount -o remount,rw /sys); the entrypoint only makes its own mount read-only"}
-	case mounts.IsReadOnly(m):
+	case system.IsReadOnly(m):
 		return Row{name, Pass, "read-only for this container (" + m.Options + ")", ""}
 	case c.booted:
 		return Row{name, Warn, "writable, although the node has booted",
@@ -461,13 +451,13 @@ func (c *checker) sysMount() Row {
 
 func (c *checker) propagation() Row {
 	const name = "mount-propagation"
-	root := mounts.Top(c.mi, "/")
+	root := system.Top(c.mi, "/")
 	if root == nil {
 		return Row{name, Fail, "no mount at / in mountinfo", ""}
 	}
 	obs := "/ is " + propagationOf(root)
-	if mounts.AllShared(c.mi) {
-		return Row{name, Pass, obs + ", and every mount outside " + cgroupRoot, ""}
+	if system.AllShared(c.mi, cgroupfix.Root) {
+		return Row{name, Pass, obs + ", and every mount outside " + cgroupfix.Root, ""}
 	}
 	if c.booted {
 		return Row{name, Warn, obs + ", not every mount is shared, although the node has booted",
@@ -494,8 +484,8 @@ func propagationOf(m *mountinfo.Info) string {
 }
 
 // iptables is a row per backend and one for the mode chosen.
-func (c *checker) iptables(ctx context.Context) []Row {
-	f, err := network.DetectIptables(ctx, c.sys, c.timeout)
+func (c *checker) iptables() []Row {
+	f, err := boot.FactsOf[network.IptablesFacts](c.results, "select_iptables")
 	if err != nil {
 		return []Row{{"iptables-mode", Fail, err.Error(), ""}}
 	}
@@ -562,12 +552,11 @@ func timedOut(err error) bool {
 
 // names is the rows of enable_network_magic's lookups: the Docker host, the
 // node's own name, the default gateway.
-func (c *checker) names(ctx context.Context, lookupEnv func(string) (string, bool)) []Row {
-	ipt, err := network.DetectIptables(ctx, c.sys, c.timeout) // the answers recorded above
-	if err != nil {
-		return nil
+func (c *checker) names() []Row {
+	if _, err := boot.FactsOf[network.IptablesFacts](c.results, "select_iptables"); err != nil {
+		return nil // enable_network_magic decides from its answers: see iptables
 	}
-	f, err := network.DetectMagic(ctx, c.sys, lookupEnv, ipt, c.timeout)
+	f, err := boot.FactsOf[network.MagicFacts](c.results, "enable_network_magic")
 	if err != nil {
 		return []Row{{"host-docker-internal", Fail, err.Error(), ""}}
 	}
@@ -641,11 +630,11 @@ func addrOrWhy(addr string, ok bool, err error) string {
 
 func (c *checker) dmi() Row {
 	const name = "dmi"
-	pn, err := identity.DetectProductName(c.sys, nil)
+	pn, err := boot.FactsOf[identity.ProductNameFacts](c.results, "fix_product_name")
 	if err != nil {
 		return Row{name, Fail, err.Error(), ""}
 	}
-	pu, err := identity.DetectProductUUID(c.sys, rand.Reader, nil)
+	pu, err := boot.FactsOf[identity.ProductUUIDFacts](c.results, "fix_product_uuid")
 	if err != nil {
 		return Row{name, Fail, err.Error(), ""}
 	}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/kind-entrypoint/entrypoint/internal/capture"
 	"github.com/kind-entrypoint/entrypoint/internal/system"
+	"github.com/kind-entrypoint/entrypoint/internal/system/hosttest"
 )
 
 const hostsDir = "../../testdata/hosts"
@@ -25,7 +26,7 @@ const hostsDir = "../../testdata/hosts"
 func host(t *testing.T, name string, change func(dir string)) string {
 	t.Helper()
 	dst := t.TempDir()
-	if err := system.CopyScenario(filepath.Join(hostsDir, name, "root"), dst); err != nil {
+	if err := hosttest.CopyScenario(filepath.Join(hostsDir, name, "root"), dst); err != nil {
 		t.Fatal(err)
 	}
 	if change != nil {

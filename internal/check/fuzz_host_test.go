@@ -17,6 +17,7 @@ import (
 	"github.com/kind-entrypoint/entrypoint/internal/boot"
 	"github.com/kind-entrypoint/entrypoint/internal/outputtest"
 	"github.com/kind-entrypoint/entrypoint/internal/system"
+	"github.com/kind-entrypoint/entrypoint/internal/system/hosttest"
 )
 
 // hostSecret is what the files outside every fuzzed root hold.
@@ -58,7 +59,7 @@ func FuzzHost(f *testing.F) {
 	f.Add(v1, "2:cpu,cpuacct:/../../x\n", "", "", config, "", "", "", environ, hosts, save, "", uint32(0xffffff))
 
 	out := f.TempDir()
-	if err := system.WriteFiles(out, map[string]string{"secret": hostSecret + "\n", "dir/x": hostSecret}); err != nil {
+	if err := hosttest.WriteFiles(out, map[string]string{"secret": hostSecret + "\n", "dir/x": hostSecret}); err != nil {
 		f.Fatal(err)
 	}
 	f.Fuzz(func(t *testing.T, mountinfo, selfCgroup, controllers, uidMap, config, resolv, oldIPv4, productUUID, environ, hosts, nftSave, legacyFail string, kinds uint32) {
@@ -77,7 +78,7 @@ func fuzzHost(t *testing.T, out string, contents []string, kinds uint32) {
 			"sys/class/dmi/id/product_name": "x\n", "sys/class/dmi/id/product_uuid": "x\n",
 			"etc/systemd/system/containerd-fuse-overlayfs.service": "[Install]\nWantedBy=multi-user.target\n",
 		}
-		if err := system.WriteFiles(root, base); err != nil {
+		if err := hosttest.WriteFiles(root, base); err != nil {
 			t.Fatal(err)
 		}
 		for i, content := range contents {
@@ -153,7 +154,7 @@ func fuzzHost(t *testing.T, out string, contents []string, kinds uint32) {
 // every test run, and a measure of its speed.
 func TestHostRandom(t *testing.T) {
 	out := t.TempDir()
-	if err := system.WriteFiles(out, map[string]string{"secret": hostSecret + "\n", "dir/x": hostSecret}); err != nil {
+	if err := hosttest.WriteFiles(out, map[string]string{"secret": hostSecret + "\n", "dir/x": hostSecret}); err != nil {
 		t.Fatal(err)
 	}
 	r := rand.New(rand.NewPCG(1, 2))

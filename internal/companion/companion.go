@@ -20,7 +20,6 @@ import (
 	"github.com/kind-entrypoint/entrypoint/internal/boot"
 	"github.com/kind-entrypoint/entrypoint/internal/cgroupfix"
 	"github.com/kind-entrypoint/entrypoint/internal/identity"
-	"github.com/kind-entrypoint/entrypoint/internal/mounts"
 	"github.com/kind-entrypoint/entrypoint/internal/plan"
 	"github.com/kind-entrypoint/entrypoint/internal/system"
 )
@@ -91,7 +90,7 @@ func undoMountHacks(_ context.Context, h *boot.Host) ([]boot.Fact, []plan.Action
 	}
 	bound := true // when the mount table cannot be read, try anyway
 	if mi, err := system.ReadMountinfo(h.Sys); err == nil {
-		bound = mounts.Top(mi, ProcCgroups) != nil
+		bound = system.Top(mi, ProcCgroups) != nil
 	}
 	facts := []boot.Fact{{Name: ProcCgroups + " bound", Value: strconv.FormatBool(bound)}}
 	if !bound {
@@ -99,9 +98,6 @@ func undoMountHacks(_ context.Context, h *boot.Host) ([]boot.Fact, []plan.Action
 	}
 	return facts, []plan.Action{plan.Unmount(ProcCgroups).OrIgnore().Because("systemd has read the fake; show the real one")}, nil
 }
-
-// CgroupRoot is the unified hierarchy; KubeletCgroups are made under it.
-const CgroupRoot = "/sys/fs/cgroup"
 
 // KubeletCgroupFacts is what create-kubelet-cgroup-v2 needs.
 type KubeletCgroupFacts struct {
@@ -118,7 +114,7 @@ type KubeletCgroupFacts struct {
 // DetectKubeletCgroup reads the facts.
 func DetectKubeletCgroup(sys system.System) (KubeletCgroupFacts, error) {
 	f := KubeletCgroupFacts{Exists: map[string]bool{}, Enabled: map[string][]string{}}
-	b, err := sys.ReadFile(CgroupRoot+"/cgroup.procs", system.LimitConfig)
+	b, err := sys.ReadFile(cgroupfix.Root+"/cgroup.procs", system.LimitConfig)
 	if err != nil {
 		return f, err
 	}
@@ -128,12 +124,13 @@ func DetectKubeletCgroup(sys system.System) (KubeletCgroupFacts, error) {
 			f.Procs = append(f.Procs, pid)
 		}
 	}
-	if b, err = sys.ReadFile(CgroupRoot+"/cgroup.controllers", system.LimitValue); err != nil {
+	controllers, err := cgroupfix.ReadControllers(sys)
+	if err != nil {
 		return f, err
 	}
-	f.Controllers = strings.Fields(string(b))
+	f.Controllers = strings.Fields(controllers)
 	for _, g := range append([]string{"/"}, cgroupfix.KubeletRoots...) {
-		dir := path.Join(CgroupRoot, g)
+		dir := path.Join(cgroupfix.Root, g)
 		fi, err := sys.Stat(dir)
 		if errors.Is(err, fs.ErrNotExist) {
 			continue
@@ -162,20 +159,20 @@ func DetectKubeletCgroup(sys system.System) (KubeletCgroupFacts, error) {
 func PlanKubeletCgroup(f KubeletCgroupFacts) ([]plan.Action, error) {
 	if len(f.Procs) > 0 {
 		return nil, fmt.Errorf("%s/cgroup.procs holds processes (PIDs %s): controllers cannot be delegated from a cgroup with processes; run this after systemd has started",
-			CgroupRoot, strings.Join(f.Procs, ", "))
+			cgroupfix.Root, strings.Join(f.Procs, ", "))
 	}
 	var actions []plan.Action
 	if len(f.Controllers) == 0 {
 		// The cgroups are made all the same: the kubelet needs its
 		// cgroup-root to exist (the script makes them too).
-		actions = append(actions, plan.Warning(CgroupRoot+"/cgroup.controllers lists no controller; nothing to delegate"))
+		actions = append(actions, plan.Warning(cgroupfix.ControllersFile+" lists no controller; nothing to delegate"))
 	}
 	enable := make([]string, len(f.Controllers))
 	for i, c := range f.Controllers {
 		enable[i] = "+" + c
 	}
 	for _, g := range append([]string{"/"}, cgroupfix.KubeletRoots...) {
-		dir := path.Join(CgroupRoot, g)
+		dir := path.Join(cgroupfix.Root, g)
 		if !f.Exists[g] {
 			actions = append(actions, plan.Mkdir(dir, 0o755))
 		}
@@ -199,7 +196,7 @@ func containsAll(have, want []string) bool {
 
 func createKubeletCgroupV2(_ context.Context, h *boot.Host) ([]boot.Fact, []plan.Action, error) {
 	if !h.CgroupV2 {
-		return nil, nil, errors.New("this node has cgroup v1 (no " + CgroupRoot + "/cgroup.controllers): create-kubelet-cgroup-v2 is for cgroup v2 only")
+		return nil, nil, errors.New("this node has cgroup v1 (no " + cgroupfix.ControllersFile + "): create-kubelet-cgroup-v2 is for cgroup v2 only")
 	}
 	f, err := DetectKubeletCgroup(h.Sys)
 	if err != nil {

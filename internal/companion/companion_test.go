@@ -12,13 +12,14 @@ import (
 	"github.com/kind-entrypoint/entrypoint/internal/logline"
 	"github.com/kind-entrypoint/entrypoint/internal/plan"
 	"github.com/kind-entrypoint/entrypoint/internal/system"
+	"github.com/kind-entrypoint/entrypoint/internal/system/hosttest"
 )
 
 // node builds a fake node from files by node path.
 func node(t *testing.T, files map[string]string) *system.Tree {
 	t.Helper()
 	dir := t.TempDir()
-	if err := system.WriteFiles(dir, files); err != nil {
+	if err := hosttest.WriteFiles(dir, files); err != nil {
 		t.Fatal(err)
 	}
 	return system.NewTree(dir)

@@ -3,7 +3,6 @@ package containerd
 import (
 	"bytes"
 	"errors"
-	"flag"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -12,9 +11,9 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/pelletier/go-toml/v2"
-)
 
-var update = flag.Bool("update", false, "rewrite testdata/*.golden from the current output")
+	"github.com/kind-entrypoint/entrypoint/internal/system/hosttest"
+)
 
 // goldenCase edits a whole config file from testdata and compares the
 // result with testdata/<fixture>.<name>.golden.
@@ -60,19 +59,8 @@ func TestEditGolden(t *testing.T) {
 				t.Fatalf("Edit: %v", err)
 			}
 			golden := filepath.Join("testdata", strings.TrimSuffix(tc.fixture, ".toml")+"."+tc.name+".golden")
-			if *update {
-				if err := os.WriteFile(golden, got.Config, 0o644); err != nil {
-					t.Fatal(err)
-				}
-			}
-			want, err := os.ReadFile(golden)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if diff := cmp.Diff(string(want), string(got.Config)); diff != "" {
-				t.Errorf("config mismatch (-want +got):\n%s", diff)
-			}
-			tc.want.Config = want
+			hosttest.Golden(t, golden, got.Config)
+			tc.want.Config = got.Config // compared just above
 			if diff := cmp.Diff(tc.want, got); diff != "" {
 				t.Errorf("Result mismatch (-want +got):\n%s", diff)
 			}

@@ -42,8 +42,10 @@ type Facts struct {
 	SnapshotterSource string
 	KindFSType        string
 	// Overlay probe (user namespace only): the permit_mounts_in_userns
-	// parameter exists; why a trial overlay mount failed; an SELinux label.
+	// parameter exists; whether a trial overlay mount was made, and why it
+	// failed; an SELinux label.
 	PermitMountsInUserNS bool
+	OverlayTried         bool
 	OverlayErr           error
 	SELinux              bool
 	// Config is config.toml, nil if it does not exist.
@@ -80,7 +82,7 @@ func Detect(sys system.System, getenv func(string) string, userNS bool) (Facts, 
 		if _, err := sys.Stat(permitInUserNS); err == nil {
 			f.PermitMountsInUserNS = true
 		} else {
-			f.OverlayErr = sys.OverlayTrial()
+			f.OverlayTried, f.OverlayErr = true, sys.OverlayTrial()
 			if f.OverlayErr == nil {
 				label, _ := sys.ReadFile(selinuxLabel, system.LimitValue)
 				f.SELinux = bytes.Contains(label, []byte("_t:"))

@@ -5,7 +5,6 @@ package identity
 
 import (
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"io"
 	"io/fs"
@@ -15,7 +14,6 @@ import (
 
 	"github.com/moby/sys/mountinfo"
 
-	"github.com/kind-entrypoint/entrypoint/internal/mounts"
 	"github.com/kind-entrypoint/entrypoint/internal/plan"
 	"github.com/kind-entrypoint/entrypoint/internal/system"
 )
@@ -122,7 +120,7 @@ func DetectMachineID(sys system.System, rand io.Reader) (MachineIDFacts, error) 
 	}
 	fi, err := sys.Lstat(DBusMachineID)
 	switch {
-	case notExist(err):
+	case system.NotExist(err):
 		f.DBus = "absent"
 	case err != nil:
 		return f, err
@@ -187,7 +185,7 @@ type ProductNameFacts struct {
 
 // DetectProductName reads the facts (the mount table through tbl, which
 // may be nil).
-func DetectProductName(sys system.System, tbl *mounts.Table) (ProductNameFacts, error) {
+func DetectProductName(sys system.System, tbl *system.MountTable) (ProductNameFacts, error) {
 	var f ProductNameFacts
 	mi, err := tbl.Read(sys)
 	if err != nil {
@@ -241,7 +239,7 @@ type ProductUUIDFacts struct {
 
 // DetectProductUUID reads the facts, drawing a new UUID from rand only when
 // the node has none yet (the mount table through tbl, which may be nil).
-func DetectProductUUID(sys system.System, rand io.Reader, tbl *mounts.Table) (ProductUUIDFacts, error) {
+func DetectProductUUID(sys system.System, rand io.Reader, tbl *system.MountTable) (ProductUUIDFacts, error) {
 	var f ProductUUIDFacts
 	var err error
 	if f.Current, err = readOptional(sys, ProductUUID); err != nil {
@@ -318,7 +316,7 @@ func detectDMI(r *resolver, mi []*mountinfo.Info, p string) (DMIFile, error) {
 	d := DMIFile{Path: p, Target: p}
 	fi, err := r.sys.Stat(p)
 	switch {
-	case notExist(err):
+	case system.NotExist(err):
 		return d, nil
 	case err != nil:
 		return d, err
@@ -472,7 +470,7 @@ func under(p, dir string) bool {
 // readOptional reads a file that may not exist (nil, nil).
 func readOptional(sys system.System, p string) ([]byte, error) {
 	b, err := sys.ReadFile(p, system.LimitValue)
-	if notExist(err) {
+	if system.NotExist(err) {
 		return nil, nil
 	}
 	if err != nil {
@@ -482,10 +480,6 @@ func readOptional(sys system.System, p string) ([]byte, error) {
 		b = []byte{}
 	}
 	return b, nil
-}
-
-func notExist(err error) bool {
-	return errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR)
 }
 
 // clip shortens garbage for a log line.

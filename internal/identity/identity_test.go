@@ -12,6 +12,7 @@ import (
 
 	"github.com/kind-entrypoint/entrypoint/internal/plan"
 	"github.com/kind-entrypoint/entrypoint/internal/system"
+	"github.com/kind-entrypoint/entrypoint/internal/system/hosttest"
 )
 
 func render(actions []plan.Action) []string {
@@ -190,7 +191,7 @@ func TestPlanProductUUID(t *testing.T) {
 func tree(t *testing.T, files map[string]string) *system.Tree {
 	t.Helper()
 	dir := t.TempDir()
-	if err := system.WriteFiles(dir, files); err != nil {
+	if err := hosttest.WriteFiles(dir, files); err != nil {
 		t.Fatal(err)
 	}
 	return system.NewTree(dir)

@@ -3,8 +3,6 @@
 package mounts
 
 import (
-	"bytes"
-	"errors"
 	"io/fs"
 	"path"
 	"strconv"
@@ -71,7 +69,7 @@ func (f Facts) Describe() string {
 
 // Detect finds the binaries on searchPath and reads the mount table
 // (through tbl, which may be nil).
-func Detect(sys system.System, searchPath string, tbl *Table) (Facts, error) {
+func Detect(sys system.System, searchPath string, tbl *system.MountTable) (Facts, error) {
 	var f Facts
 	// The mount table first: a replayed host's statfs answers come from
 	// it, and its own error says what is wrong with it.
@@ -85,87 +83,8 @@ func Detect(sys system.System, searchPath string, tbl *Table) (Facts, error) {
 	if f.Umount, err = lookBinary(sys, "umount", searchPath); err != nil {
 		return Facts{}, err
 	}
-	f.Sys = Top(mi, "/sys")
+	f.Sys = system.Top(mi, "/sys")
 	return f, nil
-}
-
-// Table reads the mount table for one run of the steps, parsing it again
-// only when it changed since the last read: steps 4 to 8 each need it,
-// and parsing it is most of their allocations (moby's parser, ~3 per
-// line). What Read returns is shared: read it, never change it. A nil
-// Table parses on every read.
-type Table struct {
-	data []byte
-	mi   []*mountinfo.Info
-}
-
-// Read is system.ReadMountinfo, from the last parse when the file is
-// unchanged.
-func (t *Table) Read(sys system.System) ([]*mountinfo.Info, error) {
-	if t == nil {
-		return system.ReadMountinfo(sys)
-	}
-	b, err := sys.ReadFile(system.MountinfoPath, system.LimitTable)
-	if err != nil {
-		return nil, err
-	}
-	if t.mi != nil && bytes.Equal(b, t.data) {
-		return t.mi, nil
-	}
-	mi, err := system.ParseMountinfoFile(b)
-	if err != nil {
-		return nil, err
-	}
-	t.data, t.mi = b, mi
-	return mi, nil
-}
-
-// Top is the mount visible at mountpoint p (the last one mounted there), or
-// nil.
-func Top(mi []*mountinfo.Info, p string) *mountinfo.Info {
-	for i := len(mi) - 1; i >= 0; i-- {
-		if mi[i].Mountpoint == p {
-			return mi[i]
-		}
-	}
-	return nil
-}
-
-// cgroupRoot is where the cgroup hierarchies are mounted.
-const cgroupRoot = "/sys/fs/cgroup"
-
-// AllShared reports whether "/" and every mount outside /sys/fs/cgroup are
-// in a shared peer group: whether `mount --make-rshared /` has nothing left
-// to do for the kubelet's volumes (a shared "/" over a slave /var would
-// still break Bidirectional mount propagation under /var/lib/kubelet).
-func AllShared(mi []*mountinfo.Info) bool {
-	if Top(mi, "/") == nil {
-		return false
-	}
-	for _, m := range mi {
-		if m.Mountpoint == cgroupRoot || strings.HasPrefix(m.Mountpoint, cgroupRoot+"/") {
-			continue
-		}
-		if !IsShared(m) {
-			return false
-		}
-	}
-	return true
-}
-
-// IsShared reports whether a mount is in a shared peer group.
-func IsShared(m *mountinfo.Info) bool {
-	for f := range strings.FieldsSeq(m.Optional) {
-		if strings.HasPrefix(f, "shared:") {
-			return true
-		}
-	}
-	return false
-}
-
-// IsReadOnly reports whether a mount's per-mount options say ro.
-func IsReadOnly(m *mountinfo.Info) bool {
-	return system.FlagsFromOptions(m.Options)&system.ReadOnly != 0
 }
 
 func lookBinary(sys system.System, name, searchPath string) (Binary, error) {
@@ -181,7 +100,7 @@ func lookBinary(sys system.System, name, searchPath string) (Binary, error) {
 		}
 		p := path.Join(dir, name)
 		fi, err := sys.Stat(p)
-		if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
+		if system.NotExist(err) {
 			continue
 		}
 		if err != nil {
@@ -232,7 +151,7 @@ func Plan(f Facts) []plan.Action {
 	switch {
 	case f.Sys == nil:
 		actions = append(actions, plan.Warning("nothing is mounted at /sys; not remounting it"))
-	case !IsReadOnly(f.Sys):
+	case !system.IsReadOnly(f.Sys):
 		actions = append(actions, SysReadOnly(f.Sys))
 	}
 

@@ -209,71 +209,6 @@ func TestSysReadOnly(t *testing.T) {
 	}
 }
 
-func TestAllShared(t *testing.T) {
-	tests := []struct {
-		name  string
-		lines []string
-		want  bool
-	}{
-		{"fresh Docker node: slaves", []string{rootLine, sysLine, varLine}, false},
-		{"everything shared", []string{
-			"1 0 0:94 / / rw,relatime shared:1 master:482 - overlay overlay rw",
-			"2 1 0:99 / /sys rw,nosuid shared:2 - sysfs sysfs rw",
-			"3 1 254:0 /v /var rw,relatime shared:3 master:1 - ext4 /dev/vda rw",
-		}, true},
-		{"/ shared over a slave /var", []string{
-			"1 0 0:94 / / rw,relatime shared:1 - overlay overlay rw",
-			"3 1 254:0 /v /var rw,relatime master:1 - ext4 /dev/vda rw",
-		}, false},
-		{"cgroup mounts made private by fix_cgroup do not count", []string{
-			"1 0 0:94 / / rw,relatime shared:1 - overlay overlay rw",
-			"2 1 0:40 / /sys/fs/cgroup rw,nosuid - tmpfs tmpfs rw",
-			"3 2 0:26 / /sys/fs/cgroup/memory rw,nosuid - cgroup cgroup rw,memory",
-			"4 3 0:26 /kubelet /sys/fs/cgroup/memory/kubelet rw,nosuid - cgroup cgroup rw,memory",
-		}, true},
-		{"/sys/fs/cgroupfoo is not under /sys/fs/cgroup", []string{
-			"1 0 0:94 / / rw,relatime shared:1 - overlay overlay rw",
-			"2 1 0:40 / /sys/fs/cgroupfoo rw,nosuid - tmpfs tmpfs rw",
-		}, false},
-		{"no / at all", []string{"2 1 0:99 / /sys rw,nosuid shared:2 - sysfs sysfs rw"}, false},
-	}
-	for _, tt := range tests {
-		if got := AllShared(parseMounts(t, tt.lines...)); got != tt.want {
-			t.Errorf("%s: AllShared = %t, want %t", tt.name, got, tt.want)
-		}
-	}
-}
-
-func TestIsShared(t *testing.T) {
-	for optional, want := range map[string]bool{
-		"":                    false,
-		"master:1":            false,
-		"shared:12":           true,
-		"shared:12 master:1":  true,
-		"master:1 shared:12":  true,
-		"propagate_from:3":    false,
-		"unbindable":          false,
-		"sharedx:1 master:12": false,
-	} {
-		if got := IsShared(&mountinfo.Info{Optional: optional}); got != want {
-			t.Errorf("IsShared(%q) = %t, want %t", optional, got, want)
-		}
-	}
-}
-
-func TestTop(t *testing.T) {
-	mi := parseMounts(t, rootLine, sysLine, "1100 1046 0:99 / /sys ro,nosuid,nodev,noexec,relatime - sysfs sysfs rw")
-	if got := Top(mi, "/sys"); got == nil || got.ID != 1100 {
-		t.Errorf("Top(/sys) = %+v, want the last mount there (1100)", got)
-	}
-	if got := Top(mi, "/proc"); got != nil {
-		t.Errorf("Top(/proc) = %+v, want nil", got)
-	}
-	if !IsReadOnly(Top(mi, "/sys")) || IsReadOnly(mi[1]) {
-		t.Error("IsReadOnly: want the ro mount read-only and the rw one not")
-	}
-}
-
 // tree lays out files (mode per path) and a mount table under a temp dir.
 func tree(t *testing.T, files map[string]fs.FileMode, mountinfo string, extra map[string]string) *system.Tree {
 	t.Helper()
@@ -493,39 +428,5 @@ func TestReadMountinfoErrors(t *testing.T) {
 				t.Errorf("ReadMountinfo: %v\nwant %s", err, tt.want)
 			}
 		})
-	}
-}
-
-// TestTable: a Table parses the mount table once per content: the same
-// slice while the file is unchanged, a new parse once it changed (as after
-// fix_mount), and a nil Table parses every time.
-func TestTable(t *testing.T) {
-	tr := tree(t, nil, "1 0 0:1 / / rw - overlay overlay rw\n", nil)
-	var tbl Table
-	a, err := tbl.Read(tr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := tbl.Read(tr)
-	if err != nil || &a[0] != &b[0] {
-		t.Fatalf("unchanged table parsed again (%v)", err)
-	}
-	if err := os.WriteFile(tr.Path("/proc/self/mountinfo"), []byte("1 0 0:1 / / rw shared:1 - overlay overlay rw\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	c, err := tbl.Read(tr)
-	if err != nil || &c[0] == &a[0] || c[0].Optional != "shared:1" {
-		t.Fatalf("changed table: %+v, %v", c[0], err)
-	}
-	var none *Table
-	d, err := none.Read(tr)
-	if err != nil || &d[0] == &c[0] || d[0].Optional != "shared:1" {
-		t.Fatalf("nil table: %+v, %v", d[0], err)
-	}
-	if err := os.WriteFile(tr.Path("/proc/self/mountinfo"), []byte("garbage\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := tbl.Read(tr); err == nil || !strings.Contains(err.Error(), "/proc/self/mountinfo") {
-		t.Errorf("garbage: %v", err)
 	}
 }

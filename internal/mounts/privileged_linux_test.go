@@ -165,11 +165,11 @@ func TestRootMadeShared(t *testing.T) {
 
 	mi := nstest.ThreadMountinfo(t)
 	root := nstest.Top(mi, "/")
-	if root == nil || !mounts.IsShared(root) {
+	if root == nil || !system.IsShared(root) {
 		t.Fatalf("/ is not shared after the remount: %+v", root)
 	}
 	for _, m := range mi {
-		if !mounts.IsShared(m) {
+		if !system.IsShared(m) {
 			t.Errorf("%s is not shared (optional fields %q): want the change recursive", m.Mountpoint, m.Optional)
 		}
 	}

@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/kind-entrypoint/entrypoint/internal/system/hosttest"
 )
 
 // replaceAddressTests is shared with the fuzzers as seeds.
@@ -146,7 +148,7 @@ func TestReplaceAddressGolden(t *testing.T) {
 			if n == 0 {
 				t.Error("nothing replaced")
 			}
-			checkGolden(t, name+".golden", got)
+			hosttest.Golden(t, filepath.Join("testdata", name+".golden"), got)
 			// new appears nowhere in the fixtures, so going back restores them.
 			back, m, err := ReplaceAddress(got, new, old)
 			if err != nil || m != n {

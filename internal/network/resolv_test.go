@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/kind-entrypoint/entrypoint/internal/system/hosttest"
 )
 
 func ptr(s string) *string { return &s }
@@ -236,7 +238,7 @@ func TestRewriteResolvConfGolden(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				checkGolden(t, name+".golden", got)
+				hosttest.Golden(t, filepath.Join("testdata", name+".golden"), got)
 				again, err := RewriteResolvConf(got, "172.18.0.1", mode.search)
 				if err != nil {
 					t.Fatal(err)

@@ -1,7 +1,6 @@
 package network
 
 import (
-	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -10,28 +9,9 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/kind-entrypoint/entrypoint/internal/system/hosttest"
 )
-
-var update = flag.Bool("update", false, "rewrite the testdata/*.golden files from the current output")
-
-// checkGolden compares got with testdata/name, or writes it there with -update.
-func checkGolden(t *testing.T, name string, got []byte) {
-	t.Helper()
-	path := filepath.Join("testdata", name)
-	if *update {
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test -update to create it)", err)
-	}
-	if diff := cmp.Diff(string(got), string(want)); diff != "" {
-		t.Errorf("%s mismatch (-got +want):\n%s", path, diff)
-	}
-}
 
 // lines joins its arguments as the lines of a file ending in a newline.
 func lines(l ...string) string { return strings.Join(l, "\n") + "\n" }
@@ -335,7 +315,7 @@ func TestRewriteDockerDNSGolden(t *testing.T) {
 			if n, m := CountRules(save), CountRules(got); m < n {
 				t.Errorf("rule count went from %d to %d", n, m)
 			}
-			checkGolden(t, name+".golden", got)
+			hosttest.Golden(t, filepath.Join("testdata", name+".golden"), got)
 			again, changed := RewriteDockerDNS(got, "172.18.0.1")
 			if diff := cmp.Diff(string(again), string(got)); diff != "" || changed {
 				t.Errorf("second pass changed = %v, mismatch (-got +want):\n%s", changed, diff)

@@ -14,6 +14,7 @@ import (
 
 	"github.com/kind-entrypoint/entrypoint/internal/plan"
 	"github.com/kind-entrypoint/entrypoint/internal/system"
+	"github.com/kind-entrypoint/entrypoint/internal/system/hosttest"
 )
 
 func render(actions []plan.Action) []string {
@@ -28,7 +29,7 @@ func render(actions []plan.Action) []string {
 func fakeNode(t *testing.T, files map[string]string) *system.Tree {
 	t.Helper()
 	dir := t.TempDir()
-	if err := system.WriteFiles(dir, files); err != nil {
+	if err := hosttest.WriteFiles(dir, files); err != nil {
 		t.Fatal(err)
 	}
 	return system.NewTree(dir)

@@ -9,7 +9,6 @@ import (
 	"net/netip"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/kind-entrypoint/entrypoint/internal/plan"
@@ -185,7 +184,7 @@ func (f *MagicFacts) readFiles(sys system.System) error {
 	}
 	if _, err := sys.Lstat(ResolvConfOriginal); err == nil {
 		f.OriginalExists = true
-	} else if !notExist(err) {
+	} else if !system.NotExist(err) {
 		return err
 	}
 	if f.OldIPv4, err = readRecord(sys, OldIPv4); err != nil {
@@ -219,7 +218,7 @@ func (f *MagicFacts) readFiles(sys system.System) error {
 func hostname(sys system.System) (string, error) {
 	for _, p := range []string{procHostname, etcHostname} {
 		b, err := sys.ReadFile(p, system.LimitValue)
-		if notExist(err) {
+		if system.NotExist(err) {
 			continue
 		}
 		if err != nil {
@@ -594,7 +593,7 @@ func planCertRenewal(f MagicFacts) []plan.Action {
 // readFile reads a regular file and its permission bits; nil when missing.
 func readFile(sys system.System, p string) (*File, error) {
 	fi, err := sys.Stat(p)
-	if notExist(err) {
+	if system.NotExist(err) {
 		return nil, nil
 	}
 	if err != nil {
@@ -613,7 +612,7 @@ func readFile(sys system.System, p string) (*File, error) {
 // readRecord reads a recorded address, blanks trimmed; nil when missing.
 func readRecord(sys system.System, p string) (*string, error) {
 	b, err := sys.ReadFile(p, system.LimitValue)
-	if notExist(err) {
+	if system.NotExist(err) {
 		return nil, nil
 	}
 	if err != nil {
@@ -621,10 +620,6 @@ func readRecord(sys system.System, p string) (*string, error) {
 	}
 	s := strings.TrimSpace(string(b))
 	return &s, nil
-}
-
-func notExist(err error) bool {
-	return errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR)
 }
 
 // clip shortens garbage for a log line.

@@ -16,6 +16,7 @@ import (
 
 	"github.com/kind-entrypoint/entrypoint/internal/logline"
 	"github.com/kind-entrypoint/entrypoint/internal/system"
+	"github.com/kind-entrypoint/entrypoint/internal/system/hosttest"
 )
 
 func TestString(t *testing.T) {
@@ -162,7 +163,7 @@ func TestApplyTree(t *testing.T) {
 // for the file types on the way (issue 15, 8).
 func TestPreflight(t *testing.T) {
 	root := t.TempDir()
-	if err := system.WriteFiles(root, map[string]string{"etc/machine-id/x": "x", "kind": "x", "etc/ok": "x"}); err != nil {
+	if err := hosttest.WriteFiles(root, map[string]string{"etc/machine-id/x": "x", "kind": "x", "etc/ok": "x"}); err != nil {
 		t.Fatal(err)
 	}
 	sys := system.NewTree(root)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/kind-entrypoint/entrypoint/internal/plan"
 	"github.com/kind-entrypoint/entrypoint/internal/system"
+	"github.com/kind-entrypoint/entrypoint/internal/system/hosttest"
 )
 
 // parseDropIn reads a drop-in the way systemd 252 reads DefaultEnvironment=
@@ -324,7 +325,7 @@ func env(kv ...string) func(string) (string, bool) {
 func tree(t *testing.T, files map[string]string) *system.Tree {
 	t.Helper()
 	dir := t.TempDir()
-	if err := system.WriteFiles(dir, files); err != nil {
+	if err := hosttest.WriteFiles(dir, files); err != nil {
 		t.Fatal(err)
 	}
 	return system.NewTree(dir)

@@ -4,8 +4,16 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"syscall"
 	"time"
 )
+
+// NotExist reports whether err says a path is not there: it does not
+// exist, or a component of it is a file, not a directory (ENOTDIR), which
+// a captured or broken host can hold where a directory is expected.
+func NotExist(err error) bool {
+	return errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR)
+}
 
 // NotInstalledError is Run's error for a program that is not on PATH. Linux
 // and Tree return the same value, so a replayed host words it exactly as

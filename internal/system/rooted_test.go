@@ -1,4 +1,4 @@
-package system
+package system_test
 
 import (
 	"context"
@@ -11,6 +11,9 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/kind-entrypoint/entrypoint/internal/system"
+	"github.com/kind-entrypoint/entrypoint/internal/system/hosttest"
 )
 
 // TestTreeStaysInRoot: every read of a Tree resolves symlinks inside its
@@ -18,12 +21,12 @@ import (
 // with "..", links to directories on the way.
 func TestTreeStaysInRoot(t *testing.T) {
 	out := t.TempDir()
-	if err := WriteFiles(out, map[string]string{"secret": "outside", "dir/f": "outside"}); err != nil {
+	if err := hosttest.WriteFiles(out, map[string]string{"secret": "outside", "dir/f": "outside"}); err != nil {
 		t.Fatal(err)
 	}
 	root := t.TempDir()
 	up := strings.Repeat("../", 20)
-	if err := WriteFiles(root, map[string]string{
+	if err := hosttest.WriteFiles(root, map[string]string{
 		"secret":              "inside",
 		"dir/f":               "inside",
 		"abs":                 "->" + out + "/secret",
@@ -35,9 +38,9 @@ func TestTreeStaysInRoot(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	tree := NewTree(root)
+	tree := system.NewTree(root)
 	for _, p := range []string{"/abs", "/rel", "/absdir/f"} {
-		if b, err := tree.ReadFile(p, LimitValue); err == nil {
+		if b, err := tree.ReadFile(p, system.LimitValue); err == nil {
 			t.Errorf("ReadFile(%s) = %q: read outside the root", p, b)
 		}
 		if _, err := tree.Stat(p); err == nil {
@@ -48,7 +51,7 @@ func TestTreeStaysInRoot(t *testing.T) {
 		}
 	}
 	for _, p := range []string{"/rootabs", "/climb"} {
-		if b, err := tree.ReadFile(p, LimitValue); err != nil || string(b) != "inside" {
+		if b, err := tree.ReadFile(p, system.LimitValue); err != nil || string(b) != "inside" {
 			t.Errorf("ReadFile(%s) = %q, %v: want the root's /secret", p, b, err)
 		}
 	}
@@ -83,15 +86,15 @@ func TestTreeStaysInRoot(t *testing.T) {
 // (issue 15, 3 and 4).
 func TestReadLimits(t *testing.T) {
 	root := t.TempDir()
-	if err := WriteFiles(root, map[string]string{"big": strings.Repeat("x", 5000), "ok": "1234"}); err != nil {
+	if err := hosttest.WriteFiles(root, map[string]string{"big": strings.Repeat("x", 5000), "ok": "1234"}); err != nil {
 		t.Fatal(err)
 	}
 	if err := unix.Mkfifo(filepath.Join(root, "fifo"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	tree := NewTree(root)
+	tree := system.NewTree(root)
 	done := make(chan error, 1)
-	go func() { _, err := tree.ReadFile("/fifo", LimitValue); done <- err }()
+	go func() { _, err := tree.ReadFile("/fifo", system.LimitValue); done <- err }()
 	select {
 	case err := <-done:
 		if err == nil || err.Error() != "/fifo: not a regular file (a named pipe)" {
@@ -100,7 +103,7 @@ func TestReadLimits(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("reading a FIFO blocked")
 	}
-	if _, err := tree.ReadFile("/big", LimitValue); err == nil || err.Error() != "/big: more than the 4096-byte limit for this file" {
+	if _, err := tree.ReadFile("/big", system.LimitValue); err == nil || err.Error() != "/big: more than the 4096-byte limit for this file" {
 		t.Errorf("big: %v", err)
 	}
 	if b, err := tree.ReadFile("/ok", 4); err != nil || string(b) != "1234" {
@@ -110,15 +113,15 @@ func TestReadLimits(t *testing.T) {
 		t.Error("a file one byte over its limit was read")
 	}
 	for _, p := range []string{"/dev/zero", "/dev/null"} {
-		if _, err := (Linux{}).ReadFile(p, LimitConfig); err == nil || !strings.Contains(err.Error(), "not a regular file (a character device)") {
+		if _, err := (system.Linux{}).ReadFile(p, system.LimitConfig); err == nil || !strings.Contains(err.Error(), "not a regular file (a character device)") {
 			t.Errorf("Linux.ReadFile(%s): %v", p, err)
 		}
 	}
 	// /proc files say size 0: read up to the limit all the same.
-	if b, err := (Linux{}).ReadFile("/proc/self/mountinfo", LimitTable); err != nil || len(b) == 0 {
+	if b, err := (system.Linux{}).ReadFile("/proc/self/mountinfo", system.LimitTable); err != nil || len(b) == 0 {
 		t.Errorf("/proc/self/mountinfo: %d bytes, %v", len(b), err)
 	}
-	if _, err := (Linux{}).ReadFile("/proc/self/mountinfo", 10); err == nil {
+	if _, err := (system.Linux{}).ReadFile("/proc/self/mountinfo", 10); err == nil {
 		t.Error("/proc/self/mountinfo read past a 10-byte limit")
 	}
 }
@@ -130,7 +133,7 @@ func TestRunOutputLimit(t *testing.T) {
 		t.Skip("no /usr/bin/yes")
 	}
 	start := time.Now()
-	_, _, err := (Linux{}).Run(context.Background(), []string{"/usr/bin/yes"}, nil, time.Minute)
+	_, _, err := (system.Linux{}).Run(context.Background(), []string{"/usr/bin/yes"}, nil, time.Minute)
 	if err == nil || !strings.Contains(err.Error(), "longer than the") {
 		t.Errorf("yes: %v", err)
 	}

@@ -92,21 +92,19 @@ type Facts struct {
 	Controllers string
 }
 
-const controllersPath = "/sys/fs/cgroup/cgroup.controllers"
-
-// Detect reads the facts; call it only in a user namespace.
-func Detect(sys system.System, cgroupV2 bool) (Facts, error) {
+// Detect reads the facts; call it only in a user namespace. controllers
+// reads /sys/fs/cgroup/cgroup.controllers (cgroupfix.ReadControllers); it
+// is nil on cgroup v1.
+func Detect(sys system.System, controllers func() (string, error)) (Facts, error) {
 	n, err := sys.NofileHard()
 	if err != nil {
 		return Facts{}, err
 	}
-	f := Facts{NofileHard: n, CgroupV2: cgroupV2}
-	if cgroupV2 {
-		b, err := sys.ReadFile(controllersPath, system.LimitValue)
-		if err != nil {
+	f := Facts{NofileHard: n, CgroupV2: controllers != nil}
+	if f.CgroupV2 {
+		if f.Controllers, err = controllers(); err != nil {
 			return Facts{}, err
 		}
-		f.Controllers = strings.TrimSpace(string(b))
 	}
 	return f, nil
 }

@@ -3,6 +3,7 @@ package userns
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -233,7 +234,16 @@ func TestDetect(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := Detect(tree(t, tt.files), tt.cgroupV2)
+			sys := tree(t, tt.files)
+			var controllers func() (string, error)
+			if tt.cgroupV2 {
+				// As cgroupfix.ReadControllers reads it.
+				controllers = func() (string, error) {
+					b, err := sys.ReadFile("/sys/fs/cgroup/cgroup.controllers", system.LimitValue)
+					return strings.TrimSpace(string(b)), err
+				}
+			}
+			got, err := Detect(sys, controllers)
 			if errString(err) != tt.wantErr {
 				t.Fatalf("Detect error = %q, want %q", errString(err), tt.wantErr)
 			}

@@ -1,0 +1,183 @@
+// Package hosttest holds what tests share to lay out fake hosts and compare
+// output with golden files; only tests import it.
+package hosttest
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/kind-entrypoint/entrypoint/internal/system"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files from the current output")
+
+// Golden compares got with the file at path, or with -update writes got
+// there. A difference is printed -want +got.
+func Golden(t testing.TB, path string, got []byte) {
+	t.Helper()
+	if *update {
+		if err := os.WriteFile(path, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run go test with -update to create it)", err)
+	}
+	if diff := cmp.Diff(string(want), string(got)); diff != "" {
+		t.Errorf("%s differs (-want +got):\n%s", path, diff)
+	}
+}
+
+// CopyDir copies the tree at src to dst (which may exist): directories,
+// regular files with their mode bits, and symlinks as links.
+func CopyDir(src, dst string) error {
+	return filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, err := filepath.Rel(src, p)
+		if err != nil {
+			return err
+		}
+		target := filepath.Join(dst, rel)
+		info, err := d.Info()
+		if err != nil {
+			return err
+		}
+		switch {
+		case d.IsDir():
+			return os.MkdirAll(target, info.Mode().Perm()|0o700)
+		case info.Mode()&fs.ModeSymlink != 0:
+			link, err := os.Readlink(p)
+			if err != nil {
+				return err
+			}
+			return os.Symlink(link, target)
+		case info.Mode().IsRegular():
+			b, err := os.ReadFile(p)
+			if err != nil {
+				return err
+			}
+			if err := os.WriteFile(target, b, info.Mode().Perm()); err != nil {
+				return err
+			}
+			return os.Chmod(target, info.Mode()&(fs.ModePerm|fs.ModeSetuid|fs.ModeSetgid|fs.ModeSticky))
+		}
+		return fmt.Errorf("%s: cannot copy %s", p, info.Mode().Type())
+	})
+}
+
+// CopyScenario copies a fake host kept in git (testdata/hosts/NAME/root)
+// to dst as a fresh clone would hold it, whatever the working tree's modes:
+// files 0644, or 0755 when executable, directories 0755. Then it applies
+// root/.host/modes, lines "PATH OCTAL-MODE [UID:GID]", for what git cannot
+// store (setuid bits, 0600 keys, owners; owners need root).
+func CopyScenario(src, dst string) error {
+	if err := CopyDir(src, dst); err != nil {
+		return err
+	}
+	err := filepath.WalkDir(dst, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.Type()&fs.ModeSymlink != 0 {
+			return err
+		}
+		info, err := d.Info()
+		if err != nil {
+			return err
+		}
+		mode := fs.FileMode(0o644)
+		if d.IsDir() || info.Mode()&0o100 != 0 {
+			mode = 0o755
+		}
+		return os.Chmod(p, mode)
+	})
+	if err != nil {
+		return err
+	}
+	b, err := os.ReadFile(filepath.Join(dst, system.ProbeDir, "modes"))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	for i, line := range strings.Split(string(b), "\n") {
+		f := strings.Fields(line)
+		if len(f) == 0 {
+			continue
+		}
+		bad := func(err error) error { return fmt.Errorf("%s/modes: line %d: %q: %w", system.ProbeDir, i+1, line, err) }
+		if len(f) < 2 || len(f) > 3 {
+			return bad(errors.New("want PATH OCTAL-MODE [UID:GID]"))
+		}
+		mode, err := strconv.ParseUint(f[1], 8, 32)
+		if err != nil || mode > 0o7777 {
+			return bad(errors.New("bad mode"))
+		}
+		p := filepath.Join(dst, filepath.FromSlash(path.Clean("/"+f[0])))
+		if len(f) == 3 {
+			u, g, _ := strings.Cut(f[2], ":")
+			uid, err1 := strconv.Atoi(u)
+			gid, err2 := strconv.Atoi(g)
+			if err := errors.Join(err1, err2); err != nil {
+				return bad(err)
+			}
+			if err := os.Lchown(p, uid, gid); err != nil {
+				return bad(err)
+			}
+		}
+		m := fs.FileMode(mode & 0o777)
+		if mode&0o4000 != 0 {
+			m |= fs.ModeSetuid
+		}
+		if mode&0o2000 != 0 {
+			m |= fs.ModeSetgid
+		}
+		if mode&0o1000 != 0 {
+			m |= fs.ModeSticky
+		}
+		if err := os.Chmod(p, m); err != nil {
+			return bad(err)
+		}
+	}
+	return nil
+}
+
+// WriteFiles lays out a small host below dir, for tests: each entry is a
+// file with that content, a directory when its path ends in "/", or a
+// symlink when its content is "->TARGET".
+func WriteFiles(dir string, files map[string]string) error {
+	for p, content := range files {
+		full := filepath.Join(dir, p)
+		if strings.HasSuffix(p, "/") {
+			if err := os.MkdirAll(full, 0o755); err != nil {
+				return err
+			}
+			continue
+		}
+		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
+			return err
+		}
+		if target, ok := strings.CutPrefix(content, "->"); ok {
+			if err := os.Symlink(target, full); err != nil {
+				return err
+			}
+			continue
+		}
+		if err := os.WriteFile(full, []byte(content), 0o644); err != nil {
+			return err
+		}
+	}
+	return nil
+}
