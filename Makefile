@@ -8,7 +8,7 @@ STATICCHECK_VERSION ?= v0.8.2
 
 export CGO_ENABLED := 0
 
-.PHONY: all build test unit e2e e2e-diff e2e-podman e2e-cluster e2e-vm run bench fuzz lint image clean
+.PHONY: all build test unit e2e e2e-podman e2e-cluster e2e-vm run bench fuzz lint image clean
 
 all: build
 
@@ -32,12 +32,6 @@ run: build
 
 e2e: build
 	bash test/e2e/run.sh
-
-# The differential tier: kind v0.23.0's script and our binary booted in the
-# same image under the same scenarios, their state diffed. Not in `test`
-# yet: it fails on one difference not yet understood (test/e2e/README.md).
-e2e-diff: build
-	E2E_GO_TAGS=e2e,e2ediff E2E_GO_TEST_ARGS='-run TestDifferential' bash test/e2e/run.sh
 
 # kind's podman provider: the kind CLI and nodes under rootful podman on
 # this host; see test/podman/README.md.
