@@ -17,7 +17,7 @@ in=$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")
 res=/var/tmp/vm-results
 out_disk=/dev/disk/by-id/virtio-kindvm-out
 # shellcheck source=/dev/null # written by test/vm/run.sh
-. "$in/vm.env" # NODE_IMAGE NODE_IMAGE_ID BOOT_LIMIT EXIT_LIMIT
+. "$in/vm.env" # NODE_IMAGE NODE_IMAGE_ID BOOT_LIMIT EXIT_LIMIT PODMAN
 rootless_user=rootless
 rootless_uid=$(id -u "$rootless_user")
 rootless_sock=unix:///run/user/$rootless_uid/docker.sock
@@ -454,50 +454,52 @@ collect_podman() {
   pm exec "$name" cat /proc/1/mountinfo > "$dir/$name-mountinfo.txt" 2>&1
 }
 
-begin rootless-podman
-pm info > "$res/$scenario/podman-info.txt" 2>&1 || fail "rootless podman info failed: $(tail -n 3 "$res/$scenario/podman-info.txt" | paste -sd'|' -)"
-grep -q 'rootless: true' "$res/$scenario/podman-info.txt" || fail "podman info does not say rootless: true"
-t=$SECONDS
-if [[ $(pm image inspect -f '{{.Id}}' "$NODE_IMAGE_ID" 2> /dev/null) != "$NODE_IMAGE_ID" ]]; then
-  out=$(as_rootless 900 podman load -q -i "$in/node.tar" 2>&1) || fail "podman load: $out"
-fi
-if [[ $(pm image inspect -f '{{.Id}}' "$NODE_IMAGE_ID" 2>&1) != "$NODE_IMAGE_ID" ]]; then
-  fail "podman has no image $NODE_IMAGE_ID after the load"
-elif ! pm tag "$NODE_IMAGE_ID" "$podman_image"; then
-  fail "podman tag failed"
-else
-  say "node image in rootless podman after $((SECONDS - t))s"
-  printf 'kind: Cluster\napiVersion: kind.x-k8s.io/v1alpha4\nnetworking:\n  dnsSearch: [podman.example]\nnodes:\n- role: control-plane\n- role: worker\n' \
-    > "/home/$rootless_user/kind-podman.yaml"
+if ((PODMAN)); then
+  begin rootless-podman
+  pm info > "$res/$scenario/podman-info.txt" 2>&1 || fail "rootless podman info failed: $(tail -n 3 "$res/$scenario/podman-info.txt" | paste -sd'|' -)"
+  grep -q 'rootless: true' "$res/$scenario/podman-info.txt" || fail "podman info does not say rootless: true"
   t=$SECONDS
-  kind_out=$(kind_podman create cluster --name "$podman_cluster" --image "$podman_image" \
-    --config "/home/$rootless_user/kind-podman.yaml" --retain --wait 0s 2>&1)
-  kind_rc=$?
-  echo "$kind_out" > "$res/$scenario/kind-create.txt"
-  say "kind create cluster exited $kind_rc after $((SECONDS - t))s"
-  ((kind_rc != 0)) || fail "kind create cluster succeeded, but the image has no kubeadm: what ran?"
-  # runc and crun word the missing kubeadm differently (Debian's podman
-  # picks crun here); exit 127 and podman's own words are both
-  for want in "✓ Preparing nodes" "✓ Writing configuration" "✗ Starting control-plane" \
-    "kubeadm init --skip-phases=preflight" "failed with error: exit status 127" \
-    "OCI runtime attempted to invoke a command that was not found"; do
-    grep -qF -- "$want" <<< "$kind_out" || fail "kind output: no '$want' ($(grep -m1 ERROR <<< "$kind_out"))"
-  done
-  cp_node=$podman_cluster-control-plane worker_node=$podman_cluster-worker
-  for pair in "$cp_node $worker_node" "$worker_node $cp_node"; do
-    read -r name other <<< "$pair"
-    if pm container exists "$name"; then
-      check_podman_node "$name" "$other"
-      collect_podman "$name"
-    else
-      fail "kind left no node $name"
-    fi
-  done
+  if [[ $(pm image inspect -f '{{.Id}}' "$NODE_IMAGE_ID" 2> /dev/null) != "$NODE_IMAGE_ID" ]]; then
+    out=$(as_rootless 900 podman load -q -i "$in/node.tar" 2>&1) || fail "podman load: $out"
+  fi
+  if [[ $(pm image inspect -f '{{.Id}}' "$NODE_IMAGE_ID" 2>&1) != "$NODE_IMAGE_ID" ]]; then
+    fail "podman has no image $NODE_IMAGE_ID after the load"
+  elif ! pm tag "$NODE_IMAGE_ID" "$podman_image"; then
+    fail "podman tag failed"
+  else
+    say "node image in rootless podman after $((SECONDS - t))s"
+    printf 'kind: Cluster\napiVersion: kind.x-k8s.io/v1alpha4\nnetworking:\n  dnsSearch: [podman.example]\nnodes:\n- role: control-plane\n- role: worker\n' \
+      > "/home/$rootless_user/kind-podman.yaml"
+    t=$SECONDS
+    kind_out=$(kind_podman create cluster --name "$podman_cluster" --image "$podman_image" \
+      --config "/home/$rootless_user/kind-podman.yaml" --retain --wait 0s 2>&1)
+    kind_rc=$?
+    echo "$kind_out" > "$res/$scenario/kind-create.txt"
+    say "kind create cluster exited $kind_rc after $((SECONDS - t))s"
+    ((kind_rc != 0)) || fail "kind create cluster succeeded, but the image has no kubeadm: what ran?"
+    # runc and crun word the missing kubeadm differently (Debian's podman
+    # picks crun here); exit 127 and podman's own words are both
+    for want in "✓ Preparing nodes" "✓ Writing configuration" "✗ Starting control-plane" \
+      "kubeadm init --skip-phases=preflight" "failed with error: exit status 127" \
+      "OCI runtime attempted to invoke a command that was not found"; do
+      grep -qF -- "$want" <<< "$kind_out" || fail "kind output: no '$want' ($(grep -m1 ERROR <<< "$kind_out"))"
+    done
+    cp_node=$podman_cluster-control-plane worker_node=$podman_cluster-worker
+    for pair in "$cp_node $worker_node" "$worker_node $cp_node"; do
+      read -r name other <<< "$pair"
+      if pm container exists "$name"; then
+        check_podman_node "$name" "$other"
+        collect_podman "$name"
+      else
+        fail "kind left no node $name"
+      fi
+    done
+  fi
+  kind_podman delete cluster --name "$podman_cluster" > "$res/$scenario/kind-delete.txt" 2>&1 \
+    || fail "kind delete cluster failed: $(tail -n 2 "$res/$scenario/kind-delete.txt" | paste -sd'|' -)"
+  ! pm network exists kind || pm network rm kind > /dev/null || fail "podman network rm kind failed"
+  end
 fi
-kind_podman delete cluster --name "$podman_cluster" > "$res/$scenario/kind-delete.txt" 2>&1 \
-  || fail "kind delete cluster failed: $(tail -n 2 "$res/$scenario/kind-delete.txt" | paste -sd'|' -)"
-! pm network exists kind || pm network rm kind > /dev/null || fail "podman network rm kind failed"
-end
 
 # --- 5. rootless, memory not delegated ---------------------------------------------
 # Delegate= without memory is not enough on systemd 252: with
