@@ -99,106 +99,11 @@ func undoMountHacks(_ context.Context, h *boot.Host) ([]boot.Fact, []plan.Action
 	return facts, []plan.Action{plan.Unmount(ProcCgroups).OrIgnore().Because("systemd has read the fake; show the real one")}, nil
 }
 
-// KubeletCgroupFacts is what create-kubelet-cgroup-v2 needs.
-type KubeletCgroupFacts struct {
-	// Controllers are the root's available controllers.
-	Controllers []string
-	// Procs are the PIDs in the root cgroup.
-	Procs []string
-	// Exists and Enabled: whether each cgroup ("/", "/kubelet",
-	// "/kubelet.slice") exists, and its cgroup.subtree_control.
-	Exists  map[string]bool
-	Enabled map[string][]string
-}
-
-// DetectKubeletCgroup reads the facts.
-func DetectKubeletCgroup(sys system.System) (KubeletCgroupFacts, error) {
-	f := KubeletCgroupFacts{Exists: map[string]bool{}, Enabled: map[string][]string{}}
-	b, err := sys.ReadFile(cgroupfix.Root+"/cgroup.procs", system.LimitConfig)
-	if err != nil {
-		return f, err
-	}
-	for _, pid := range strings.Fields(string(b)) {
-		// A process of another cgroup namespace reads as 0.
-		if pid != "0" {
-			f.Procs = append(f.Procs, pid)
-		}
-	}
-	controllers, err := cgroupfix.ReadControllers(sys)
-	if err != nil {
-		return f, err
-	}
-	f.Controllers = strings.Fields(controllers)
-	for _, g := range append([]string{"/"}, cgroupfix.KubeletRoots...) {
-		dir := path.Join(cgroupfix.Root, g)
-		fi, err := sys.Stat(dir)
-		if errors.Is(err, fs.ErrNotExist) {
-			continue
-		}
-		if err != nil {
-			return f, err
-		}
-		if !fi.IsDir() {
-			return f, fmt.Errorf("%s: not a directory", dir)
-		}
-		f.Exists[g] = true
-		b, err := sys.ReadFile(dir+"/cgroup.subtree_control", system.LimitValue)
-		if err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return f, err
-		}
-		f.Enabled[g] = strings.Fields(string(b))
-	}
-	return f, nil
-}
-
-// PlanKubeletCgroup enables every available controller for the children of
-// the root, /kubelet and /kubelet.slice, so the kubelet finds them all
-// (hugetlb is not enabled at the root by default). The kernel's "no
-// internal processes" rule refuses that while the root cgroup holds a
-// process: this runs after systemd has moved every process out of it.
-func PlanKubeletCgroup(f KubeletCgroupFacts) ([]plan.Action, error) {
-	if len(f.Procs) > 0 {
-		return nil, fmt.Errorf("%s/cgroup.procs holds processes (PIDs %s): controllers cannot be delegated from a cgroup with processes; run this after systemd has started",
-			cgroupfix.Root, strings.Join(f.Procs, ", "))
-	}
-	var actions []plan.Action
-	if len(f.Controllers) == 0 {
-		// The cgroups are made all the same: the kubelet needs its
-		// cgroup-root to exist (the script makes them too).
-		actions = append(actions, plan.Warning(cgroupfix.ControllersFile+" lists no controller; nothing to delegate"))
-	}
-	enable := make([]string, len(f.Controllers))
-	for i, c := range f.Controllers {
-		enable[i] = "+" + c
-	}
-	for _, g := range append([]string{"/"}, cgroupfix.KubeletRoots...) {
-		dir := path.Join(cgroupfix.Root, g)
-		if !f.Exists[g] {
-			actions = append(actions, plan.Mkdir(dir, 0o755))
-		}
-		if len(enable) == 0 || f.Exists[g] && containsAll(f.Enabled[g], f.Controllers) {
-			continue
-		}
-		// cgroupfs files cannot be replaced, only written.
-		actions = append(actions, plan.WriteInPlace(dir+"/cgroup.subtree_control", []byte(strings.Join(enable, " "))))
-	}
-	return actions, nil
-}
-
-func containsAll(have, want []string) bool {
-	for _, w := range want {
-		if !slices.Contains(have, w) {
-			return false
-		}
-	}
-	return true
-}
-
 func createKubeletCgroupV2(_ context.Context, h *boot.Host) ([]boot.Fact, []plan.Action, error) {
 	if !h.CgroupV2 {
 		return nil, nil, errors.New("this node has cgroup v1 (no " + cgroupfix.ControllersFile + "): create-kubelet-cgroup-v2 is for cgroup v2 only")
 	}
-	f, err := DetectKubeletCgroup(h.Sys)
+	f, err := cgroupfix.DetectKubeletCgroup(h.Sys)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -206,7 +111,7 @@ func createKubeletCgroupV2(_ context.Context, h *boot.Host) ([]boot.Fact, []plan
 		{Name: "controllers", Value: strings.Join(f.Controllers, " ")},
 		{Name: "processes in the root cgroup", Value: strconv.Itoa(len(f.Procs))},
 	}
-	actions, err := PlanKubeletCgroup(f)
+	actions, err := cgroupfix.PlanKubeletCgroup(f)
 	return facts, actions, err
 }
 

@@ -56,14 +56,6 @@ func run(t *testing.T, tree *system.Tree, name, stdin string) (first, again []pl
 	return first, results[0].Actions, buf.String(), nil
 }
 
-func render(actions []plan.Action) []string {
-	var out []string
-	for _, a := range actions {
-		out = append(out, a.String())
-	}
-	return out
-}
-
 const mountinfoV1 = "1 0 0:1 / / rw,relatime - overlay overlay rw\n" +
 	"2 1 0:2 / /proc rw,nosuid,nodev,noexec,relatime - proc proc rw\n" +
 	"3 2 0:1 /kind/fake-cgroups /proc/cgroups rw,relatime - overlay overlay rw\n"
@@ -79,16 +71,16 @@ func TestUndoMountHacks(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := []string{"umount /proc/cgroups [on failure: ignore]  # systemd has read the fake; show the real one"}
-	if diff := cmp.Diff(want, render(first)); diff != "" {
+	if diff := cmp.Diff(want, plan.Strings(first)); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)
 	}
 	if len(again) != 0 {
-		t.Errorf("after the unmount: %q", render(again))
+		t.Errorf("after the unmount: %q", plan.Strings(again))
 	}
 
 	v2 := node(t, map[string]string{"sys/fs/cgroup/cgroup.controllers": "cpu memory pids\n", "proc/self/mountinfo": mountinfoV1})
 	if first, _, _, err := run(t, v2, "undo-mount-hacks", ""); err != nil || len(first) != 0 {
-		t.Errorf("cgroup v2: %q, %v; want nothing", render(first), err)
+		t.Errorf("cgroup v2: %q, %v; want nothing", plan.Strings(first), err)
 	}
 }
 
@@ -110,7 +102,7 @@ func TestCreateKubeletCgroupV2(t *testing.T) {
 		"write-in-place /sys/fs/cgroup/kubelet/cgroup.subtree_control " + all,
 		"write-in-place /sys/fs/cgroup/kubelet.slice/cgroup.subtree_control " + all,
 	}
-	if diff := cmp.Diff(want, render(first)); diff != "" {
+	if diff := cmp.Diff(want, plan.Strings(first)); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)
 	}
 	// The fake's subtree_control now reads "+cpuset ...": not the
@@ -135,43 +127,6 @@ func TestCreateKubeletCgroupV2(t *testing.T) {
 	}
 	if code := boot.ExitCode(err); code != ExitCode {
 		t.Errorf("exit code %d, want %d", code, ExitCode)
-	}
-}
-
-func TestPlanKubeletCgroupKernelForm(t *testing.T) {
-	// The kernel lists enabled controllers without '+'.
-	f := KubeletCgroupFacts{
-		Controllers: []string{"cpu", "memory"},
-		Exists:      map[string]bool{"/": true, "/kubelet": true, "/kubelet.slice": true},
-		Enabled:     map[string][]string{"/": {"cpu", "memory"}, "/kubelet": {"cpu", "memory"}, "/kubelet.slice": {"cpu"}},
-	}
-	actions, err := PlanKubeletCgroup(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := []string{`write-in-place /sys/fs/cgroup/kubelet.slice/cgroup.subtree_control "+cpu +memory"`}
-	if diff := cmp.Diff(want, render(actions)); diff != "" {
-		t.Errorf("(-want +got):\n%s", diff)
-	}
-}
-
-// TestPlanKubeletCgroupNoControllers: as the script (whose write of
-// nothing succeeds), the kubelet's cgroups are made even when there is no
-// controller to enable: the kubelet refuses to start without its
-// cgroup-root.
-func TestPlanKubeletCgroupNoControllers(t *testing.T) {
-	f := KubeletCgroupFacts{Exists: map[string]bool{"/": true}, Enabled: map[string][]string{"/": nil}}
-	actions, err := PlanKubeletCgroup(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := []string{
-		"log WARN: /sys/fs/cgroup/cgroup.controllers lists no controller; nothing to delegate",
-		"mkdir /sys/fs/cgroup/kubelet 0755",
-		"mkdir /sys/fs/cgroup/kubelet.slice 0755",
-	}
-	if diff := cmp.Diff(want, render(actions)); diff != "" {
-		t.Errorf("(-want +got):\n%s", diff)
 	}
 }
 
@@ -210,7 +165,7 @@ func TestMountProductFiles(t *testing.T) {
 		"mount none on " + r + "/sys/class/dmi/id/product_uuid (remount,bind,ro,nosuid,relatime)",
 		"log WARN: not hiding /sys/devices/virtual/dmi/id/product_uuid in the container: stat " + r + "/sys/devices/virtual/dmi/id/product_uuid: no such file or directory",
 	}
-	if diff := cmp.Diff(want, render(first)); diff != "" {
+	if diff := cmp.Diff(want, plan.Strings(first)); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)
 	}
 	if !strings.HasPrefix(logs, "WARN: not hiding /sys/devices/virtual/dmi/id/product_uuid") {

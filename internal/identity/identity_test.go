@@ -15,14 +15,6 @@ import (
 	"github.com/kind-entrypoint/entrypoint/internal/system/hosttest"
 )
 
-func render(actions []plan.Action) []string {
-	var out []string
-	for _, a := range actions {
-		out = append(out, a.String())
-	}
-	return out
-}
-
 func TestNewMachineID(t *testing.T) {
 	seq := bytes.NewReader([]byte{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15})
 	got, err := NewMachineID(seq)
@@ -96,7 +88,7 @@ func TestPlanMachineID(t *testing.T) {
 		}},
 	}
 	for _, tt := range tests {
-		got := render(PlanMachineID(MachineIDFacts{NewID: id, DBus: tt.dbus}))
+		got := plan.Strings(PlanMachineID(MachineIDFacts{NewID: id, DBus: tt.dbus}))
 		if diff := cmp.Diff(tt.want, got); diff != "" {
 			t.Errorf("dbus %s (-want +got):\n%s", tt.dbus, diff)
 		}
@@ -132,7 +124,7 @@ func TestPlanProductName(t *testing.T) {
 		}},
 	}
 	for _, tt := range tests {
-		if diff := cmp.Diff(tt.want, render(PlanProductName(tt.f))); diff != "" {
+		if diff := cmp.Diff(tt.want, plan.Strings(PlanProductName(tt.f))); diff != "" {
 			t.Errorf("%s (-want +got):\n%s", tt.name, diff)
 		}
 	}
@@ -181,7 +173,7 @@ func TestPlanProductUUID(t *testing.T) {
 		}}, []string{infoClass, infoVirtual}},
 	}
 	for _, tt := range tests {
-		if diff := cmp.Diff(tt.want, render(PlanProductUUID(tt.f))); diff != "" {
+		if diff := cmp.Diff(tt.want, plan.Strings(PlanProductUUID(tt.f))); diff != "" {
 			t.Errorf("%s (-want +got):\n%s", tt.name, diff)
 		}
 	}

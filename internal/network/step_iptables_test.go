@@ -17,14 +17,6 @@ import (
 	"github.com/kind-entrypoint/entrypoint/internal/system/hosttest"
 )
 
-func render(actions []plan.Action) []string {
-	var out []string
-	for _, a := range actions {
-		out = append(out, a.String())
-	}
-	return out
-}
-
 // fakeNode builds a tree: files by node path; content "->X" makes a link.
 func fakeNode(t *testing.T, files map[string]string) *system.Tree {
 	t.Helper()
@@ -181,7 +173,7 @@ func TestPlanIptables(t *testing.T) {
 		}},
 	}
 	for _, tt := range tests {
-		got := render(PlanIptables(IptablesFacts{Saves: nft, Links: tt.links}))
+		got := plan.Strings(PlanIptables(IptablesFacts{Saves: nft, Links: tt.links}))
 		if diff := cmp.Diff(tt.want, got); diff != "" {
 			t.Errorf("%s (-want +got):\n%s", tt.name, diff)
 		}

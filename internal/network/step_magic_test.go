@@ -122,7 +122,7 @@ func TestPlanMagicRules(t *testing.T) {
 		}
 		restore := find(actions, plan.OpRun, "iptables-nft-restore")
 		if restore == nil {
-			t.Fatalf("%s: no iptables-nft-restore in %q", tt.name, render(actions))
+			t.Fatalf("%s: no iptables-nft-restore in %q", tt.name, plan.Strings(actions))
 		}
 		if diff := cmp.Diff(tt.rewritten, string(restore.Stdin)); diff != "" {
 			t.Errorf("%s: restored rules (-want +got):\n%s", tt.name, diff)
@@ -167,7 +167,7 @@ func TestPlanMagicResolvConf(t *testing.T) {
 		orig := find(actions, plan.OpWrite, ResolvConfOriginal)
 		inPlace := find(actions, plan.OpWriteInPlace, ResolvConf)
 		if orig == nil || inPlace == nil {
-			t.Fatalf("%s: want a copy and an in-place rewrite, got %q", tt.name, render(actions))
+			t.Fatalf("%s: want a copy and an in-place rewrite, got %q", tt.name, plan.Strings(actions))
 		}
 		if string(orig.Data) != resolvDocker {
 			t.Errorf("%s: original %q", tt.name, orig.Data)
@@ -216,7 +216,7 @@ func TestPlanMagicNoRulesForEmbeddedDNS(t *testing.T) {
 		t.Errorf("save failed: %v", err)
 	}
 	if len(plan.Changes(actions)) != 0 {
-		t.Errorf("changes planned before failing: %q", render(actions))
+		t.Errorf("changes planned before failing: %q", plan.Strings(actions))
 	}
 
 	f.Resolv.Data = []byte("nameserver 8.8.8.8\n")
@@ -224,7 +224,7 @@ func TestPlanMagicNoRulesForEmbeddedDNS(t *testing.T) {
 	if err != nil {
 		t.Fatalf("resolv.conf without Docker's DNS: %v", err)
 	}
-	if got := render(actions)[0]; got != "log WARN: cannot read the nft rules (iptables-nft-save: timed out after 5s); /etc/resolv.conf does not use Docker's DNS, so nothing needs them" {
+	if got := plan.Strings(actions)[0]; got != "log WARN: cannot read the nft rules (iptables-nft-save: timed out after 5s); /etc/resolv.conf does not use Docker's DNS, so nothing needs them" {
 		t.Errorf("first action %q", got)
 	}
 }
@@ -256,7 +256,7 @@ func TestPlanMagicPodman(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := render(actions); len(got) == 0 || got[0] != why {
+		if got := plan.Strings(actions); len(got) == 0 || got[0] != why {
 			t.Errorf("%s: first action %q, want %q", tt.name, got, why)
 		}
 		if r := find(actions, plan.OpRun, "iptables-legacy-restore"); r != nil {
@@ -280,8 +280,8 @@ func TestPlanMagicPodman(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if strings.Contains(strings.Join(render(actions), "\n"), "not Docker's embedded DNS") {
-			t.Errorf("a Docker node is said to have no embedded DNS: %q", render(actions))
+		if strings.Contains(strings.Join(plan.Strings(actions), "\n"), "not Docker's embedded DNS") {
+			t.Errorf("a Docker node is said to have no embedded DNS: %q", plan.Strings(actions))
 		}
 	}
 }
@@ -371,7 +371,7 @@ func TestPlanAddressChange(t *testing.T) {
 		}
 		run := find(actions, plan.OpRun, "kubeadm")
 		if run == nil {
-			t.Fatalf("no certificate renewal in %q", render(actions))
+			t.Fatalf("no certificate renewal in %q", plan.Strings(actions))
 		}
 		if !(run.OnFail == plan.LogError && len(run.Rollback) == 2 &&
 			run.Rollback[0].Path == APIServerCert && string(run.Rollback[0].Data) == "old crt" &&
@@ -429,8 +429,8 @@ func TestPlanAddressChange(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		got := strings.Join(render(actions), "\n")
-		if !slices.Contains(render(actions), "log ERROR: have an old IPv6 address but no current IPv6 address (!)") {
+		got := strings.Join(plan.Strings(actions), "\n")
+		if !slices.Contains(plan.Strings(actions), "log ERROR: have an old IPv6 address but no current IPv6 address (!)") {
 			t.Errorf("no ERROR in:\n%s", got)
 		}
 		for _, a := range actions {
@@ -454,7 +454,7 @@ func TestPlanAddressChange(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			got := strings.Join(render(actions), "\n")
+			got := strings.Join(plan.Strings(actions), "\n")
 			if !strings.Contains(got, want) {
 				t.Errorf("old-ipv4 %q: no %q in:\n%s", old4, want, got)
 			}
@@ -469,7 +469,7 @@ func TestPlanAddressChange(t *testing.T) {
 		f.IPv6, f.IPv6Err = netip.Addr{}, errors.New("no such host")
 		f.OldIPv6 = str("::ffff:172.18.0.4")
 		actions, _ := PlanMagic(f)
-		if got := strings.Join(render(actions), "\n"); strings.Contains(got, "ERROR") {
+		if got := strings.Join(plan.Strings(actions), "\n"); strings.Contains(got, "ERROR") {
 			t.Errorf("an IPv4-mapped old-ipv6 is not an error:\n%s", got)
 		}
 	})

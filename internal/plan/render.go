@@ -170,3 +170,13 @@ func (a Action) MarshalJSON() ([]byte, error) {
 	}
 	return json.Marshal(j)
 }
+
+// Strings is each action's one-line form (Action.String), in order: what
+// tests compare a plan with.
+func Strings(actions []Action) []string {
+	var out []string
+	for _, a := range actions {
+		out = append(out, a.String())
+	}
+	return out
+}
