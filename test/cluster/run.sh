@@ -32,6 +32,7 @@ here=test/cluster
 state=${CLUSTER_STATE_DIR:-/var/cache/kind-entrypoint-cluster}
 e2e_state=${E2E_STATE_DIR:-/var/cache/kind-entrypoint-e2e}
 log_dir=/var/log/kind-entrypoint-cluster
+label=kind-entrypoint-cluster # on every image this tier makes
 export DOCKER_BUILDKIT=0
 
 log() { printf '%s cluster: %s\n' "$(date +%T)" "$*" >&2; }
@@ -102,7 +103,7 @@ import_image() {
     cp "$f" "$root/usr/local/bin/"
     ln -f "$root/usr/local/bin/$(basename "$f")" "$root/$(basename "$f")"
   done
-  local change=(--change 'ENV PATH=/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin')
+  local change=(--change 'ENV PATH=/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin' --change "LABEL $label=1")
   [[ -n $entry ]] && change+=(--change "ENTRYPOINT $entry")
   tar --numeric-owner --owner=0 --group=0 -C "$root" -c . | docker import "${change[@]}" - "$name" > /dev/null
 }
@@ -127,7 +128,7 @@ import_image "${images[6]}" '["/pause"]' "$work/tools/pause"
 import_image "${images[8]}" '["/podprobe"]' "$work/tools/podprobe"
 mkdir "$work/netbase"
 cp "$bins/kube-proxy" "$bins/kubectl" "$here/node/Dockerfile.netbase" "$work/netbase/"
-docker build -q -f "$work/netbase/Dockerfile.netbase" --build-arg BASE_IMAGE="$base_image" \
+docker build -q -f "$work/netbase/Dockerfile.netbase" --label "$label=1" --build-arg BASE_IMAGE="$base_image" \
   -t "${images[7]}" -t "${images[3]}" "$work/netbase" > /dev/null 2> "$log_dir/build-netbase.log" \
   || { cat "$log_dir/build-netbase.log" >&2; die "netbase image build failed"; }
 docker save -o "$work/ctx/images.tar" "${images[@]}"
@@ -140,7 +141,7 @@ reference_image=kind-entrypoint-cluster/node-reference-$KIND:$KUBERNETES
 reference_old_image=kind-entrypoint-cluster/node-reference-$KIND_REFERENCE:$KUBERNETES
 cp -r "$here/node/files" "$here/node/Dockerfile" "$work/ctx/"
 cp "$bins/kubeadm" "$bins/kubelet" "$bins/kubectl" "$work/ctx/bin/"
-docker build -q -t "$cluster_image" --build-arg NODE_IMAGE="$node_image" \
+docker build -q -t "$cluster_image" --label "$label=1" --build-arg NODE_IMAGE="$node_image" \
   --build-arg KUBERNETES_VERSION="$KUBERNETES" "$work/ctx" > /dev/null 2> "$log_dir/build-node.log" \
   || { cat "$log_dir/build-node.log" >&2; die "cluster node image build failed"; }
 # build_reference KIND_VERSION TAG: the cluster image with that kind
@@ -153,13 +154,15 @@ build_reference() {
   cp "$kind_dir/images/base/files/usr/local/bin/entrypoint" "$ctx/entrypoint"
   cp "$kind_dir/images/base/files/kind/bin/"*.sh "$ctx/kind-bin/"
   cp "$here/node/Dockerfile.reference" "$ctx/Dockerfile"
-  docker build -q -t "$2" --build-arg CLUSTER_IMAGE="$cluster_image" \
+  docker build -q -t "$2" --label "$label=1" --build-arg CLUSTER_IMAGE="$cluster_image" \
     "$ctx" > /dev/null 2> "$log_dir/build-reference.log" \
     || { cat "$log_dir/build-reference.log" >&2; die "reference node image build ($1) failed"; }
 }
 build_reference "$KIND" "$reference_image"
 build_reference "$KIND_REFERENCE" "$reference_old_image"
 log "node images $cluster_image, $reference_image and $reference_old_image built in $(since "$t")"
+# What earlier runs built and this one re-tagged (2 GB a run otherwise).
+docker image prune -f --filter "label=$label" > /dev/null
 if ((build_only)); then
   printf '%s\n' "$cluster_image" "$reference_image" "$reference_old_image"
   exit 0

@@ -167,6 +167,9 @@ docker build -q -t "$node_image" --label kind-entrypoint.base="$base_image" \
   --build-arg BASE_IMAGE="$base_image" --build-arg ENTRYPOINT_IMAGE="$pkg_image" \
   test/e2e/node > /dev/null 2> "$log_dir/build-node.log" \
   || { cat "$log_dir/build-node.log" >&2; die "node image build failed"; }
+# Node images of earlier runs, untagged by this one (every node image
+# carries the label; images in use by a container are kept).
+docker image prune -f --filter label=kind-entrypoint.base > /dev/null
 log "packaging and node images built in $(since "$t")"
 if ((build_only)); then
   printf '%s\n' "$node_image"
