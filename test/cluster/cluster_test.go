@@ -6,6 +6,7 @@
 package cluster
 
 import (
+	"context"
 	"crypto/x509"
 	"encoding/pem"
 	"fmt"
@@ -130,22 +131,14 @@ func createCluster(t *testing.T, tag, image, kind string, worker bool) *cluster 
 }
 
 func (c *cluster) kindCmd(timeout time.Duration, args ...string) (string, error) {
-	cmd := exec.Command(c.kind, args...)
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, c.kind, args...)
 	cmd.Env = c.env
 	cmd.WaitDelay = time.Second
-	done := make(chan struct{})
-	timer := time.AfterFunc(timeout, func() {
-		if cmd.Process != nil {
-			cmd.Process.Kill()
-		}
-		close(done)
-	})
-	defer timer.Stop()
 	out, err := cmd.CombinedOutput()
-	select {
-	case <-done:
-		return string(out), fmt.Errorf("kind %s: timed out after %v", args[0], timeout)
-	default:
+	if ctx.Err() != nil {
+		err = fmt.Errorf("kind %s: timed out after %v", args[0], timeout)
 	}
 	return string(out), err
 }
