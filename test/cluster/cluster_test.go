@@ -151,7 +151,7 @@ func (c *cluster) remove(t *testing.T) {
 		out, err := c.kindCmd(5*time.Minute, "export", "logs", dir, "--name", c.name)
 		t.Logf("kind export logs %s: %v\n%s", dir, err, lastLines(out, 5))
 		for _, n := range c.nodes {
-			logs, _ := docker(time.Minute, nil, "logs", "--tail", "80", n)
+			logs, _ := tier.Logs(time.Minute, "docker", "--tail", "80", n)
 			t.Logf("=== %s: docker logs\n%s", n, strings.ReplaceAll(logs, "\r", ""))
 			failed, _ := docker(time.Minute, nil, "exec", n, "systemctl", "--failed", "--no-pager")
 			t.Logf("=== %s: failed units\n%s", n, failed)
@@ -419,7 +419,7 @@ func (c *cluster) restartWithNewIPs(t *testing.T) {
 	if err := eventually(2*time.Minute, func() error { return certHasIP(cp, newIP) }); err != nil {
 		t.Errorf("apiserver certificate: %v", err)
 	}
-	logs, _ := docker(time.Minute, nil, "logs", cp)
+	logs, _ := tier.Logs(time.Minute, "docker", cp)
 	t.Logf("%s: entrypoint log after the restart:\n%s", cp, entrypointLines(logs))
 }
 

@@ -28,7 +28,6 @@
 package e2e
 
 import (
-	"context"
 	"crypto/sha256"
 	"debug/elf"
 	"encoding/hex"
@@ -49,6 +48,7 @@ import (
 
 	"github.com/kind-entrypoint/entrypoint/bench/bootlog"
 	"github.com/kind-entrypoint/entrypoint/internal/logline"
+	"github.com/kind-entrypoint/entrypoint/test/tier"
 )
 
 const (
@@ -240,16 +240,13 @@ func benchWaitFor(what string, done func() (bool, error)) error {
 	}
 }
 
-// benchLogs returns the node's log, both streams in order (without a tty
-// the entrypoint's lines are on stderr).
+// benchLogs returns the node's log with docker's timestamps.
 func benchLogs(name string) ([]bootlog.Line, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	out, err := exec.CommandContext(ctx, "docker", "logs", "-t", name).CombinedOutput()
+	out, err := tier.Logs(time.Minute, "docker", "-t", name)
 	if err != nil {
-		return nil, fmt.Errorf("docker logs %s: %w: %s", name, err, out)
+		return nil, err
 	}
-	return bootlog.ParseDockerLogs(string(out))
+	return bootlog.ParseDockerLogs(out)
 }
 
 func benchExited(name string) error {
@@ -258,7 +255,7 @@ func benchExited(name string) error {
 		return err
 	}
 	if f := strings.Fields(st); len(f) == 3 && (f[0] == "exited" || f[2] != "0") {
-		logs, _ := dockerCmd(time.Minute, "logs", "--tail", "40", name)
+		logs, _ := tier.Logs(time.Minute, "docker", "--tail", "40", name)
 		return fmt.Errorf("%s exited (status, exit code, restarts: %s); log:\n%s", name, strings.TrimSpace(st), logs)
 	}
 	return nil

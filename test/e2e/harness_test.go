@@ -5,7 +5,6 @@ package e2e
 import (
 	"fmt"
 	"os"
-	"os/exec"
 	"regexp"
 	"strings"
 	"testing"
@@ -242,15 +241,11 @@ func (n *node) readFile(path string) string {
 // ones, on an otherwise idle Docker.
 func (n *node) logs() string {
 	n.t.Helper()
-	// Both streams, in the order docker wrote them: without a tty the
-	// entrypoint's lines (and the script's) are the container's stderr,
-	// which docker logs writes to its own stderr.
-	cmd := exec.Command("docker", "logs", n.Name)
-	out, err := cmd.CombinedOutput()
+	out, err := tier.Logs(time.Minute, "docker", n.Name)
 	if err != nil {
-		n.t.Fatalf("docker logs %s: %v\n%s", n.Name, err, out)
+		n.t.Fatal(err)
 	}
-	return strings.ReplaceAll(string(out), "\r", "")
+	return strings.ReplaceAll(out, "\r", "")
 }
 
 // ip returns the node's IPv4 address on its network.
@@ -278,7 +273,7 @@ func (n *node) mounts() []mountInfo {
 // the journal's tail.
 func (n *node) dump() {
 	n.t.Helper()
-	logs, err := dockerCmd(time.Minute, "logs", "--tail", "300", n.Name)
+	logs, err := tier.Logs(time.Minute, "docker", "--tail", "300", n.Name)
 	n.t.Logf("=== %s: docker logs (err %v)\n%s", n.Name, err, strings.ReplaceAll(logs, "\r", ""))
 	for _, argv := range [][]string{
 		{"systemctl", "--failed", "--no-pager"},

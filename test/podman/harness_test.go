@@ -178,13 +178,17 @@ func (n *node) execErr(argv ...string) (string, error) {
 // logs returns the container's log without the tty's carriage returns.
 func (n *node) logs() string {
 	n.t.Helper()
-	return strings.ReplaceAll(mustPodman(n.t, "logs", n.Name), "\r", "")
+	out, err := tier.Logs(time.Minute, "podman", n.Name)
+	if err != nil {
+		n.t.Fatal(err)
+	}
+	return strings.ReplaceAll(out, "\r", "")
 }
 
 // dump logs what explains a failure.
 func (n *node) dump() {
 	n.t.Helper()
-	logs, err := podman(time.Minute, "logs", "--tail", "300", n.Name)
+	logs, err := tier.Logs(time.Minute, "podman", "--tail", "300", n.Name)
 	n.t.Logf("=== %s: podman logs (err %v)\n%s", n.Name, err, strings.ReplaceAll(logs, "\r", ""))
 	for _, argv := range [][]string{
 		{"systemctl", "--failed", "--no-pager"},

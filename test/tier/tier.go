@@ -37,6 +37,23 @@ func Run(timeout time.Duration, stdin []byte, name string, args ...string) (stri
 	return stdout.String(), nil
 }
 
+// Logs runs ENGINE logs ARGS... (docker or podman) and returns the
+// container's log: both of its streams, in the order the engine wrote them.
+// Without a tty a node's entrypoint logs to stderr, which `logs` writes to
+// its own stderr: reading stdout alone loses those lines.
+func Logs(timeout time.Duration, engine string, args ...string) (string, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, engine, append([]string{"logs"}, args...)...).CombinedOutput()
+	if ctx.Err() != nil {
+		err = fmt.Errorf("timed out after %v: %w", timeout, ctx.Err())
+	}
+	if err != nil {
+		return string(out), fmt.Errorf("%s logs %s: %w: %s", engine, strings.Join(args, " "), err, bytes.TrimSpace(out))
+	}
+	return string(out), nil
+}
+
 // OverBudget reports, on stderr, how long the tier has taken since the Unix
 // time in the environment variable startEnv (its run.sh exports it, so
 // image builds count), and whether that is over budget. Without the
