@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -76,11 +77,11 @@ func mustDocker(t testing.TB, args ...string) string {
 }
 
 // writeBuildContext writes a docker build context: each file of files in
-// dir, "entrypoint" executable.
+// dir, "entrypoint" and scripts (*.sh) executable.
 func writeBuildContext(dir string, files map[string]string) error {
 	for name, data := range files {
 		mode := os.FileMode(0o644)
-		if name == "entrypoint" {
+		if name == "entrypoint" || strings.HasSuffix(name, ".sh") {
 			mode = 0o755
 		}
 		if err := os.WriteFile(filepath.Join(dir, name), []byte(data), mode); err != nil {
