@@ -23,7 +23,7 @@
 # (auto, tcg or kvm; default auto), VM_CPUS (2), VM_MEMORY (MiB, 4096),
 # VM_BOOT_LIMIT (seconds a node may take to reach `running`, default 180),
 # VM_EXIT_LIMIT (seconds a failing node may take to exit, default 120),
-# VM_PODMAN (1: also the rootless-podman scenario; default 0),
+# VM_PODMAN (0: without the rootless-podman scenario; default 1),
 # VM_DEBIAN_MIRROR, VM_STATE_DIR (default /var/cache/kind-entrypoint-vm),
 # VM_NODE_IMAGE (use this image instead of building the e2e one: only for
 # trying a change to the image; the tier's verdict is on the e2e image).
@@ -42,12 +42,10 @@ memory=${VM_MEMORY:-4096}
 boot_limit=${VM_BOOT_LIMIT:-180}
 exit_limit=${VM_EXIT_LIMIT:-120}
 # Every scenario scenarios.sh reports, in order: a missing one is a failure.
-# rootless-podman only with VM_PODMAN=1 (make e2e-vm-podman): kind waits a
-# fixed 30 s for a node's log line, and under TCG on a loaded 2-core host a
-# podman node's boot can take longer (seen: "initializing" when kind gave
-# up), so make test leaves it out rather than fail by the host's load.
-vm_podman=${VM_PODMAN:-0}
-scenarios=(vm-host default-node kubelet-cgroup restart rootless-docker rootless-node)
+# VM_PODMAN=0 leaves rootless-podman out (it alone loads the image into
+# podman: minutes on a cold disk).
+vm_podman=${VM_PODMAN:-1}
+scenarios=(vm-host default-node kubelet-cgroup restart differential rootless-docker rootless-node rootless-differential)
 ((vm_podman)) && scenarios+=(rootless-podman)
 scenarios+=(rootless-no-memory)
 
@@ -58,6 +56,7 @@ since() { echo "$(( $(date +%s) - $1 ))s"; }
 [[ $(id -u) == 0 ]] || die "must run as root (installs packages, builds images and disks)"
 export DEBIAN_FRONTEND=noninteractive
 mkdir -p "$state" "$log_root"
+[[ -d /usr/local/go/bin ]] && export PATH="$PATH:/usr/local/go/bin"
 
 exec 9> "$state/lock"
 flock -w 1800 9 || die "another run still holds $state/lock after 30 minutes"
@@ -141,6 +140,19 @@ else
 fi
 ln "$node_tar" "$work/in/node.tar" 2> /dev/null || cp "$node_tar" "$work/in/node.tar"
 cp test/vm/guest/scenarios.sh "$work/in/"
+# The differential tier (test/e2e, TestDifferential) runs in the guest as
+# its compiled test binary, from a copy of the paths it reads, against kind
+# v0.23.0's scripts out of kind's Go module.
+CGO_ENABLED=0 go test -c -tags e2e -trimpath -o "$work/in/e2e.test" ./test/e2e \
+  || die "building the e2e test binary failed"
+mkdir -p "$work/in/repo/test/e2e/testdata"
+cp README.md "$work/in/repo/"
+cp test/e2e/testdata/differential-normalize.txt "$work/in/repo/test/e2e/testdata/"
+kind_mod=$(go mod download -json sigs.k8s.io/kind@v0.23.0 | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')
+[[ -n $kind_mod ]] || die "go mod download sigs.k8s.io/kind@v0.23.0 failed"
+for f in usr/local/bin/entrypoint kind/bin/create-kubelet-cgroup-v2.sh; do
+  install -D -m 0755 "$kind_mod/images/base/files/$f" "$work/in/kind-v0.23.0/images/base/files/$f"
+done
 cp "$kind_cli" "$work/in/kind"
 printf 'NODE_IMAGE=%q\nNODE_IMAGE_ID=%q\nBOOT_LIMIT=%d\nEXIT_LIMIT=%d\nPODMAN=%d\n' \
   "$node_image" "$image_id" "$boot_limit" "$exit_limit" "$vm_podman" > "$work/in/vm.env"

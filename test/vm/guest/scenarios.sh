@@ -189,6 +189,19 @@ check_dmi() {
   done
 }
 
+# differential runs the differential tier (test/e2e, TestDifferential; the
+# compiled test binary from the data disk) against the daemon DOCKER_HOST
+# names: kind v0.23.0's script and our binary in the same node image, their
+# states diffed after the README's documented normalisations. The test
+# picks the scenarios of this host (cgroup v2, root or rootless Docker).
+differential() {
+  local out=$res/$scenario/go-test.txt
+  (cd "$in/repo/test/e2e" && E2E_NODE_IMAGE=$NODE_IMAGE E2E_DIFF_KIND=$in/kind-v0.23.0 \
+    timeout 1200 "$in/e2e.test" -test.run '^TestDifferential$' -test.v -test.parallel 4 -test.timeout 19m) \
+    > "$out" 2>&1 && return 0
+  fail "TestDifferential: $(grep -E '^\s*(--- FAIL|FAIL:|.*differs from)' "$out" | head -n 8 | paste -sd'|' -)"
+}
+
 # --- the host ------------------------------------------------------------------
 say "guest up after $(cut -d' ' -f1 /proc/uptime)s: $(uname -r), $(systemctl --version | head -n 1)"
 # Docker gives a node on a user-defined network the host's search domains:
@@ -283,10 +296,16 @@ if ((ready)); then
   collect "$node"
   end
   dk rm --force --volumes "$node" > /dev/null
+
+  # --- 2b. the script and ours, diffed ---------------------------------------------
+  begin differential
+  differential
+  end
 else
   skip default-node "the host setup failed"
   skip kubelet-cgroup "the host setup failed"
   skip restart "the host setup failed"
+  skip differential "the host setup failed"
 fi
 
 # --- rootless Docker -------------------------------------------------------------
@@ -376,8 +395,13 @@ if ((rootless_ready)); then
   collect "$node"
   end
   dk rm --force --volumes "$node" > /dev/null
+
+  begin rootless-differential
+  differential
+  end
 else
   skip rootless-node "rootless Docker is not ready"
+  skip rootless-differential "rootless Docker is not ready"
 fi
 
 # --- 4. rootless podman: kind's podman provider --------------------------------------
