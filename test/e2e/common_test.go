@@ -3,8 +3,6 @@
 package e2e
 
 import (
-	"crypto/rand"
-	"encoding/hex"
 	"os"
 	"path/filepath"
 	"strings"
@@ -21,14 +19,6 @@ func envOr(key, def string) string {
 		return v
 	}
 	return def
-}
-
-func newRunID() string {
-	b := make([]byte, 3)
-	if _, err := rand.Read(b); err != nil {
-		panic(err)
-	}
-	return hex.EncodeToString(b)
 }
 
 // kindRunArgs are the flags kind v0.23.0 (pkg/cluster/internal/providers/

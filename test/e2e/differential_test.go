@@ -19,6 +19,8 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/kind-entrypoint/entrypoint/test/tier"
 )
 
 // The differential tier boots kind v0.23.0's script and our binary in the
@@ -40,9 +42,18 @@ type diffScenario struct {
 	name    string
 	opts    nodeOpts
 	restart bool
-	// after is run in the node once it is running, by side: the same
-	// companion command, as each image has it.
-	after map[string][]string
+	// then is a further scenario on the same nodes, diffed once this one
+	// is collected: under emulation (the VM) a node boot is the dearest
+	// part of a scenario.
+	then *diffThen
+}
+
+// diffThen is a scenario that goes on from another's nodes: a command run
+// in each node (by side: the same companion command, as each image has
+// it), then the state diffed again.
+type diffThen struct {
+	name string
+	argv map[string][]string
 }
 
 // Where the tier runs (diffHost): this cgroup v1 host, and in the VM tier
@@ -69,13 +80,13 @@ func diffScenarios(host string) []diffScenario {
 		}
 	case hostV2:
 		return []diffScenario{
-			{name: "default"},
-			{name: "restart", restart: true},
-			// What kubelet.service's ExecStartPre runs on cgroup v2.
-			{name: "create-kubelet-cgroup-v2", after: map[string][]string{
+			// create-kubelet-cgroup-v2 is what kubelet.service's
+			// ExecStartPre runs on cgroup v2, once systemd is up.
+			{name: "default", then: &diffThen{name: "create-kubelet-cgroup-v2", argv: map[string][]string{
 				"ours":   {"entrypoint", "create-kubelet-cgroup-v2"},
 				"script": {"/kind/bin/create-kubelet-cgroup-v2.sh"},
-			}},
+			}}},
+			{name: "restart", restart: true},
 		}
 	case hostRootless:
 		return []diffScenario{{name: "rootless"}}
@@ -91,15 +102,10 @@ func diffHost(t *testing.T) string {
 	switch {
 	case strings.Contains(sec, "name=rootless"):
 		return hostRootless
-	case fileExists("/sys/fs/cgroup/cgroup.controllers"):
+	case tier.CgroupV2():
 		return hostV2
 	}
 	return hostV1
-}
-
-func fileExists(p string) bool {
-	_, err := os.Stat(p)
-	return err == nil
 }
 
 // TestDifferential runs the scenarios of this host: on the e2e host (cgroup
@@ -138,6 +144,10 @@ func TestDifferential(t *testing.T) {
 				t.Parallel()
 				net := newNetwork(t, "diff-"+sc.name)
 				states := map[string]map[string]string{}
+				var thenStates map[string]map[string]string
+				if sc.then != nil {
+					thenStates = map[string]map[string]string{}
+				}
 				for _, side := range []string{"ours", "script"} {
 					o := sc.opts
 					// Without a tty no line is lost (README, "The last
@@ -152,18 +162,25 @@ func TestDifferential(t *testing.T) {
 						mustDocker(t, "restart", n.Name)
 						n.waitRunning()
 					}
-					if argv := sc.after[side]; argv != nil {
-						n.exec(argv...)
-					}
 					states[side] = collectState(n)
-				}
-				for _, aspect := range slices.Sorted(maps.Keys(states["ours"])) {
-					ours := normalize(list, used, &mu, aspect, "ours", states["ours"][aspect])
-					script := normalize(list, used, &mu, aspect, "script", states["script"][aspect])
-					if diff := cmp.Diff(script, ours); diff != "" {
-						t.Errorf("%s: %s differs from the script's, and no README row covers it (-script +ours):\n%s",
-							sc.name, aspect, diff)
+					if sc.then != nil {
+						n.exec(sc.then.argv[side]...)
+						thenStates[side] = collectState(n)
 					}
+				}
+				compare := func(name string, states map[string]map[string]string) {
+					for _, aspect := range slices.Sorted(maps.Keys(states["ours"])) {
+						ours := normalize(list, used, &mu, aspect, "ours", states["ours"][aspect])
+						script := normalize(list, used, &mu, aspect, "script", states["script"][aspect])
+						if diff := cmp.Diff(script, ours); diff != "" {
+							t.Errorf("%s: %s differs from the script's, and no README row covers it (-script +ours):\n%s",
+								name, aspect, diff)
+						}
+					}
+				}
+				compare(sc.name, states)
+				if sc.then != nil {
+					compare(sc.then.name, thenStates)
 				}
 			})
 		}
@@ -285,7 +302,7 @@ func collectState(n *node) map[string]string {
 
 	var alts []string
 	for _, a := range []string{"iptables", "ip6tables"} {
-		q, _ := n.execErr("update-alternatives", "--query", a)
+		q, _ := n.ExecErr("update-alternatives", "--query", a)
 		for _, l := range strings.Split(q, "\n") {
 			if strings.HasPrefix(l, "Status:") || strings.HasPrefix(l, "Value:") {
 				alts = append(alts, a+" "+l)
@@ -294,7 +311,7 @@ func collectState(n *node) map[string]string {
 	}
 	st["alternatives"] = strings.Join(alts, "\n")
 
-	units, _ := n.execErr("systemctl", "list-unit-files", "--state=enabled", "--no-legend", "--no-pager")
+	units, _ := n.ExecErr("systemctl", "list-unit-files", "--state=enabled", "--no-legend", "--no-pager")
 	var enabled []string
 	for _, l := range strings.Split(units, "\n") {
 		if f := strings.Fields(l); len(f) > 0 {
@@ -306,7 +323,7 @@ func collectState(n *node) map[string]string {
 
 	// One exec for the directories, one for their cpusets (grep prints
 	// FILE:LINE; a v2 cgroup without the cpuset controller has none).
-	cg, _ := n.execErr("find", "/sys/fs/cgroup", "-maxdepth", "4", "-type", "d", "-name", "kubelet*")
+	cg, _ := n.ExecErr("find", "/sys/fs/cgroup", "-maxdepth", "4", "-type", "d", "-name", "kubelet*")
 	cgs := strings.Fields(cg)
 	cpusets := map[string]string{}
 	if len(cgs) > 0 {
@@ -314,7 +331,7 @@ func collectState(n *node) map[string]string {
 		for _, d := range cgs {
 			args = append(args, d+"/cpuset.cpus", d+"/cpuset.mems")
 		}
-		out, _ := n.execErr(args...)
+		out, _ := n.ExecErr(args...)
 		for _, l := range strings.Split(out, "\n") {
 			if f, v, ok := strings.Cut(l, ":"); ok {
 				cpusets[f] = v
@@ -349,7 +366,7 @@ func collectState(n *node) map[string]string {
 // exec costs seconds.
 func nodeFiles(n *node, noise *strings.Replacer) (string, error) {
 	// tar exits 2 for the missing ones and archives the rest.
-	out, err := n.execErr(append([]string{"tar", "-c", "-f", "-", "--absolute-names"}, diffFiles...)...)
+	out, err := n.ExecErr(append([]string{"tar", "-c", "-f", "-", "--absolute-names"}, diffFiles...)...)
 	if out == "" && err != nil {
 		return "", err
 	}
