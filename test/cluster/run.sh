@@ -132,6 +132,7 @@ docker build -q -f "$work/netbase/Dockerfile.netbase" --label "$label=1" --build
   -t "${images[7]}" -t "${images[3]}" "$work/netbase" > /dev/null 2> "$log_dir/build-netbase.log" \
   || { cat "$log_dir/build-netbase.log" >&2; die "netbase image build failed"; }
 docker save -o "$work/ctx/images.tar" "${images[@]}"
+chmod 0644 "$work/ctx/images.tar" # node/Dockerfile does not chmod it (a layer copy)
 log "component images made in $(since "$t") ($(du -m "$work/ctx/images.tar" | cut -f1) MiB)"
 
 # --- 4. node images ----------------------------------------------------------
