@@ -2,11 +2,19 @@
 # VM tier: kind nodes on a cgroup v2 host, with Docker as root and rootless,
 # inside a QEMU VM (what `make e2e-vm` runs). See test/vm/README.md.
 #
+# Two suites share this script, its disk, its boot and its results; each has
+# its own node image and guest script (test/vm/guest/SUITE.sh):
+#   nodes    (make e2e-vm): the e2e node image on its own;
+#   cluster  (make e2e-vm-cluster, VM_SUITE=cluster): the cluster tier's node
+#            image (Kubernetes), a 1-node cluster made by the kind CLI and
+#            checked by the cluster tier's test, compiled for the VM.
+#
 #   1. installs what is missing (qemu-system-x86, qemu-utils, debootstrap,
 #      e2fsprogs);
 #   2. builds the node image with the e2e tier's recipe
-#      (test/e2e/run.sh --build-only: one image for every tier) and saves it
-#      with `docker save`, cached by image id;
+#      (test/e2e/run.sh --build-only: one image for every tier), or for the
+#      cluster suite the cluster tier's (test/cluster/run.sh --build-only),
+#      and saves it with `docker save`, cached by image id;
 #   3. builds the VM's root disk (test/vm/disk/build.sh), cached by a hash
 #      of test/vm/disk/;
 #   4. boots the VM (QEMU, TCG unless a short probe shows KVM works, no
@@ -19,8 +27,11 @@
 #   5. prints one PASS/FAIL line per scenario and "N passed, N failed";
 #      exits non-zero unless every scenario passed.
 #
-# Environment: VM_TIMEOUT (seconds the VM may run, default 1500), VM_ACCEL
-# (auto, tcg or kvm; default auto), VM_CPUS (2), VM_MEMORY (MiB, 4096),
+# Environment: VM_SUITE (nodes or cluster; default nodes), VM_TIMEOUT
+# (seconds the VM may run, default 1500; cluster 3600), VM_ACCEL (auto, tcg
+# or kvm; default auto), VM_CPUS (2), VM_MEMORY (MiB, 4096; cluster 6144),
+# VM_TIME_SCALE (cluster: the factor on the cluster test's time limits,
+# default 4),
 # VM_BOOT_LIMIT (seconds a node may take to reach `running`, default 180),
 # VM_EXIT_LIMIT (seconds a failing node may take to exit, default 120),
 # VM_PODMAN (1: also the rootless-podman scenario; default 0),
@@ -35,21 +46,36 @@ cd "$repo"
 
 state=$(realpath -m "${VM_STATE_DIR:-/var/cache/kind-entrypoint-vm}") # qcow2 backing paths are absolute
 log_root=/var/log/kind-entrypoint-vm
-vm_timeout=${VM_TIMEOUT:-1500}
+suite=${VM_SUITE:-nodes}
 accel=${VM_ACCEL:-auto}
 cpus=${VM_CPUS:-2}
-memory=${VM_MEMORY:-4096}
 boot_limit=${VM_BOOT_LIMIT:-180}
 exit_limit=${VM_EXIT_LIMIT:-120}
-# Every scenario scenarios.sh reports, in order: a missing one is a failure.
-# rootless-podman only with VM_PODMAN=1 (make e2e-vm-podman): kind waits a
-# fixed 30 s for a node's log line, and under TCG on a loaded 2-core host a
-# podman node's boot can take longer (seen: "initializing" when kind gave
-# up), so make test leaves it out rather than fail by the host's load.
 vm_podman=${VM_PODMAN:-0}
-scenarios=(vm-host default-node kubelet-cgroup restart rootless-docker rootless-node)
-((vm_podman)) && scenarios+=(rootless-podman)
-scenarios+=(rootless-no-memory)
+time_scale=${VM_TIME_SCALE:-4}
+# Every scenario the guest reports, in order: a missing one is a failure.
+case $suite in
+  nodes)
+    vm_timeout=${VM_TIMEOUT:-1500}
+    memory=${VM_MEMORY:-4096}
+    # rootless-podman only with VM_PODMAN=1 (make e2e-vm-podman): kind waits
+    # a fixed 30 s for a node's log line, and under TCG on a loaded 2-core
+    # host a podman node's boot can take longer (seen: "initializing" when
+    # kind gave up), so make test leaves it out rather than fail by the
+    # host's load.
+    scenarios=(vm-host default-node kubelet-cgroup restart rootless-docker rootless-node)
+    ((vm_podman)) && scenarios+=(rootless-podman)
+    scenarios+=(rootless-no-memory)
+    ;;
+  cluster)
+    # a control plane under emulation: minutes for each load, and the
+    # cluster twice (root, then rootless Docker)
+    vm_timeout=${VM_TIMEOUT:-3600}
+    memory=${VM_MEMORY:-6144}
+    scenarios=(vm-host cluster-root rootless-docker cluster-rootless)
+    ;;
+  *) printf 'vm: VM_SUITE must be nodes or cluster, not %s\n' "$suite" >&2; exit 2 ;;
+esac
 
 log() { printf '%s vm: %s\n' "$(date +%T)" "$*" >&2; }
 die() { log "ERROR: $*"; exit 1; }
@@ -84,7 +110,14 @@ if [[ -n ${VM_NODE_IMAGE:-} ]]; then
   log "using VM_NODE_IMAGE=$node_image, not the e2e node image"
 else
   # 9>&-: the e2e run must not inherit our lock
-  node_image=$(bash test/e2e/run.sh --build-only 9>&-) || die "building the node image (test/e2e/run.sh --build-only) failed"
+  case $suite in
+    nodes) node_image=$(bash test/e2e/run.sh --build-only 9>&-) || die "building the node image (test/e2e/run.sh --build-only) failed" ;;
+    cluster)
+      # it prints the cluster image first, then its control images
+      images=$(bash test/cluster/run.sh --build-only 9>&-) || die "building the cluster node image (test/cluster/run.sh --build-only) failed"
+      node_image=${images%%$'\n'*}
+      ;;
+  esac
 fi
 image_id=$(docker image inspect -f '{{.Id}}' "$node_image") || die "no image $node_image"
 image_id=${image_id#sha256:}
@@ -96,8 +129,15 @@ if [[ ! -s $node_tar ]]; then
   find "$state" -maxdepth 1 -name 'node-*.tar' ! -path "$node_tar" -delete
 fi
 log "node image $node_image (${image_id:0:12}) ready in $(since "$t")"
-# The kind CLI for the rootless-podman scenario (static: it runs in the VM).
-kind_cli=$(bash test/kind-cli.sh) || die "building the kind CLI (test/kind-cli.sh) failed"
+# The kind CLI (static: it runs in the VM): v0.23.0 for the rootless-podman
+# scenario; for the cluster suite the release made for the image's
+# Kubernetes (test/cluster/versions), and the cluster tier's test, built for
+# the VM.
+kind_version=v0.23.0
+if [[ $suite == cluster ]]; then
+  kind_version=$(sed -n 's/^KIND=//p' test/cluster/versions)
+fi
+kind_cli=$(bash test/kind-cli.sh "$kind_version") || die "building the kind CLI $kind_version (test/kind-cli.sh) failed"
 
 # --- 3. the VM disk ----------------------------------------------------------
 disk_hash=$( (cd test/vm/disk && find . -type f -print0 | sort -z | xargs -0 sha256sum) | sha256sum | cut -c1-12)
@@ -131,7 +171,10 @@ trap cleanup EXIT
 # its base layer (the big one: loading it takes minutes under emulation).
 base_layer=$(docker image inspect -f '{{index .RootFS.Layers 0}}' "$node_image")
 base_layer=${base_layer#sha256:}
-warm=$disk/warm-${base_layer:0:12}.qcow2
+# one per suite: each holds its own image
+warm_prefix=warm-
+[[ $suite == nodes ]] || warm_prefix=warm-$suite-
+warm=$disk/$warm_prefix${base_layer:0:12}.qcow2
 t=$(date +%s)
 if [[ -s $warm ]]; then
   log "booting from the warm disk $warm"
@@ -140,10 +183,15 @@ else
   qemu-img create -q -f qcow2 -b "$disk/root.img" -F raw "$work/root.qcow2"
 fi
 ln "$node_tar" "$work/in/node.tar" 2> /dev/null || cp "$node_tar" "$work/in/node.tar"
-cp test/vm/guest/scenarios.sh "$work/in/"
+cp test/vm/guest/scenarios.sh "test/vm/guest/$suite.sh" "$work/in/"
 cp "$kind_cli" "$work/in/kind"
-printf 'NODE_IMAGE=%q\nNODE_IMAGE_ID=%q\nBOOT_LIMIT=%d\nEXIT_LIMIT=%d\nPODMAN=%d\n' \
-  "$node_image" "$image_id" "$boot_limit" "$exit_limit" "$vm_podman" > "$work/in/vm.env"
+if [[ $suite == cluster ]]; then
+  [[ -d /usr/local/go/bin ]] && export PATH="$PATH:/usr/local/go/bin"
+  CGO_ENABLED=0 go test -c -tags cluster,vm -trimpath -o "$work/in/cluster.test" ./test/cluster/ \
+    || die "building the cluster test for the VM failed"
+fi
+printf 'SUITE=%q\nNODE_IMAGE=%q\nNODE_IMAGE_ID=%q\nBOOT_LIMIT=%d\nEXIT_LIMIT=%d\nPODMAN=%d\nTIME_SCALE=%d\n' \
+  "$suite" "$node_image" "$image_id" "$boot_limit" "$exit_limit" "$vm_podman" "$time_scale" > "$work/in/vm.env"
 in_mib=$(( $(du -sm "$work/in" | cut -f1) + 64 ))
 truncate -s "${in_mib}M" "$work/in.img"
 mkfs.ext4 -q -F -L kindvm-in -d "$work/in" "$work/in.img"
@@ -168,7 +216,7 @@ case $accel in
 esac
 
 cmdline="root=LABEL=kindvm-root rw console=ttyS0 systemd.unified_cgroup_hierarchy=1 panic=1 quiet"
-log "booting the VM ($accel, $cpus CPUs, ${memory} MiB, limit ${vm_timeout}s); logs: $run"
+log "booting the VM, suite $suite ($accel, $cpus CPUs, ${memory} MiB, limit ${vm_timeout}s); logs: $run"
 t=$(date +%s)
 # -uuid: real machines have a DMI product_uuid, which the node must hide.
 timeout --kill-after=10 "$vm_timeout" qemu-system-x86_64 \
@@ -210,7 +258,8 @@ if ! grep -qx "done" "$summary" 2> /dev/null; then
 fi
 echo "$passed passed, $failed failed"
 if [[ ! -s $warm ]] && grep -qx "clean" "$summary" 2> /dev/null; then
-  rm -f "$disk"/warm-*.qcow2
+  # this suite's earlier warm disks (12 hex digits: not another suite's)
+  find "$disk" -maxdepth 1 -name "$warm_prefix????????????.qcow2" -delete
   mv "$work/root.qcow2" "$warm"
   log "kept the VM's disk as $warm for later runs"
 fi
