@@ -28,7 +28,7 @@
 #      exits non-zero unless every scenario passed.
 #
 # Environment: VM_SUITE (nodes or cluster; default nodes), VM_TIMEOUT
-# (seconds the VM may run, default 1500; cluster 3600), VM_ACCEL (auto, tcg
+# (seconds the VM may run, default 1500; cluster 5400), VM_ACCEL (auto, tcg
 # or kvm; default auto), VM_CPUS (2), VM_MEMORY (MiB, 4096; cluster 6144),
 # VM_TIME_SCALE (cluster: the factor on the cluster test's time limits,
 # default 4),
@@ -70,7 +70,7 @@ case $suite in
   cluster)
     # a control plane under emulation: minutes for each load, and the
     # cluster twice (root, then rootless Docker)
-    vm_timeout=${VM_TIMEOUT:-3600}
+    vm_timeout=${VM_TIMEOUT:-5400}
     memory=${VM_MEMORY:-6144}
     scenarios=(vm-host cluster-root rootless-docker cluster-rootless)
     ;;
@@ -190,8 +190,8 @@ if [[ $suite == cluster ]]; then
   CGO_ENABLED=0 go test -c -tags cluster,vm -trimpath -o "$work/in/cluster.test" ./test/cluster/ \
     || die "building the cluster test for the VM failed"
 fi
-printf 'SUITE=%q\nNODE_IMAGE=%q\nNODE_IMAGE_ID=%q\nBOOT_LIMIT=%d\nEXIT_LIMIT=%d\nPODMAN=%d\nTIME_SCALE=%d\n' \
-  "$suite" "$node_image" "$image_id" "$boot_limit" "$exit_limit" "$vm_podman" "$time_scale" > "$work/in/vm.env"
+printf 'SUITE=%q\nNODE_IMAGE=%q\nNODE_IMAGE_ID=%q\nBOOT_LIMIT=%d\nEXIT_LIMIT=%d\nPODMAN=%d\nTIME_SCALE=%d\nVM_TIMEOUT=%d\n' \
+  "$suite" "$node_image" "$image_id" "$boot_limit" "$exit_limit" "$vm_podman" "$time_scale" "$vm_timeout" > "$work/in/vm.env"
 in_mib=$(( $(du -sm "$work/in" | cut -f1) + 64 ))
 truncate -s "${in_mib}M" "$work/in.img"
 mkfs.ext4 -q -F -L kindvm-in -d "$work/in" "$work/in.img"

@@ -33,12 +33,17 @@ rm -rf "$res"
 mkdir -p "$res"
 say() { echo "vm-tier: $*"; }
 
+# save_results writes $res to the results disk. end does it after every
+# scenario, so that a VM the host kills at VM_TIMEOUT still leaves the
+# scenarios it finished.
+save_results() { tar -C "$res" -cf "$out_disk" . && sync; }
+
 # finish writes the results disk however the script ends; only a complete
 # run writes the final "done" line the host looks for.
 finish() {
   journalctl --no-pager -b > "$res/vm-journal.txt" 2>&1
   say "writing results to $out_disk"
-  tar -C "$res" -cf "$out_disk" . && sync
+  save_results
   say "finished after $(cut -d' ' -f1 /proc/uptime)s"
 }
 trap finish EXIT
@@ -68,6 +73,7 @@ end() {
   fi
   echo "$line" >> "$res/summary"
   say "$line"
+  save_results
 }
 
 # skip ends a scenario that cannot run because an earlier one failed: that
