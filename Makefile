@@ -8,7 +8,7 @@ STATICCHECK_VERSION ?= v0.8.2
 
 export CGO_ENABLED := 0
 
-.PHONY: all build test unit e2e e2e-podman e2e-cluster e2e-vm run bench fuzz lint image clean
+.PHONY: all build test unit e2e e2e-podman e2e-cluster e2e-vm e2e-vm-cluster run bench fuzz lint image clean
 
 all: build
 
@@ -48,6 +48,12 @@ e2e-cluster: build
 # TCG); see test/vm/README.md.
 e2e-vm: build
 	bash test/vm/run.sh
+
+# Real Kubernetes on cgroup v2: the cluster tier's node image in the VM, a
+# 1-node cluster made by the kind CLI under root and rootless Docker; not in
+# `test` (see test/vm/README.md: its time under emulation).
+e2e-vm-cluster: build
+	VM_SUITE=cluster bash test/vm/run.sh
 
 # Go benchmarks, then boot/process/RSS benchmarks of real nodes in Docker;
 # writes bench/results.md (BENCH_E2E=0: the Go benchmarks only).

@@ -24,15 +24,16 @@ import (
 
 const namePrefix = "kind-ep-cl-" // run.sh and cleanup find leftovers by it
 
-var (
-	clusterImage   = mustEnv("CLUSTER_IMAGE")
-	referenceImage = mustEnv("CLUSTER_REFERENCE_IMAGE")
-	// kind v0.23.0's script, which does not rewrite kubelet.conf
-	referenceOldImage = mustEnv("CLUSTER_REFERENCE_OLD_IMAGE")
-	// kind's CLI: the release made for this Kubernetes, and v0.23.0
-	kindNew = mustEnv("CLUSTER_KIND")
-	kindOld = mustEnv("CLUSTER_KIND_OLD")
-	logDir  = mustEnv("CLUSTER_LOG_DIR")
+// The environment run.sh sets (the VM's cluster suite sets only what its
+// test reads): the images, kind's CLIs (the release made for this
+// Kubernetes, and v0.23.0) and where each cluster's state and logs go.
+const (
+	envImage             = "CLUSTER_IMAGE"
+	envReferenceImage    = "CLUSTER_REFERENCE_IMAGE"
+	envReferenceOldImage = "CLUSTER_REFERENCE_OLD_IMAGE" // kind v0.23.0's script, which does not rewrite kubelet.conf
+	envKind              = "CLUSTER_KIND"
+	envKindOld           = "CLUSTER_KIND_OLD"
+	envLogDir            = "CLUSTER_LOG_DIR"
 )
 
 // docker runs the docker CLI with a fixed argv and a timeout.
@@ -40,10 +41,11 @@ func docker(timeout time.Duration, stdin []byte, args ...string) (string, error)
 	return tier.Run(timeout, stdin, "docker", args...)
 }
 
-func mustEnv(key string) string {
+func mustEnv(t *testing.T, key string) string {
+	t.Helper()
 	v := os.Getenv(key)
 	if v == "" {
-		panic(key + " is not set: run test/cluster/run.sh (make e2e-cluster)")
+		t.Fatal(key + " is not set: run test/cluster/run.sh (make e2e-cluster)")
 	}
 	return v
 }
@@ -51,7 +53,7 @@ func mustEnv(key string) string {
 // TestOurNodes: a 1+1 cluster from our image, created by the kind release
 // made for this Kubernetes; checked, restarted with new IPs, checked again.
 func TestOurNodes(t *testing.T) {
-	c := createCluster(t, "ours", clusterImage, kindNew, true)
+	c := createCluster(t, spec{tag: "ours", image: mustEnv(t, envImage), kind: mustEnv(t, envKind), worker: true})
 	c.checkAll(t, "before-restart")
 	c.restartWithNewIPs(t)
 	c.checkAll(t, "after-restart")
@@ -63,7 +65,7 @@ func TestOurNodes(t *testing.T) {
 // change, kubelet.conf among the files an IP change rewrites. Where this
 // fails too, the fault is the recipe's.
 func TestReferenceScript(t *testing.T) {
-	c := createCluster(t, "ref", referenceImage, kindNew, true)
+	c := createCluster(t, spec{tag: "ref", image: mustEnv(t, envReferenceImage), kind: mustEnv(t, envKind), worker: true})
 	c.checkAll(t, "before-restart")
 	c.restartWithNewIPs(t)
 	c.checkAll(t, "after-restart")
@@ -74,7 +76,7 @@ func TestReferenceScript(t *testing.T) {
 // its restart with a new IP leaves the kubelet talking to the old one. The
 // test shows that, which is why the entrypoint rewrites kubelet.conf.
 func TestReferenceScriptV023(t *testing.T) {
-	c := createCluster(t, "ref023", referenceOldImage, kindNew, true)
+	c := createCluster(t, spec{tag: "ref023", image: mustEnv(t, envReferenceOldImage), kind: mustEnv(t, envKind), worker: true})
 	c.staleKubeletConf = true
 	c.checkAll(t, "before-restart")
 	c.restartWithNewIPs(t)
@@ -83,14 +85,27 @@ func TestReferenceScriptV023(t *testing.T) {
 // TestOlderKind: kind v0.23.0, whose node-image contract the entrypoint
 // keeps, drives our image to a Ready cluster whose pods resolve names.
 func TestOlderKind(t *testing.T) {
-	c := createCluster(t, "old", clusterImage, kindOld, false)
+	c := createCluster(t, spec{tag: "old", image: mustEnv(t, envImage), kind: mustEnv(t, envKindOld)})
 	c.checkAll(t, "created")
+}
+
+// spec is what createCluster makes.
+type spec struct {
+	tag, image, kind string
+	worker           bool // one worker besides the control plane
+	// slow stretches every time limit of the checks (0 or 1: as on this
+	// host); the VM's cluster suite runs under emulation
+	slow int
+	// kubeadmPatches go into kind's config as kubeadmConfigPatches
+	kubeadmPatches []string
 }
 
 type cluster struct {
 	name, image, kind string
 	net               string
-	nodes             []string // control plane first
+	logDir            string
+	slow              time.Duration // a factor: see spec.slow
+	nodes             []string      // control plane first
 	env               []string
 	// staleKubeletConf: the node's script leaves the old address in the
 	// control plane's kubelet.conf (kind v0.23.0's)
@@ -102,15 +117,22 @@ func (c *cluster) cp() string { return c.nodes[0] }
 // createCluster runs `kind create cluster --wait` for one control plane and,
 // with worker, one worker, and removes all it made when the test ends,
 // exporting the node logs first if the test failed.
-func createCluster(t *testing.T, tag, image, kind string, worker bool) *cluster {
+func createCluster(t *testing.T, s spec) *cluster {
 	t.Helper()
-	id := fmt.Sprintf("%s%s-%d", namePrefix, tag, time.Now().Unix()%100000)
-	c := &cluster{name: id, image: image, kind: kind, net: id + "-net"}
+	id := fmt.Sprintf("%s%s-%d", namePrefix, s.tag, time.Now().Unix()%100000)
+	c := &cluster{name: id, image: s.image, kind: s.kind, net: id + "-net",
+		logDir: mustEnv(t, envLogDir), slow: time.Duration(max(s.slow, 1))}
 	c.nodes = []string{id + "-control-plane"}
 	cfg := "kind: Cluster\napiVersion: kind.x-k8s.io/v1alpha4\nnodes:\n- role: control-plane\n"
-	if worker {
+	if s.worker {
 		c.nodes = append(c.nodes, id+"-worker")
 		cfg += "- role: worker\n"
+	}
+	if len(s.kubeadmPatches) > 0 {
+		cfg += "kubeadmConfigPatches:\n"
+		for _, p := range s.kubeadmPatches {
+			cfg += "- |\n  " + strings.ReplaceAll(strings.TrimSpace(p), "\n", "\n  ") + "\n"
+		}
 	}
 	cfgFile := filepath.Join(t.TempDir(), "kind.yaml")
 	if err := os.WriteFile(cfgFile, []byte(cfg), 0o644); err != nil {
@@ -121,9 +143,9 @@ func createCluster(t *testing.T, tag, image, kind string, worker bool) *cluster 
 	t.Cleanup(func() { c.remove(t) })
 
 	start := time.Now()
-	out, err := c.kindCmd(10*time.Minute, "create", "cluster", "--name", c.name, "--image", image,
-		"--config", cfgFile, "--retain", "--wait", "5m")
-	t.Logf("%s create cluster --image %s (%v):\n%s", kind, image, time.Since(start).Round(time.Second), out)
+	out, err := c.kindCmd(c.slow*10*time.Minute, "create", "cluster", "--name", c.name, "--image", s.image,
+		"--config", cfgFile, "--retain", "--wait", (c.slow * 5 * time.Minute).String())
+	t.Logf("%s create cluster --image %s (%v):\n%s", s.kind, s.image, time.Since(start).Round(time.Second), out)
 	if err != nil {
 		t.Fatalf("kind create cluster: %v", err)
 	}
@@ -147,8 +169,8 @@ func (c *cluster) kindCmd(timeout time.Duration, args ...string) (string, error)
 // failure it first exports the node logs and prints the entrypoint's lines.
 func (c *cluster) remove(t *testing.T) {
 	if t.Failed() {
-		dir := filepath.Join(logDir, c.name)
-		out, err := c.kindCmd(5*time.Minute, "export", "logs", dir, "--name", c.name)
+		dir := filepath.Join(c.logDir, c.name)
+		out, err := c.kindCmd(c.slow*5*time.Minute, "export", "logs", dir, "--name", c.name)
 		t.Logf("kind export logs %s: %v\n%s", dir, err, lastLines(out, 5))
 		for _, n := range c.nodes {
 			logs, _ := tier.Logs(time.Minute, "docker", "--tail", "80", n)
@@ -159,7 +181,7 @@ func (c *cluster) remove(t *testing.T) {
 			t.Logf("=== %s: kubelet\n%s", n, kubelet)
 		}
 	}
-	if out, err := c.kindCmd(5*time.Minute, "delete", "cluster", "--name", c.name); err != nil {
+	if out, err := c.kindCmd(c.slow*5*time.Minute, "delete", "cluster", "--name", c.name); err != nil {
 		t.Errorf("kind delete cluster: %v\n%s", err, out)
 	}
 	if ids, _ := docker(time.Minute, nil, "ps", "-aq", "--filter", "label="+namePrefix+"throwaway="+c.name); strings.TrimSpace(ids) != "" {
@@ -182,7 +204,7 @@ func (c *cluster) kubectl(stdin string, args ...string) (string, error) {
 		in = []byte(stdin)
 	}
 	argv = append(argv, c.cp(), "kubectl", "--kubeconfig=/etc/kubernetes/admin.conf")
-	return docker(2*time.Minute, in, append(argv, args...)...)
+	return docker(c.slow*2*time.Minute, in, append(argv, args...)...)
 }
 
 // eventually retries f every 2 s until it succeeds or limit passes, and
@@ -204,10 +226,10 @@ func eventually(limit time.Duration, f func() error) error {
 func (c *cluster) checkAll(t *testing.T, stage string) {
 	t.Helper()
 	start := time.Now()
-	if err := eventually(5*time.Minute, c.nodesReady); err != nil {
+	if err := eventually(c.slow*5*time.Minute, c.nodesReady); err != nil {
 		t.Fatalf("%s: nodes: %v", stage, err)
 	}
-	if err := eventually(5*time.Minute, c.systemPodsRunning); err != nil {
+	if err := eventually(c.slow*5*time.Minute, c.systemPodsRunning); err != nil {
 		t.Fatalf("%s: kube-system pods: %v", stage, err)
 	}
 	t.Logf("%s: nodes Ready and kube-system pods Running after %v", stage, time.Since(start).Round(time.Second))
@@ -266,7 +288,7 @@ func (c *cluster) recordState(t *testing.T, stage string) {
 	pods, err2 := c.kubectl("", "get", "pods", "-A", "-o", "wide")
 	text := fmt.Sprintf("$ kubectl get nodes -o wide\n%s\n$ kubectl get pods -A -o wide\n%s", nodes, pods)
 	t.Logf("%s (errors: %v, %v):\n%s", stage, err1, err2, text)
-	if err := os.WriteFile(filepath.Join(logDir, c.name+"-"+stage+".txt"), []byte(text), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(c.logDir, c.name+"-"+stage+".txt"), []byte(text), 0o644); err != nil {
 		t.Error(err)
 	}
 }
@@ -284,7 +306,7 @@ func (c *cluster) checkTraffic(t *testing.T, stage string) {
 	if out, err := c.kubectl(manifest, "apply", "-f", "-"); err != nil {
 		t.Fatalf("%s: apply probe pods: %v\n%s", stage, err, out)
 	}
-	if out, err := c.kubectl("", "wait", "--for=condition=Ready", "pod/probe-server", "pod/probe-client", "--timeout=180s"); err != nil {
+	if out, err := c.kubectl("", "wait", "--for=condition=Ready", "pod/probe-server", "pod/probe-client", "--timeout="+(c.slow*3*time.Minute).String()); err != nil {
 		desc, _ := c.kubectl("", "describe", "pod", "probe-server", "probe-client")
 		t.Fatalf("%s: probe pods not Ready: %v\n%s\n%s", stage, err, out, desc)
 	}
@@ -306,7 +328,7 @@ func (c *cluster) checkTraffic(t *testing.T, stage string) {
 		{"a pod on " + server + " from " + client, []string{"get", "http://" + serverIP + ":8080/"}, "probe-server"},
 	} {
 		var out string
-		err := eventually(time.Minute, func() error {
+		err := eventually(c.slow*time.Minute, func() error {
 			var err error
 			out, err = exec(check.args...)
 			if err == nil && !strings.Contains(out, check.want) {

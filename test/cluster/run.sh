@@ -119,20 +119,37 @@ images=(
   "kind-entrypoint.test/netbase:dev"
   "kind-entrypoint.test/podprobe:dev"
 )
-import_image "${images[0]}" "" "$bins/kube-apiserver"
-import_image "${images[1]}" "" "$bins/kube-controller-manager"
-import_image "${images[2]}" "" "$bins/kube-scheduler"
-import_image "${images[4]}" "" "$bins/etcd"
-import_image "${images[5]}" '["/coredns"]' "$bins/coredns"
-import_image "${images[6]}" '["/pause"]' "$work/tools/pause"
-import_image "${images[8]}" '["/podprobe"]' "$work/tools/podprobe"
-mkdir "$work/netbase"
-cp "$bins/kube-proxy" "$bins/kubectl" "$here/node/Dockerfile.netbase" "$work/netbase/"
-docker build -q -f "$work/netbase/Dockerfile.netbase" --label "$label=1" --build-arg BASE_IMAGE="$base_image" \
-  -t "${images[7]}" -t "${images[3]}" "$work/netbase" > /dev/null 2> "$log_dir/build-netbase.log" \
-  || { cat "$log_dir/build-netbase.log" >&2; die "netbase image build failed"; }
-docker save -o "$work/ctx/images.tar" "${images[@]}"
-log "component images made in $(since "$t") ($(du -m "$work/ctx/images.tar" | cut -f1) MiB)"
+# The archive is cached by what goes into it: docker import stamps each image
+# with the time, so a new archive would be new bytes every run, and with it
+# the node image's biggest layer (which the VM tier must then load again).
+images_key=$({
+  echo "$bin_hash ${images[*]}"
+  docker image inspect -f '{{.Id}}' "$base_image"
+  cat "$work/tools/pause" "$work/tools/podprobe" "$here/node/Dockerfile.netbase" "$here/run.sh"
+} | sha256sum | cut -c1-12)
+images_tar=$state/images-$images_key.tar
+if [[ -s $images_tar ]]; then
+  log "component images $images_tar present"
+else
+  import_image "${images[0]}" "" "$bins/kube-apiserver"
+  import_image "${images[1]}" "" "$bins/kube-controller-manager"
+  import_image "${images[2]}" "" "$bins/kube-scheduler"
+  import_image "${images[4]}" "" "$bins/etcd"
+  import_image "${images[5]}" '["/coredns"]' "$bins/coredns"
+  import_image "${images[6]}" '["/pause"]' "$work/tools/pause"
+  import_image "${images[8]}" '["/podprobe"]' "$work/tools/podprobe"
+  mkdir "$work/netbase"
+  cp "$bins/kube-proxy" "$bins/kubectl" "$here/node/Dockerfile.netbase" "$work/netbase/"
+  docker build -q -f "$work/netbase/Dockerfile.netbase" --label "$label=1" --build-arg BASE_IMAGE="$base_image" \
+    -t "${images[7]}" -t "${images[3]}" "$work/netbase" > /dev/null 2> "$log_dir/build-netbase.log" \
+    || { cat "$log_dir/build-netbase.log" >&2; die "netbase image build failed"; }
+  docker save -o "$images_tar.tmp" "${images[@]}"
+  chmod 0644 "$images_tar.tmp" # node/Dockerfile does not chmod it (a layer copy)
+  mv "$images_tar.tmp" "$images_tar"
+  find "$state" -maxdepth 1 -name 'images-*.tar' ! -path "$images_tar" -delete
+fi
+ln "$images_tar" "$work/ctx/images.tar" 2> /dev/null || cp "$images_tar" "$work/ctx/images.tar"
+log "component images ready in $(since "$t") ($(du -m "$images_tar" | cut -f1) MiB)"
 
 # --- 4. node images ----------------------------------------------------------
 t=$(date +%s)

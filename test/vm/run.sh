@@ -2,11 +2,19 @@
 # VM tier: kind nodes on a cgroup v2 host, with Docker as root and rootless,
 # inside a QEMU VM (what `make e2e-vm` runs). See test/vm/README.md.
 #
+# Two suites share this script, its disk, its boot and its results; each has
+# its own node image and guest script (test/vm/guest/SUITE.sh):
+#   nodes    (make e2e-vm): the e2e node image on its own;
+#   cluster  (make e2e-vm-cluster, VM_SUITE=cluster): the cluster tier's node
+#            image (Kubernetes), a 1-node cluster made by the kind CLI and
+#            checked by the cluster tier's test, compiled for the VM.
+#
 #   1. installs what is missing (qemu-system-x86, qemu-utils, debootstrap,
 #      e2fsprogs);
 #   2. builds the node image with the e2e tier's recipe
-#      (test/e2e/run.sh --build-only: one image for every tier) and saves it
-#      with `docker save`, cached by image id;
+#      (test/e2e/run.sh --build-only: one image for every tier), or for the
+#      cluster suite the cluster tier's (test/cluster/run.sh --build-only),
+#      and saves it with `docker save`, cached by image id;
 #   3. builds the VM's root disk (test/vm/disk/build.sh), cached by a hash
 #      of test/vm/disk/;
 #   4. boots the VM (QEMU, TCG unless a short probe shows KVM works, no
@@ -19,8 +27,11 @@
 #   5. prints one PASS/FAIL line per scenario and "N passed, N failed";
 #      exits non-zero unless every scenario passed.
 #
-# Environment: VM_TIMEOUT (seconds the VM may run, default 1500), VM_ACCEL
-# (auto, tcg or kvm; default auto), VM_CPUS (2), VM_MEMORY (MiB, 4096),
+# Environment: VM_SUITE (nodes or cluster; default nodes), VM_TIMEOUT
+# (seconds the VM may run, default 2400; cluster 5400), VM_ACCEL (auto, tcg
+# or kvm; default auto), VM_CPUS (2), VM_MEMORY (MiB, 4096; cluster 6144),
+# VM_TIME_SCALE (cluster: the factor on the cluster test's time limits,
+# default 4),
 # VM_BOOT_LIMIT (seconds a node may take to reach `running`, default 180),
 # VM_EXIT_LIMIT (seconds a failing node may take to exit, default 120),
 # VM_PODMAN (0: without the rootless-podman scenario; default 1),
@@ -35,19 +46,34 @@ cd "$repo"
 
 state=$(realpath -m "${VM_STATE_DIR:-/var/cache/kind-entrypoint-vm}") # qcow2 backing paths are absolute
 log_root=/var/log/kind-entrypoint-vm
-vm_timeout=${VM_TIMEOUT:-1500}
+suite=${VM_SUITE:-nodes}
 accel=${VM_ACCEL:-auto}
 cpus=${VM_CPUS:-2}
-memory=${VM_MEMORY:-4096}
 boot_limit=${VM_BOOT_LIMIT:-180}
 exit_limit=${VM_EXIT_LIMIT:-120}
-# Every scenario scenarios.sh reports, in order: a missing one is a failure.
 # VM_PODMAN=0 leaves rootless-podman out (it alone loads the image into
 # podman: minutes on a cold disk).
 vm_podman=${VM_PODMAN:-1}
-scenarios=(vm-host default-node kubelet-cgroup restart differential rootless-docker rootless-node rootless-differential)
-((vm_podman)) && scenarios+=(rootless-podman)
-scenarios+=(rootless-no-memory)
+time_scale=${VM_TIME_SCALE:-4}
+# Every scenario the guest reports, in order: a missing one is a failure.
+case $suite in
+  nodes)
+    # 23 min seen with the machine loaded (load 5-12, another VM beside it)
+    vm_timeout=${VM_TIMEOUT:-2400}
+    memory=${VM_MEMORY:-4096}
+    scenarios=(vm-host default-node kubelet-cgroup restart differential rootless-docker rootless-node rootless-differential)
+    ((vm_podman)) && scenarios+=(rootless-podman)
+    scenarios+=(rootless-no-memory)
+    ;;
+  cluster)
+    # a control plane under emulation: minutes for each load, and the
+    # cluster twice (root, then rootless Docker)
+    vm_timeout=${VM_TIMEOUT:-5400}
+    memory=${VM_MEMORY:-6144}
+    scenarios=(vm-host cluster-root rootless-docker cluster-rootless)
+    ;;
+  *) printf 'vm: VM_SUITE must be nodes or cluster, not %s\n' "$suite" >&2; exit 2 ;;
+esac
 
 log() { printf '%s vm: %s\n' "$(date +%T)" "$*" >&2; }
 die() { log "ERROR: $*"; exit 1; }
@@ -83,7 +109,14 @@ if [[ -n ${VM_NODE_IMAGE:-} ]]; then
   log "using VM_NODE_IMAGE=$node_image, not the e2e node image"
 else
   # 9>&-: the e2e run must not inherit our lock
-  node_image=$(bash test/e2e/run.sh --build-only 9>&-) || die "building the node image (test/e2e/run.sh --build-only) failed"
+  case $suite in
+    nodes) node_image=$(bash test/e2e/run.sh --build-only 9>&-) || die "building the node image (test/e2e/run.sh --build-only) failed" ;;
+    cluster)
+      # it prints the cluster image first, then its control images
+      images=$(bash test/cluster/run.sh --build-only 9>&-) || die "building the cluster node image (test/cluster/run.sh --build-only) failed"
+      node_image=${images%%$'\n'*}
+      ;;
+  esac
 fi
 image_id=$(docker image inspect -f '{{.Id}}' "$node_image") || die "no image $node_image"
 image_id=${image_id#sha256:}
@@ -95,8 +128,15 @@ if [[ ! -s $node_tar ]]; then
   find "$state" -maxdepth 1 -name 'node-*.tar' ! -path "$node_tar" -delete
 fi
 log "node image $node_image (${image_id:0:12}) ready in $(since "$t")"
-# The kind CLI for the rootless-podman scenario (static: it runs in the VM).
-kind_cli=$(bash test/kind-cli.sh) || die "building the kind CLI (test/kind-cli.sh) failed"
+# The kind CLI (static: it runs in the VM): v0.23.0 for the rootless-podman
+# scenario; for the cluster suite the release made for the image's
+# Kubernetes (test/cluster/versions), and the cluster tier's test, built for
+# the VM.
+kind_version=v0.23.0
+if [[ $suite == cluster ]]; then
+  kind_version=$(sed -n 's/^KIND=//p' test/cluster/versions)
+fi
+kind_cli=$(bash test/kind-cli.sh "$kind_version") || die "building the kind CLI $kind_version (test/kind-cli.sh) failed"
 
 # --- 3. the VM disk ----------------------------------------------------------
 disk_hash=$( (cd test/vm/disk && find . -type f -print0 | sort -z | xargs -0 sha256sum) | sha256sum | cut -c1-12)
@@ -130,7 +170,10 @@ trap cleanup EXIT
 # its base layer (the big one: loading it takes minutes under emulation).
 base_layer=$(docker image inspect -f '{{index .RootFS.Layers 0}}' "$node_image")
 base_layer=${base_layer#sha256:}
-warm=$disk/warm-${base_layer:0:12}.qcow2
+# one per suite: each holds its own image
+warm_prefix=warm-
+[[ $suite == nodes ]] || warm_prefix=warm-$suite-
+warm=$disk/$warm_prefix${base_layer:0:12}.qcow2
 t=$(date +%s)
 if [[ -s $warm ]]; then
   log "booting from the warm disk $warm"
@@ -139,23 +182,29 @@ else
   qemu-img create -q -f qcow2 -b "$disk/root.img" -F raw "$work/root.qcow2"
 fi
 ln "$node_tar" "$work/in/node.tar" 2> /dev/null || cp "$node_tar" "$work/in/node.tar"
-cp test/vm/guest/scenarios.sh "$work/in/"
-# The differential tier (test/e2e, TestDifferential) runs in the guest as
-# its compiled test binary, from a copy of the paths it reads, against kind
-# v0.23.0's scripts out of kind's Go module.
-CGO_ENABLED=0 go test -c -tags e2e -trimpath -o "$work/in/e2e.test" ./test/e2e \
-  || die "building the e2e test binary failed"
-mkdir -p "$work/in/repo/test/e2e/testdata"
-cp README.md "$work/in/repo/"
-cp test/e2e/testdata/differential-normalize.txt "$work/in/repo/test/e2e/testdata/"
-kind_mod=$(go mod download -json sigs.k8s.io/kind@v0.23.0 | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')
-[[ -n $kind_mod ]] || die "go mod download sigs.k8s.io/kind@v0.23.0 failed"
-for f in usr/local/bin/entrypoint kind/bin/create-kubelet-cgroup-v2.sh; do
-  install -D -m 0755 "$kind_mod/images/base/files/$f" "$work/in/kind-v0.23.0/images/base/files/$f"
-done
+cp test/vm/guest/scenarios.sh "test/vm/guest/$suite.sh" "$work/in/"
+if [[ $suite == nodes ]]; then
+  # The differential tier (test/e2e, TestDifferential) runs in the guest as
+  # its compiled test binary, from a copy of the paths it reads, against
+  # kind v0.23.0's scripts out of kind's Go module.
+  CGO_ENABLED=0 go test -c -tags e2e -trimpath -o "$work/in/e2e.test" ./test/e2e \
+    || die "building the e2e test binary failed"
+  mkdir -p "$work/in/repo/test/e2e/testdata"
+  cp README.md "$work/in/repo/"
+  cp test/e2e/testdata/differential-normalize.txt "$work/in/repo/test/e2e/testdata/"
+  kind_mod=$(go mod download -json sigs.k8s.io/kind@v0.23.0 | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')
+  [[ -n $kind_mod ]] || die "go mod download sigs.k8s.io/kind@v0.23.0 failed"
+  for f in usr/local/bin/entrypoint kind/bin/create-kubelet-cgroup-v2.sh; do
+    install -D -m 0755 "$kind_mod/images/base/files/$f" "$work/in/kind-v0.23.0/images/base/files/$f"
+  done
+fi
 cp "$kind_cli" "$work/in/kind"
-printf 'NODE_IMAGE=%q\nNODE_IMAGE_ID=%q\nBOOT_LIMIT=%d\nEXIT_LIMIT=%d\nPODMAN=%d\n' \
-  "$node_image" "$image_id" "$boot_limit" "$exit_limit" "$vm_podman" > "$work/in/vm.env"
+if [[ $suite == cluster ]]; then
+  CGO_ENABLED=0 go test -c -tags cluster,vm -trimpath -o "$work/in/cluster.test" ./test/cluster/ \
+    || die "building the cluster test for the VM failed"
+fi
+printf 'SUITE=%q\nNODE_IMAGE=%q\nNODE_IMAGE_ID=%q\nBOOT_LIMIT=%d\nEXIT_LIMIT=%d\nPODMAN=%d\nTIME_SCALE=%d\nVM_TIMEOUT=%d\n' \
+  "$suite" "$node_image" "$image_id" "$boot_limit" "$exit_limit" "$vm_podman" "$time_scale" "$vm_timeout" > "$work/in/vm.env"
 in_mib=$(( $(du -sm "$work/in" | cut -f1) + 64 ))
 truncate -s "${in_mib}M" "$work/in.img"
 mkfs.ext4 -q -F -L kindvm-in -d "$work/in" "$work/in.img"
@@ -180,7 +229,7 @@ case $accel in
 esac
 
 cmdline="root=LABEL=kindvm-root rw console=ttyS0 systemd.unified_cgroup_hierarchy=1 panic=1 quiet"
-log "booting the VM ($accel, $cpus CPUs, ${memory} MiB, limit ${vm_timeout}s); logs: $run"
+log "booting the VM, suite $suite ($accel, $cpus CPUs, ${memory} MiB, limit ${vm_timeout}s); logs: $run"
 t=$(date +%s)
 # -uuid: real machines have a DMI product_uuid, which the node must hide.
 timeout --kill-after=10 "$vm_timeout" qemu-system-x86_64 \
@@ -222,7 +271,8 @@ if ! grep -qx "done" "$summary" 2> /dev/null; then
 fi
 echo "$passed passed, $failed failed"
 if [[ ! -s $warm ]] && grep -qx "clean" "$summary" 2> /dev/null; then
-  rm -f "$disk"/warm-*.qcow2
+  # this suite's earlier warm disks (12 hex digits: not another suite's)
+  find "$disk" -maxdepth 1 -name "$warm_prefix????????????.qcow2" -delete
   mv "$work/root.qcow2" "$warm"
   log "kept the VM's disk as $warm for later runs"
 fi
