@@ -17,6 +17,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -302,7 +303,7 @@ func collectState(n *node) map[string]string {
 
 	var alts []string
 	for _, a := range []string{"iptables", "ip6tables"} {
-		q, _ := n.ExecErr("update-alternatives", "--query", a)
+		q := mustCollect(n, "update-alternatives", "--query", a)
 		for _, l := range strings.Split(q, "\n") {
 			if strings.HasPrefix(l, "Status:") || strings.HasPrefix(l, "Value:") {
 				alts = append(alts, a+" "+l)
@@ -311,7 +312,7 @@ func collectState(n *node) map[string]string {
 	}
 	st["alternatives"] = strings.Join(alts, "\n")
 
-	units, _ := n.ExecErr("systemctl", "list-unit-files", "--state=enabled", "--no-legend", "--no-pager")
+	units := mustCollect(n, "systemctl", "list-unit-files", "--state=enabled", "--no-legend", "--no-pager")
 	var enabled []string
 	for _, l := range strings.Split(units, "\n") {
 		if f := strings.Fields(l); len(f) > 0 {
@@ -435,6 +436,27 @@ func modeString(h *tar.Header) string {
 		}
 	}
 	return string(b)
+}
+
+// mustCollect runs a read in the node that must succeed, and fails the test
+// when it does not after three tries. A failed read taken as empty output
+// made a difference that was not there: the script's enabled units came
+// back empty once in the VM, under load.
+func mustCollect(n *node, argv ...string) string {
+	n.t.Helper()
+	var err error
+	for try := 0; try < 3; try++ {
+		if try > 0 {
+			time.Sleep(2 * time.Second)
+		}
+		var out string
+		if out, err = n.ExecErr(argv...); err == nil {
+			return out
+		}
+		n.t.Logf("%s: try %d: %v", n.Name, try+1, err)
+	}
+	n.t.Fatalf("%s: %v", n.Name, err)
+	return ""
 }
 
 // containerNoise replaces what differs between any two containers of one
