@@ -8,7 +8,7 @@ STATICCHECK_VERSION ?= v0.8.2
 
 export CGO_ENABLED := 0
 
-.PHONY: all build test unit e2e e2e-podman e2e-cluster e2e-vm e2e-vm-podman e2e-vm-cluster run bench fuzz lint image clean
+.PHONY: all build test unit e2e e2e-podman e2e-cluster e2e-vm e2e-vm-cluster run bench fuzz lint image clean
 
 all: build
 
@@ -48,11 +48,6 @@ e2e-cluster: build
 # TCG); see test/vm/README.md.
 e2e-vm: build
 	bash test/vm/run.sh
-
-# The VM tier with the rootless-podman scenario too; not in `test` (see
-# test/vm/README.md: kind's fixed 30 s log wait against a TCG VM).
-e2e-vm-podman: build
-	VM_PODMAN=1 bash test/vm/run.sh
 
 # Real Kubernetes on cgroup v2: the cluster tier's node image in the VM, a
 # 1-node cluster made by the kind CLI under root and rootless Docker; not in

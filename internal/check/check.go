@@ -566,6 +566,8 @@ func (c *checker) names() []Row {
 
 	const hdi = "host-docker-internal"
 	switch {
+	case errors.Is(f.DockerHostErr, network.ErrDockerHostNotNeeded):
+		rows = append(rows, Row{hdi, Pass, "not needed: the node does not use Docker's embedded DNS", ""})
 	case docker:
 		rows = append(rows, Row{hdi, Pass, f.DockerHost.String() + ": pods use the host's DNS through it", ""})
 	case timedOut(f.DockerHostErr):

@@ -34,8 +34,11 @@ type Probes struct {
 	savesErr  error
 
 	namesOnce sync.Once
-	namesDone chan struct{}
+	namesDone chan struct{} // the hostname and the node's own addresses
 	names     names
+	hostDone  chan struct{} // host.docker.internal
+	host      netip.Addr
+	hostErr   error
 
 	// enable_network_magic's facts, read once for magicMode (DetectMagic).
 	magicOnce sync.Once
@@ -44,21 +47,20 @@ type Probes struct {
 	magicErr  error
 }
 
-// names are the answers of the name probes.
+// names are the answers of the probes of the node's own name.
 type names struct {
 	hostname    string
 	hostnameErr error
 
-	dockerHost    netip.Addr
-	dockerHostErr error
-	ipv4, ipv6    netip.Addr
-	ipv4Err       error
-	ipv6Err       error
+	ipv4, ipv6 netip.Addr
+	ipv4Err    error
+	ipv6Err    error
 }
 
 // NewProbes returns probes of sys, each limited to timeout, none started.
 func NewProbes(sys system.System, timeout time.Duration) *Probes {
-	return &Probes{sys: sys, timeout: timeout, savesDone: make(chan struct{}), namesDone: make(chan struct{})}
+	return &Probes{sys: sys, timeout: timeout, savesDone: make(chan struct{}),
+		namesDone: make(chan struct{}), hostDone: make(chan struct{})}
 }
 
 // StartSaves runs the four saves concurrently in the background (ctx
@@ -110,30 +112,33 @@ func (p *Probes) noTables(names string) (string, bool) {
 	return names + " lists no table", true
 }
 
-// StartNames reads the hostname, then looks up host.docker.internal and
-// the node's name in both families, concurrently, in the background; ctx
-// bounds them.
+// StartNames looks up host.docker.internal, and reads the hostname and
+// looks up the node's name in both families, concurrently, in the
+// background; ctx bounds them. The two groups end apart: a node that does
+// not use Docker's DNS never waits for the first (see waitDockerHost).
 func (p *Probes) StartNames(ctx context.Context) {
 	p.namesOnce.Do(func() {
-		p.running.Add(1)
+		p.running.Add(2)
 		go func() {
 			defer p.running.Done()
-			defer close(p.namesDone)
+			defer close(p.hostDone)
+			p.host, p.hostErr = lookupFirst(ctx, p.sys, p.timeout, "ip4", DockerHostName, false)
+		}()
+		go func() {
 			n := &p.names
+			defer p.running.Done()
+			defer close(p.namesDone)
 			if n.hostname, n.hostnameErr = hostname(p.sys); n.hostnameErr != nil {
 				return
 			}
-			var wg sync.WaitGroup
-			wg.Go(func() {
-				n.dockerHost, n.dockerHostErr = lookupFirst(ctx, p.sys, p.timeout, "ip4", DockerHostName, false)
-			})
-			if n.hostname != "" {
-				wg.Go(func() { n.ipv4, n.ipv4Err = lookupFirst(ctx, p.sys, p.timeout, "ip4", n.hostname, true) })
-				wg.Go(func() { n.ipv6, n.ipv6Err = lookupFirst(ctx, p.sys, p.timeout, "ip6", n.hostname, true) })
-			} else {
+			if n.hostname == "" {
 				n.ipv4Err = errors.New("the node has no hostname")
 				n.ipv6Err = n.ipv4Err
+				return
 			}
+			var wg sync.WaitGroup
+			wg.Go(func() { n.ipv4, n.ipv4Err = lookupFirst(ctx, p.sys, p.timeout, "ip4", n.hostname, true) })
+			wg.Go(func() { n.ipv6, n.ipv6Err = lookupFirst(ctx, p.sys, p.timeout, "ip6", n.hostname, true) })
 			wg.Wait()
 		}()
 	})
@@ -150,9 +155,18 @@ func (p *Probes) waitSaves(ctx context.Context) ([]Save, error) {
 	return p.saves, p.savesErr
 }
 
-// waitNames starts the name probes if they are not running and waits.
+// waitNames starts the name probes if they are not running and waits for
+// the hostname and the node's own addresses.
 func (p *Probes) waitNames(ctx context.Context) names {
 	p.StartNames(ctx)
 	<-p.namesDone
 	return p.names
+}
+
+// waitDockerHost starts the name probes if they are not running and waits
+// for the lookup of host.docker.internal.
+func (p *Probes) waitDockerHost(ctx context.Context) (netip.Addr, error) {
+	p.StartNames(ctx)
+	<-p.hostDone
+	return p.host, p.hostErr
 }

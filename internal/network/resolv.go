@@ -28,8 +28,15 @@ func RewriteResolvConf(orig []byte, hostIP string, search *string) ([]byte, erro
 	if err != nil {
 		return nil, fmt.Errorf("host IP: %w", err)
 	}
+	return rewriteResolvConf(orig, host, search)
+}
+
+// rewriteResolvConf is RewriteResolvConf of a parsed host IP. An invalid
+// host only rewrites the search lines, and fails on a nameserver line for
+// Docker's embedded DNS.
+func rewriteResolvConf(orig []byte, host netip.Addr, search *string) ([]byte, error) {
 	if host == netip.MustParseAddr(dockerEmbeddedDNS) {
-		return nil, fmt.Errorf("host IP %s is Docker's embedded DNS itself", hostIP)
+		return nil, fmt.Errorf("host IP %s is Docker's embedded DNS itself", host)
 	}
 	if search != nil {
 		if err := checkSearch(*search); err != nil {
@@ -53,6 +60,9 @@ func RewriteResolvConf(orig []byte, hostIP string, search *string) ([]byte, erro
 				continue
 			case n > 1 && string(line[f[0].start:f[0].end]) == "nameserver" &&
 				string(line[f[1].start:f[1].end]) == dockerEmbeddedDNS:
+				if !host.IsValid() {
+					return nil, fmt.Errorf("no host IP to replace nameserver %s with", dockerEmbeddedDNS)
+				}
 				if hostText == "" {
 					hostText = host.String()
 				}

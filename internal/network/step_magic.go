@@ -142,11 +142,26 @@ func (p *Probes) detectMagic(ctx context.Context, lookupEnv func(string) (string
 		return f, n.hostnameErr
 	}
 	f.Hostname = n.hostname
-	f.DockerHost, f.DockerHostErr = n.dockerHost, n.dockerHostErr
 	f.IPv4, f.IPv4Err = n.ipv4, n.ipv4Err
 	f.IPv6, f.IPv6Err = n.ipv6, n.ipv6Err
-	return f, err
+	if err != nil {
+		return f, err
+	}
+	if _, ok := noEmbeddedDNS(f); ok {
+		// Nothing of Docker's DNS to point at the host (podman): its
+		// address is written nowhere, so the boot does not wait for a
+		// lookup that, on a node whose DNS cannot answer it, takes the
+		// whole timeout. stopProbes ends it.
+		f.DockerHostErr = ErrDockerHostNotNeeded
+		return f, nil
+	}
+	f.DockerHost, f.DockerHostErr = p.waitDockerHost(ctx)
+	return f, nil
 }
+
+// ErrDockerHostNotNeeded is MagicFacts.DockerHostErr on a node with
+// nothing of Docker's embedded DNS (see noEmbeddedDNS).
+var ErrDockerHostNotNeeded = errors.New("not waited for: the node does not use Docker's embedded DNS")
 
 // DNSRestoreAhead is the iptables-restore enable_network_magic will plan
 // first, decided as the step decides it (DetectIptables, DetectMagic,
@@ -279,7 +294,11 @@ func (f MagicFacts) HostIP() (netip.Addr, string) {
 // Describe lists the facts for --dry-run.
 func (f MagicFacts) Describe() [][2]string {
 	ip, source := f.HostIP()
-	out := [][2]string{{"host IP", fmt.Sprintf("%s (%s)", show(ip), source)}}
+	host := fmt.Sprintf("%s (%s)", show(ip), source)
+	if errors.Is(f.DockerHostErr, ErrDockerHostNotNeeded) {
+		host = "not needed (the node does not use Docker's embedded DNS)"
+	}
+	out := [][2]string{{"host IP", host}}
 	if f.RulesErr != nil {
 		out = append(out, [2]string{"iptables rules", fmt.Sprintf("%s failed: %v", f.Mode.SaveCommand(), f.RulesErr)})
 	} else {
@@ -327,11 +346,17 @@ func PlanMagic(f MagicFacts) ([]plan.Action, error) {
 		}
 	}
 	var actions []plan.Action
-	if why, ok := noEmbeddedDNS(f); ok {
-		actions = append(actions, plan.Info(why))
-	}
 	hostIP, source := f.HostIP()
-	if !hostIP.IsValid() {
+	if why, ok := noEmbeddedDNS(f); ok {
+		// No address of the Docker host is needed: only a search line
+		// may change.
+		actions = append(actions, plan.Info(why))
+		a, err := planResolvConf(f, netip.Addr{}, false)
+		actions = append(actions, a...)
+		if err != nil {
+			return actions, err
+		}
+	} else if !hostIP.IsValid() {
 		actions = append(actions, plan.Warning(fmt.Sprintf(
 			"found no address of the Docker host (%s); leaving the DNS rules and %s as they are", source, ResolvConf)))
 	} else {
@@ -443,7 +468,7 @@ func planResolvConf(f MagicFacts, hostIP netip.Addr, served bool) ([]plan.Action
 		return nil, fmt.Errorf("the %s rules send nothing to %s, which %s names: pods could not use Docker's DNS (are Docker's rules in the other backend?)",
 			f.Mode, dockerEmbeddedDNS, ResolvConf)
 	}
-	out, err := RewriteResolvConf(f.Resolv.Data, hostIP.String(), f.Search)
+	out, err := rewriteResolvConf(f.Resolv.Data, hostIP, f.Search)
 	if err != nil {
 		return nil, fmt.Errorf("rewrite %s: %w", ResolvConf, err)
 	}

@@ -237,18 +237,26 @@ func TestPlanMagicPodman(t *testing.T) {
 	const resolvPodman = "search dns.podman\nnameserver fc00:f853:ccd:e793::1\nnameserver 10.89.0.1\nnameserver 10.255.255.53\n"
 	const why = "log INFO: no nameserver 127.0.0.11 in /etc/resolv.conf and no legacy rule sending to it (not Docker's embedded DNS): leaving the nameservers and the DNS rules as they are"
 	str := func(s string) *string { return &s }
+	const searched = "search podman.example\nnameserver fc00:f853:ccd:e793::1\nnameserver 10.89.0.1\nnameserver 10.255.255.53\n"
 	for _, tt := range []struct {
-		name   string
-		search *string
-		want   string // the rewritten resolv.conf, "" for none
+		name    string
+		search  *string
+		gateway string // "" for none (an internal network)
+		want    string // the rewritten resolv.conf, "" for none
 	}{
-		{"KIND_DNS_SEARCH unset", nil, ""},
-		{"KIND_DNS_SEARCH set", str("podman.example"),
-			"search podman.example\nnameserver fc00:f853:ccd:e793::1\nnameserver 10.89.0.1\nnameserver 10.255.255.53\n"},
+		{"KIND_DNS_SEARCH unset", nil, "10.89.0.1", ""},
+		{"KIND_DNS_SEARCH set", str("podman.example"), "10.89.0.1", searched},
+		// No address of the host is needed to write a search line.
+		{"KIND_DNS_SEARCH set, no gateway", str("podman.example"), "", searched},
 	} {
 		f := facts()
 		f.Mode = Legacy
-		f.Gateway = netip.MustParseAddr("10.89.0.1")
+		f.DockerHostErr = ErrDockerHostNotNeeded
+		if tt.gateway != "" {
+			f.Gateway = netip.MustParseAddr(tt.gateway)
+		} else {
+			f.Gateway, f.GatewayErr = netip.Addr{}, errors.New("no IPv4 default route with a gateway")
+		}
 		f.Rules = []byte("*nat\n:PREROUTING ACCEPT [0:0]\n:OUTPUT ACCEPT [0:0]\nCOMMIT\n")
 		f.Resolv.Data = []byte(resolvPodman)
 		f.Search = tt.search
@@ -623,6 +631,57 @@ func TestDetectMagic(t *testing.T) {
 	}
 	if string(f.Rules) != rulesNoDport || len(hang.Ran()) != 0 {
 		t.Errorf("rules %q; ran %q", f.Rules, hang.Ran())
+	}
+}
+
+// TestDetectMagicPodmanDoesNotWait: on a node with nothing of Docker's
+// embedded DNS (podman), the step does not wait for host.docker.internal,
+// whose lookup there can only time out (a VM with no upstream DNS took 5 s
+// of every boot). A Docker node still waits for it.
+func TestDetectMagicPodmanDoesNotWait(t *testing.T) {
+	const node = "kind-control-plane 10.89.0.2\nhost.docker.internal hang\n"
+	legacy := IptablesFacts{Saves: []Save{{Command: "iptables-legacy-save", Mode: Legacy,
+		Output: []byte("*nat\n:PREROUTING ACCEPT [0:0]\nCOMMIT\n")}}}
+	podman := fakeNode(t, map[string]string{
+		".host/hosts":     node,
+		"etc/hostname":    "kind-control-plane\n",
+		"etc/resolv.conf": "search dns.podman\nnameserver 10.89.0.1\n",
+	})
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel() // ends the lookup left running
+	done := make(chan MagicFacts, 1)
+	go func() {
+		f, err := DetectMagic(ctx, podman, func(string) (string, bool) { return "", false }, legacy, time.Hour)
+		if err != nil {
+			t.Error(err)
+		}
+		done <- f
+	}()
+	select {
+	case f := <-done:
+		if !errors.Is(f.DockerHostErr, ErrDockerHostNotNeeded) || f.DockerHost.IsValid() {
+			t.Errorf("Docker host %s, %v; want %v", f.DockerHost, f.DockerHostErr, ErrDockerHostNotNeeded)
+		}
+		if f.IPv4.String() != "10.89.0.2" {
+			t.Errorf("node address %s, %v", f.IPv4, f.IPv4Err)
+		}
+	case <-time.After(time.Minute): // a bound on a hang, not a speed goal
+		t.Fatal("DetectMagic waited for host.docker.internal on a node without Docker's DNS")
+	}
+
+	// Docker's resolv.conf: the lookup is waited for (here until it
+	// times out).
+	docker := fakeNode(t, map[string]string{
+		".host/hosts":     node,
+		"etc/hostname":    "kind-control-plane\n",
+		"etc/resolv.conf": resolvDocker,
+	})
+	f, err := DetectMagic(t.Context(), docker, func(string) (string, bool) { return "", false }, legacy, 50*time.Millisecond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !system.TimedOut(f.DockerHostErr) {
+		t.Errorf("Docker host %s, %v; want a timeout", f.DockerHost, f.DockerHostErr)
 	}
 }
 

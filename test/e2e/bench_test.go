@@ -78,7 +78,7 @@ var (
 	// benchDetails, when set, is a file the benchmarks write their raw
 	// samples to (JSON), for bench/report.
 	benchDetails = os.Getenv("E2E_BENCH_DETAILS")
-	benchRunID   = newRunID()
+	benchRunID   = tier.RunID()
 )
 
 // --- images -------------------------------------------------------------

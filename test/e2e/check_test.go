@@ -23,7 +23,7 @@ func (n *node) netState() map[string]string {
 		{"ip", "-o", "link"}, {"ip", "-o", "addr"}, {"ip", "route", "show", "table", "all"},
 		{"ip", "-6", "route", "show", "table", "all"}, {"ip", "rule"}, {"ip", "-all", "netns", "list"},
 	} {
-		out, err := n.execErr(argv...)
+		out, err := n.ExecErr(argv...)
 		s[strings.Join(argv, " ")] = out + errString(err)
 	}
 	return s
@@ -46,7 +46,7 @@ func TestCheckInNode(t *testing.T) {
 	n.waitRunning()
 	before, netBefore := n.state(), n.netState()
 
-	out, err := n.execErr("/usr/local/bin/entrypoint", "check", "--json")
+	out, err := n.ExecErr("/usr/local/bin/entrypoint", "check", "--json")
 	code := 0
 	if err != nil {
 		m := regexp.MustCompile(`exit status (\d+)`).FindStringSubmatch(err.Error())

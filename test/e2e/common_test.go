@@ -3,10 +3,9 @@
 package e2e
 
 import (
-	"crypto/rand"
-	"encoding/hex"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -20,14 +19,6 @@ func envOr(key, def string) string {
 		return v
 	}
 	return def
-}
-
-func newRunID() string {
-	b := make([]byte, 3)
-	if _, err := rand.Read(b); err != nil {
-		panic(err)
-	}
-	return hex.EncodeToString(b)
 }
 
 // kindRunArgs are the flags kind v0.23.0 (pkg/cluster/internal/providers/
@@ -76,11 +67,11 @@ func mustDocker(t testing.TB, args ...string) string {
 }
 
 // writeBuildContext writes a docker build context: each file of files in
-// dir, "entrypoint" executable.
+// dir, "entrypoint" and scripts (*.sh) executable.
 func writeBuildContext(dir string, files map[string]string) error {
 	for name, data := range files {
 		mode := os.FileMode(0o644)
-		if name == "entrypoint" {
+		if name == "entrypoint" || strings.HasSuffix(name, ".sh") {
 			mode = 0o755
 		}
 		if err := os.WriteFile(filepath.Join(dir, name), []byte(data), mode); err != nil {

@@ -3,9 +3,11 @@
 package e2e
 
 import (
+	"archive/tar"
 	"bufio"
 	"encoding/json"
 	"fmt"
+	"io"
 	"maps"
 	"os"
 	"os/exec"
@@ -17,6 +19,8 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/kind-entrypoint/entrypoint/test/tier"
 )
 
 // The differential tier boots kind v0.23.0's script and our binary in the
@@ -26,7 +30,7 @@ import (
 // Anything else fails.
 //
 // The reference is never copied into the repository: it is read from kind's
-// Go module (as bench/run.sh does), or from E2E_DIFF_REFERENCE.
+// Go module (as bench/run.sh does), or from E2E_DIFF_KIND.
 
 const (
 	referenceImage   = "kind-entrypoint-e2e/reference:dev"
@@ -38,50 +42,112 @@ type diffScenario struct {
 	name    string
 	opts    nodeOpts
 	restart bool
+	// then is a further scenario on the same nodes, diffed once this one
+	// is collected: under emulation (the VM) a node boot is the dearest
+	// part of a scenario.
+	then *diffThen
 }
 
-func diffScenarios() []diffScenario {
-	return []diffScenario{
-		{name: "default"},
-		{name: "host-cgroupns", opts: nodeOpts{cgroupns: "host"}},
-		{name: "native", opts: nodeOpts{env: []string{"KIND_EXPERIMENTAL_CONTAINERD_SNAPSHOTTER=native"}}},
-		{name: "fuse-overlayfs", opts: nodeOpts{env: []string{"KIND_EXPERIMENTAL_CONTAINERD_SNAPSHOTTER=fuse-overlayfs"}}},
-		{name: "proxy", opts: nodeOpts{env: []string{"HTTP_PROXY=http://proxy.example:3128", "HTTPS_PROXY=http://proxy.example:3128", "NO_PROXY=localhost,10.0.0.0/8"}}},
-		{name: "dns-search-set", opts: nodeOpts{env: []string{"KIND_DNS_SEARCH=corp.example lab.example"}}},
-		{name: "dns-search-empty", opts: nodeOpts{env: []string{"KIND_DNS_SEARCH="}}},
-		{name: "restart", restart: true},
+// diffThen is a scenario that goes on from another's nodes: a command run
+// in each node (by side: the same companion command, as each image has
+// it), then the state diffed again.
+type diffThen struct {
+	name string
+	argv map[string][]string
+}
+
+// Where the tier runs (diffHost): this cgroup v1 host, and in the VM tier
+// (test/vm) a cgroup v2 host under root Docker and under rootless Docker.
+const (
+	hostV1       = "v1"
+	hostV2       = "v2"
+	hostRootless = "rootless"
+)
+
+// diffScenarios are the scenarios of a host kind (see diffHost).
+func diffScenarios(host string) []diffScenario {
+	switch host {
+	case hostV1:
+		return []diffScenario{
+			{name: "default"},
+			{name: "host-cgroupns", opts: nodeOpts{cgroupns: "host"}},
+			{name: "native", opts: nodeOpts{env: []string{"KIND_EXPERIMENTAL_CONTAINERD_SNAPSHOTTER=native"}}},
+			{name: "fuse-overlayfs", opts: nodeOpts{env: []string{"KIND_EXPERIMENTAL_CONTAINERD_SNAPSHOTTER=fuse-overlayfs"}}},
+			{name: "proxy", opts: nodeOpts{env: []string{"HTTP_PROXY=http://proxy.example:3128", "HTTPS_PROXY=http://proxy.example:3128", "NO_PROXY=localhost,10.0.0.0/8"}}},
+			{name: "dns-search-set", opts: nodeOpts{env: []string{"KIND_DNS_SEARCH=corp.example lab.example"}}},
+			{name: "dns-search-empty", opts: nodeOpts{env: []string{"KIND_DNS_SEARCH="}}},
+			{name: "restart", restart: true},
+		}
+	case hostV2:
+		return []diffScenario{
+			// create-kubelet-cgroup-v2 is what kubelet.service's
+			// ExecStartPre runs on cgroup v2, once systemd is up.
+			{name: "default", then: &diffThen{name: "create-kubelet-cgroup-v2", argv: map[string][]string{
+				"ours":   {"entrypoint", "create-kubelet-cgroup-v2"},
+				"script": {"/kind/bin/create-kubelet-cgroup-v2.sh"},
+			}}},
+			{name: "restart", restart: true},
+		}
+	case hostRootless:
+		return []diffScenario{{name: "rootless"}}
 	}
+	return nil
 }
 
-// TestDifferentialV1 runs every scenario on this (cgroup v1) host.
-func TestDifferentialV1(t *testing.T) {
+// diffHost says where the tier runs: rootless when the Docker daemon is
+// rootless, else v2 or v1 by the host's cgroup hierarchy.
+func diffHost(t *testing.T) string {
+	t.Helper()
+	sec := mustDocker(t, "info", "--format", "{{.SecurityOptions}}")
+	switch {
+	case strings.Contains(sec, "name=rootless"):
+		return hostRootless
+	case tier.CgroupV2():
+		return hostV2
+	}
+	return hostV1
+}
+
+// TestDifferential runs the scenarios of this host: on the e2e host (cgroup
+// v1) from test/e2e/run.sh, and in the VM tier (cgroup v2, root and
+// rootless Docker) from the compiled test binary.
+func TestDifferential(t *testing.T) {
 	list, err := readNormalizations(differentialList)
 	if err != nil {
 		t.Fatal(err)
 	}
+	host := diffHost(t)
+	t.Logf("differential scenarios of a %s host", host)
 	ref := buildReferenceImage(t)
-	// On this host hugetlb, net_cls,net_prio and perf_event have no v1
-	// hierarchy (hierarchy 0 in /proc/cgroups). A node's systemd mounts one
-	// for each at boot, but from a private cgroup namespace the kernel only
-	// attaches to a hierarchy that exists; only a node in the host's cgroup
-	// namespace (the host-cgroupns scenario) creates them, for as long as it
-	// runs. So whether a node had them depended on whether another
-	// scenario's host-cgroupns node was up when it booted, and the script's
-	// node, booted second, had them more often than ours. A host-cgroupns
-	// node that runs for the whole test gives every node the same
-	// hierarchies. (Seen with 6 of our nodes and 1 of the script's booted
-	// with --cgroupns=private: none had them; with such a holder up, each
-	// did.)
-	holder := startNode(t, newNetwork(t, "diff-holder"), "diff-holder", nodeOpts{noTTY: true, cgroupns: "host"})
-	holder.waitRunning()
+	if host == hostV1 {
+		// On this host hugetlb, net_cls,net_prio and perf_event have no
+		// v1 hierarchy (hierarchy 0 in /proc/cgroups). A node's systemd
+		// mounts one for each at boot, but from a private cgroup namespace
+		// the kernel only attaches to a hierarchy that exists; only a node
+		// in the host's cgroup namespace (the host-cgroupns scenario)
+		// creates them, for as long as it runs. So whether a node had them
+		// depended on whether another scenario's host-cgroupns node was up
+		// when it booted, and the script's node, booted second, had them
+		// more often than ours. A host-cgroupns node that runs for the
+		// whole test gives every node the same hierarchies. (Seen with 6
+		// of our nodes and 1 of the script's booted with
+		// --cgroupns=private: none had them; with such a holder up, each
+		// did.) cgroup v2 has one hierarchy: nothing to hold.
+		holder := startNode(t, newNetwork(t, "diff-holder"), "diff-holder", nodeOpts{noTTY: true, cgroupns: "host"})
+		holder.waitRunning()
+	}
 	used := make([]bool, len(list))
 	var mu sync.Mutex
 	t.Run("scenarios", func(t *testing.T) {
-		for _, sc := range diffScenarios() {
+		for _, sc := range diffScenarios(host) {
 			t.Run(sc.name, func(t *testing.T) {
 				t.Parallel()
 				net := newNetwork(t, "diff-"+sc.name)
 				states := map[string]map[string]string{}
+				var thenStates map[string]map[string]string
+				if sc.then != nil {
+					thenStates = map[string]map[string]string{}
+				}
 				for _, side := range []string{"ours", "script"} {
 					o := sc.opts
 					// Without a tty no line is lost (README, "The last
@@ -97,49 +163,66 @@ func TestDifferentialV1(t *testing.T) {
 						n.waitRunning()
 					}
 					states[side] = collectState(n)
-				}
-				for _, aspect := range slices.Sorted(maps.Keys(states["ours"])) {
-					ours := normalize(list, used, &mu, aspect, "ours", states["ours"][aspect])
-					script := normalize(list, used, &mu, aspect, "script", states["script"][aspect])
-					if diff := cmp.Diff(script, ours); diff != "" {
-						t.Errorf("%s: %s differs from the script's, and no README row covers it (-script +ours):\n%s",
-							sc.name, aspect, diff)
+					if sc.then != nil {
+						n.exec(sc.then.argv[side]...)
+						thenStates[side] = collectState(n)
 					}
+				}
+				compare := func(name string, states map[string]map[string]string) {
+					for _, aspect := range slices.Sorted(maps.Keys(states["ours"])) {
+						ours := normalize(list, used, &mu, aspect, "ours", states["ours"][aspect])
+						script := normalize(list, used, &mu, aspect, "script", states["script"][aspect])
+						if diff := cmp.Diff(script, ours); diff != "" {
+							t.Errorf("%s: %s differs from the script's, and no README row covers it (-script +ours):\n%s",
+								name, aspect, diff)
+						}
+					}
+				}
+				compare(sc.name, states)
+				if sc.then != nil {
+					compare(sc.then.name, thenStates)
 				}
 			})
 		}
 	})
 	if !t.Failed() {
-		// An entry that normalised nothing in any scenario documents a
-		// difference this tier no longer sees: the list must say only
-		// what is true.
+		// An entry that normalised nothing in any scenario of a host it
+		// is for documents a difference this tier no longer sees: the
+		// list must say only what is true.
 		for i, e := range list {
-			if !used[i] && !e.elsewhere {
-				t.Errorf("%s:%d (row %s) matched nothing in any scenario: remove it, or mark it \"elsewhere\" if another tier sees it", differentialList, e.line, e.row)
+			if !used[i] && e.requiredOn(host) {
+				t.Errorf("%s:%d (row %s) matched nothing in any scenario of a %s host: remove it, or limit it with \"only\" to the hosts that see it",
+					differentialList, e.line, e.row, host)
 			}
 		}
 	}
 }
 
 // buildReferenceImage builds the node image with the reference script as its
-// entrypoint, once per run.
+// entrypoint, and kind's create-kubelet-cgroup-v2.sh, once per run.
 func buildReferenceImage(t *testing.T) string {
 	t.Helper()
-	script, err := referenceScript()
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
 	files := map[string]string{
-		"entrypoint": string(script),
 		// The image's undo-mount-hacks.service runs our binary's companion
 		// command; kind's undo-mount-hacks.sh unmounts /proc/cgroups,
 		// failure ignored.
 		"undo-mount-hacks.conf": "[Service]\nExecStart=\nExecStart=-/bin/umount /proc/cgroups\n",
 		"Dockerfile": "FROM " + nodeImage + "\n" +
 			"COPY entrypoint /usr/local/bin/entrypoint\n" +
+			"COPY create-kubelet-cgroup-v2.sh /kind/bin/create-kubelet-cgroup-v2.sh\n" +
 			"COPY undo-mount-hacks.conf /etc/systemd/system/undo-mount-hacks.service.d/reference.conf\n",
 	}
+	for name, path := range map[string]string{
+		"entrypoint":                  "usr/local/bin/entrypoint",
+		"create-kubelet-cgroup-v2.sh": "kind/bin/create-kubelet-cgroup-v2.sh",
+	} {
+		b, err := referenceFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		files[name] = string(b)
+	}
+	dir := t.TempDir()
 	if err := writeBuildContext(dir, files); err != nil {
 		t.Fatal(err)
 	}
@@ -151,20 +234,23 @@ func buildReferenceImage(t *testing.T) string {
 	return referenceImage
 }
 
-// referenceScript reads kind v0.23.0's entrypoint from its Go module.
-func referenceScript() ([]byte, error) {
-	if p := os.Getenv("E2E_DIFF_REFERENCE"); p != "" {
-		return os.ReadFile(p)
+// referenceFile reads a file of kind v0.23.0's base image (path under
+// images/base/files) from its Go module, or from the copy of the module's
+// tree that E2E_DIFF_KIND names (the VM, which has no Go).
+func referenceFile(path string) ([]byte, error) {
+	dir := os.Getenv("E2E_DIFF_KIND")
+	if dir == "" {
+		out, err := exec.Command("go", "mod", "download", "-json", "sigs.k8s.io/kind@v0.23.0").Output()
+		if err != nil {
+			return nil, fmt.Errorf("go mod download sigs.k8s.io/kind@v0.23.0 (or set E2E_DIFF_KIND): %w", err)
+		}
+		var mod struct{ Dir string }
+		if err := json.Unmarshal(out, &mod); err != nil || mod.Dir == "" {
+			return nil, fmt.Errorf("go mod download: no Dir in %q: %v", out, err)
+		}
+		dir = mod.Dir
 	}
-	out, err := exec.Command("go", "mod", "download", "-json", "sigs.k8s.io/kind@v0.23.0").Output()
-	if err != nil {
-		return nil, fmt.Errorf("go mod download sigs.k8s.io/kind@v0.23.0 (or set E2E_DIFF_REFERENCE): %w", err)
-	}
-	var mod struct{ Dir string }
-	if err := json.Unmarshal(out, &mod); err != nil || mod.Dir == "" {
-		return nil, fmt.Errorf("go mod download: no Dir in %q: %v", out, err)
-	}
-	return os.ReadFile(filepath.Join(mod.Dir, "images/base/files/usr/local/bin/entrypoint"))
+	return os.ReadFile(filepath.Join(dir, "images/base/files", path))
 }
 
 // diffFiles are the files the steps write, compared with their modes.
@@ -205,30 +291,18 @@ func collectState(n *node) map[string]string {
 	slices.Sort(mounts)
 	st["mounts of PID 1"] = noise.Replace(strings.Join(mounts, "\n"))
 
-	var files []string
-	for _, p := range diffFiles {
-		meta, err := n.execErr("stat", "-c", "%A %U:%G %F", p)
-		if err != nil {
-			files = append(files, p+": missing")
-			continue
-		}
-		line := p + ": " + strings.TrimSpace(meta)
-		if link, err := n.execErr("readlink", p); err == nil {
-			line += " -> " + strings.TrimSpace(link)
-		} else if !strings.HasPrefix(p, "/usr/bin/") {
-			content, _ := n.execErr("cat", p)
-			line += " " + fmt.Sprintf("%q", noise.Replace(idFormats(content)))
-		}
-		files = append(files, line)
+	files, err := nodeFiles(n, noise)
+	if err != nil {
+		n.t.Fatal(err)
 	}
-	st["files"] = strings.Join(files, "\n")
+	st["files"] = files
 
 	nat, _ := n.natRules()
 	st["iptables nat"] = noise.Replace(natNoise(nat))
 
 	var alts []string
 	for _, a := range []string{"iptables", "ip6tables"} {
-		q, _ := n.execErr("update-alternatives", "--query", a)
+		q, _ := n.ExecErr("update-alternatives", "--query", a)
 		for _, l := range strings.Split(q, "\n") {
 			if strings.HasPrefix(l, "Status:") || strings.HasPrefix(l, "Value:") {
 				alts = append(alts, a+" "+l)
@@ -237,7 +311,7 @@ func collectState(n *node) map[string]string {
 	}
 	st["alternatives"] = strings.Join(alts, "\n")
 
-	units, _ := n.execErr("systemctl", "list-unit-files", "--state=enabled", "--no-legend", "--no-pager")
+	units, _ := n.ExecErr("systemctl", "list-unit-files", "--state=enabled", "--no-legend", "--no-pager")
 	var enabled []string
 	for _, l := range strings.Split(units, "\n") {
 		if f := strings.Fields(l); len(f) > 0 {
@@ -247,14 +321,28 @@ func collectState(n *node) map[string]string {
 	slices.Sort(enabled)
 	st["enabled units"] = strings.Join(enabled, "\n")
 
-	cg, _ := n.execErr("find", "/sys/fs/cgroup", "-maxdepth", "4", "-type", "d", "-name", "kubelet*")
+	// One exec for the directories, one for their cpusets (grep prints
+	// FILE:LINE; a v2 cgroup without the cpuset controller has none).
+	cg, _ := n.ExecErr("find", "/sys/fs/cgroup", "-maxdepth", "4", "-type", "d", "-name", "kubelet*")
 	cgs := strings.Fields(cg)
+	cpusets := map[string]string{}
+	if len(cgs) > 0 {
+		args := []string{"grep", "-s", "-H", "^"}
+		for _, d := range cgs {
+			args = append(args, d+"/cpuset.cpus", d+"/cpuset.mems")
+		}
+		out, _ := n.ExecErr(args...)
+		for _, l := range strings.Split(out, "\n") {
+			if f, v, ok := strings.Cut(l, ":"); ok {
+				cpusets[f] = v
+			}
+		}
+	}
 	var kubelet []string
 	for _, d := range cgs {
 		line := d
-		if cpus, err := n.execErr("cat", d+"/cpuset.cpus"); err == nil {
-			mems, _ := n.execErr("cat", d+"/cpuset.mems")
-			line += fmt.Sprintf(" cpus=%q mems=%q", strings.TrimSpace(cpus), strings.TrimSpace(mems))
+		if cpus, ok := cpusets[d+"/cpuset.cpus"]; ok {
+			line += fmt.Sprintf(" cpus=%q mems=%q", cpus, cpusets[d+"/cpuset.mems"])
 		}
 		kubelet = append(kubelet, line)
 	}
@@ -269,6 +357,84 @@ func collectState(n *node) map[string]string {
 	slices.Sort(own)
 	st["kubelet cgroups"] = strings.Join(own, "\n")
 	return st
+}
+
+// nodeFiles describes each of diffFiles in the node, one line each: mode,
+// owner, type, and the link's target or the content (not of the binaries
+// under /usr/bin), ids replaced by their formats; "missing" when it is not
+// there. One `tar` exec reads them all: under emulation (the VM tier) every
+// exec costs seconds.
+func nodeFiles(n *node, noise *strings.Replacer) (string, error) {
+	// tar exits 2 for the missing ones and archives the rest.
+	out, err := n.ExecErr(append([]string{"tar", "-c", "-f", "-", "--absolute-names"}, diffFiles...)...)
+	if out == "" && err != nil {
+		return "", err
+	}
+	found := map[string]string{}
+	tr := tar.NewReader(strings.NewReader(out))
+	for {
+		h, err := tr.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return "", fmt.Errorf("tar of %s's files: %w", n.Name, err)
+		}
+		line := fmt.Sprintf("%s %s:%s", modeString(h), h.Uname, h.Gname)
+		switch h.Typeflag {
+		case tar.TypeSymlink:
+			line += " symbolic link -> " + h.Linkname
+		case tar.TypeReg:
+			line += " regular file"
+			if !strings.HasPrefix(h.Name, "/usr/bin/") {
+				b, err := io.ReadAll(tr)
+				if err != nil {
+					return "", err
+				}
+				line += fmt.Sprintf(" %q", noise.Replace(idFormats(string(b))))
+			}
+		default:
+			line += fmt.Sprintf(" type %q", h.Typeflag)
+		}
+		found[h.Name] = line
+	}
+	var lines []string
+	for _, p := range diffFiles {
+		line, ok := found[p]
+		if !ok {
+			line = "missing"
+		}
+		lines = append(lines, p+": "+line)
+	}
+	return strings.Join(lines, "\n"), nil
+}
+
+// modeString is ls's mode column of a tar entry (l for a symbolic link;
+// s, S, t, T for the set-id and sticky bits).
+func modeString(h *tar.Header) string {
+	b := []byte("----------")
+	if h.Typeflag == tar.TypeSymlink {
+		b[0] = 'l'
+	}
+	for i, c := range "rwxrwxrwx" {
+		if h.Mode&(1<<(8-i)) != 0 {
+			b[i+1] = byte(c)
+		}
+	}
+	for _, sp := range []struct {
+		bit      int64
+		at       int
+		set, off byte
+	}{{04000, 3, 's', 'S'}, {02000, 6, 's', 'S'}, {01000, 9, 't', 'T'}} {
+		if h.Mode&sp.bit != 0 {
+			if b[sp.at] == 'x' {
+				b[sp.at] = sp.set
+			} else {
+				b[sp.at] = sp.off
+			}
+		}
+	}
+	return string(b)
 }
 
 // containerNoise replaces what differs between any two containers of one
@@ -331,17 +497,22 @@ func natNoise(save string) string {
 // a line that becomes empty is dropped. row names the README row that
 // documents the difference.
 type normalization struct {
-	line      int
-	row       string
-	aspect    string
-	side      string
-	re        *regexp.Regexp
-	repl      string
-	elsewhere bool // seen by another tier only: not required to match here
+	line   int
+	row    string
+	aspect string
+	side   string
+	re     *regexp.Regexp
+	repl   string
+	only   []string // the hosts (diffHost) it must match on; nil: every host
+}
+
+// requiredOn reports whether the entry must match something on a host.
+func (e normalization) requiredOn(host string) bool {
+	return e.only == nil || slices.Contains(e.only, host)
 }
 
 // readNormalizations parses the list: one entry per line, fields separated
-// by " | ": ROW | ASPECT | SIDE | REGEXP | REPLACEMENT [| elsewhere];
+// by " | ": ROW | ASPECT | SIDE | REGEXP | REPLACEMENT [| only HOST,...];
 // # starts a comment line.
 func readNormalizations(path string) ([]normalization, error) {
 	f, err := os.Open(path)
@@ -362,7 +533,7 @@ func readNormalizations(path string) ([]normalization, error) {
 		}
 		fields := strings.Split(line, " | ")
 		if len(fields) != 5 && len(fields) != 6 {
-			return nil, fmt.Errorf("%s:%d: want ROW | ASPECT | SIDE | REGEXP | REPLACEMENT [| elsewhere], got %q", path, n, line)
+			return nil, fmt.Errorf("%s:%d: want ROW | ASPECT | SIDE | REGEXP | REPLACEMENT [| only HOST,...], got %q", path, n, line)
 		}
 		e := normalization{line: n, row: fields[0], aspect: fields[1], side: fields[2], repl: fields[4]}
 		if !strings.Contains(string(readme), "| **"+e.row+"** |") {
@@ -375,28 +546,46 @@ func readNormalizations(path string) ([]normalization, error) {
 			return nil, fmt.Errorf("%s:%d: %w", path, n, err)
 		}
 		if len(fields) == 6 {
-			if fields[5] != "elsewhere" {
-				return nil, fmt.Errorf("%s:%d: 6th field %q: want elsewhere", path, n, fields[5])
+			hosts, ok := strings.CutPrefix(fields[5], "only ")
+			if ok {
+				e.only = strings.Split(hosts, ",")
 			}
-			e.elsewhere = true
+			for _, h := range e.only {
+				ok = ok && (h == hostV1 || h == hostV2 || h == hostRootless)
+			}
+			if !ok {
+				return nil, fmt.Errorf("%s:%d: 6th field %q: want only HOST,... (HOST: %s, %s or %s)", path, n, fields[5], hostV1, hostV2, hostRootless)
+			}
 		}
 		out = append(out, e)
 	}
 	return out, sc.Err()
 }
 
-// normalize applies the entries for aspect and side to text, line by line,
-// and marks the entries that matched.
+// normalize applies the entries for aspect and side to text, and marks the
+// entries that matched: first those whose regexp starts with (?m) to the
+// whole text (a difference of several lines, such as a duplicated one),
+// then the others line by line.
 func normalize(list []normalization, used []bool, mu *sync.Mutex, aspect, side, text string) string {
+	applies := func(e normalization) bool { return e.aspect == aspect && (e.side == "both" || e.side == side) }
+	mark := func(i int) {
+		mu.Lock()
+		used[i] = true
+		mu.Unlock()
+	}
+	for i, e := range list {
+		if applies(e) && strings.HasPrefix(e.re.String(), "(?m)") && e.re.MatchString(text) {
+			mark(i)
+			text = e.re.ReplaceAllString(text, e.repl)
+		}
+	}
 	var out []string
 	for _, l := range strings.Split(text, "\n") {
 		for i, e := range list {
-			if e.aspect != aspect || (e.side != "both" && e.side != side) || !e.re.MatchString(l) {
+			if !applies(e) || strings.HasPrefix(e.re.String(), "(?m)") || !e.re.MatchString(l) {
 				continue
 			}
-			mu.Lock()
-			used[i] = true
-			mu.Unlock()
+			mark(i)
 			l = e.re.ReplaceAllString(l, e.repl)
 		}
 		if l != "" {

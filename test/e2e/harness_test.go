@@ -31,7 +31,7 @@ const (
 var (
 	nodeImage = envOr("E2E_NODE_IMAGE", "kind-entrypoint-e2e/node:dev")
 	cacheDir  = envOr("E2E_CACHE_DIR", "/var/cache/kind-entrypoint-e2e")
-	runID     = newRunID()
+	runID     = tier.RunID()
 
 	machineIDRe = regexp.MustCompile(`^[0-9a-f]{32}\n$`)
 	uuidRe      = regexp.MustCompile(`^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\n?$`)
@@ -126,8 +126,8 @@ type nodeOpts struct {
 }
 
 type node struct {
+	tier.Node
 	t       testing.TB
-	Name    string
 	Network *network
 }
 
@@ -149,7 +149,7 @@ func startNode(t testing.TB, net *network, suffix string, o nodeOpts) *node {
 		o.image = nodeImage
 	}
 	args = append(args, o.image)
-	n := &node{t: t, Name: name, Network: net}
+	n := &node{Node: tier.Node{Engine: "docker", Name: name}, t: t, Network: net}
 	t.Cleanup(func() {
 		if t.Failed() {
 			n.dump()
@@ -166,7 +166,7 @@ func startNode(t testing.TB, net *network, suffix string, o nodeOpts) *node {
 // fails the test when it does not.
 func (n *node) waitRunning() time.Duration {
 	n.t.Helper()
-	took, problem := pollRunning(n.Name)
+	took, problem := n.PollRunning(bootLimit)
 	if problem != "" {
 		n.t.Fatalf("%s: %s", n.Name, problem)
 	}
@@ -174,42 +174,14 @@ func (n *node) waitRunning() time.Duration {
 	return took
 }
 
-// pollRunning waits up to bootLimit for `systemctl is-system-running` to say
-// running; it returns what went wrong, or "". degraded ends the wait at once,
-// naming the failed units. Safe to call from any goroutine.
-func pollRunning(name string) (time.Duration, string) {
-	start := time.Now()
-	var state string
-	for time.Since(start) < bootLimit {
-		out, _ := dockerCmd(20*time.Second, "exec", name, "systemctl", "is-system-running")
-		state = strings.TrimSpace(out)
-		switch state {
-		case "running":
-			return time.Since(start), ""
-		case "degraded":
-			failed, _ := dockerCmd(time.Minute, "exec", name, "systemctl", "--failed", "--no-legend", "--plain", "--no-pager")
-			return 0, "systemd degraded, failed units:\n" + failed
-		}
-		if st, err := dockerCmd(20*time.Second, "inspect", "-f", "{{.State.Status}}", name); err == nil && strings.TrimSpace(st) == "exited" {
-			return 0, fmt.Sprintf("container exited before systemd was running (last state %q)", state)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
-	return 0, fmt.Sprintf("systemd not running after %v (last state %q)", bootLimit, state)
-}
-
 // exec runs argv in the node and fails the test on error.
 func (n *node) exec(argv ...string) string {
 	n.t.Helper()
-	out, err := n.execErr(argv...)
+	out, err := n.ExecErr(argv...)
 	if err != nil {
 		n.t.Fatal(err)
 	}
 	return out
-}
-
-func (n *node) execErr(argv ...string) (string, error) {
-	return dockerCmd(time.Minute, append([]string{"exec", n.Name}, argv...)...)
 }
 
 // writeFile writes data to path in the node (through tee: no shell).
@@ -241,11 +213,11 @@ func (n *node) readFile(path string) string {
 // ones, on an otherwise idle Docker.
 func (n *node) logs() string {
 	n.t.Helper()
-	out, err := tier.Logs(time.Minute, "docker", n.Name)
+	out, err := n.Log()
 	if err != nil {
 		n.t.Fatal(err)
 	}
-	return strings.ReplaceAll(out, "\r", "")
+	return out
 }
 
 // ip returns the node's IPv4 address on its network.
@@ -269,19 +241,10 @@ func (n *node) mounts() []mountInfo {
 	return ms
 }
 
-// dump logs what explains a failure: the container log, failed units and
-// the journal's tail.
+// dump logs what explains a failure (tier.Node.Dump).
 func (n *node) dump() {
 	n.t.Helper()
-	logs, err := tier.Logs(time.Minute, "docker", "--tail", "300", n.Name)
-	n.t.Logf("=== %s: docker logs (err %v)\n%s", n.Name, err, strings.ReplaceAll(logs, "\r", ""))
-	for _, argv := range [][]string{
-		{"systemctl", "--failed", "--no-pager"},
-		{"journalctl", "--no-pager", "-n", "150"},
-	} {
-		out, err := n.execErr(argv...)
-		n.t.Logf("=== %s: %s (err %v)\n%s", n.Name, strings.Join(argv, " "), err, out)
-	}
+	n.Dump(n.t.Logf)
 }
 
 // requireLines fails unless text holds each wanted line (after trimming).
@@ -325,7 +288,7 @@ func entrypointLines(log string) []string {
 func (n *node) natRules() (rules, mode string) {
 	n.t.Helper()
 	for _, m := range []string{"nft", "legacy"} {
-		out, err := n.execErr("iptables-"+m+"-save", "-t", "nat")
+		out, err := n.ExecErr("iptables-"+m+"-save", "-t", "nat")
 		if err == nil && strings.Contains(out, "DOCKER_OUTPUT") {
 			return out, m
 		}

@@ -54,7 +54,7 @@ nodes:
 	t.Cleanup(func() {
 		if t.Failed() {
 			for _, role := range []string{"control-plane", "worker", "worker2"} {
-				(&node{t: t, Name: cluster + "-" + role}).dump()
+				(&node{Node: tier.Node{Engine: "docker", Name: cluster + "-" + role}, t: t}).dump()
 			}
 		}
 		del := exec.Command(kind, "delete", "cluster", "--name", cluster)
@@ -78,9 +78,9 @@ nodes:
 	net := &network{Name: netName}
 	ids := map[string]string{}
 	for _, role := range []string{"control-plane", "worker", "worker2"} {
-		n := &node{t: t, Name: cluster + "-" + role, Network: net}
+		n := &node{Node: tier.Node{Engine: "docker", Name: cluster + "-" + role}, t: t, Network: net}
 		n.waitRunning()
-		if _, err := n.execErr("test", "-s", "/kind/kubeadm.conf"); err != nil {
+		if _, err := n.ExecErr("test", "-s", "/kind/kubeadm.conf"); err != nil {
 			t.Errorf("%s: kind wrote no /kind/kubeadm.conf: %v", n.Name, err)
 		}
 		id := n.readFile("/etc/machine-id")

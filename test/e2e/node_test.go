@@ -49,7 +49,7 @@ func TestDefaultNode(t *testing.T) {
 		if failed := n.exec("systemctl", "--failed", "--no-legend", "--plain", "--no-pager"); strings.TrimSpace(failed) != "" {
 			t.Errorf("failed units:\n%s", failed)
 		}
-		if got, _ := n.execErr("systemctl", "is-active", "containerd.service"); strings.TrimSpace(got) != "active" {
+		if got, _ := n.ExecErr("systemctl", "is-active", "containerd.service"); strings.TrimSpace(got) != "active" {
 			t.Errorf("containerd.service is %q, want active", strings.TrimSpace(got))
 		}
 		// A oneshot without RemainAfterExit is inactive once done: ask how
@@ -100,17 +100,17 @@ func TestDefaultNode(t *testing.T) {
 		if mode := strings.TrimSpace(n.exec("stat", "-c", "%a", "/etc/machine-id")); mode != "444" {
 			t.Errorf("/etc/machine-id mode %s, want 444", mode)
 		}
-		if target, err := n.execErr("readlink", "/var/lib/dbus/machine-id"); err != nil || strings.TrimSpace(target) != "/etc/machine-id" {
+		if target, err := n.ExecErr("readlink", "/var/lib/dbus/machine-id"); err != nil || strings.TrimSpace(target) != "/etc/machine-id" {
 			t.Errorf("/var/lib/dbus/machine-id is not a symlink to /etc/machine-id (readlink: %q, %v)", strings.TrimSpace(target), err)
 		}
 	})
 	t.Run("product_uuid", func(t *testing.T) {
-		if u, err := n.execErr("cat", "/kind/product_uuid"); err != nil || !uuidRe.MatchString(u) {
+		if u, err := n.ExecErr("cat", "/kind/product_uuid"); err != nil || !uuidRe.MatchString(u) {
 			t.Errorf("/kind/product_uuid = %q (%v), want a UUID", u, err)
 		}
 	})
 	t.Run("proxy drop-in", func(t *testing.T) {
-		got, err := n.execErr("cat", "/etc/systemd/system.conf.d/proxy-default-environment.conf")
+		got, err := n.ExecErr("cat", "/etc/systemd/system.conf.d/proxy-default-environment.conf")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -139,7 +139,7 @@ func TestDefaultNode(t *testing.T) {
 		if strings.Contains(got, "127.0.0.11") {
 			t.Errorf("resolv.conf still names Docker's loopback DNS:\n%s", got)
 		}
-		orig, err := n.execErr("cat", "/etc/resolv.conf.original")
+		orig, err := n.ExecErr("cat", "/etc/resolv.conf.original")
 		if err != nil {
 			t.Errorf("no /etc/resolv.conf.original: %v", err)
 		}
@@ -148,7 +148,7 @@ func TestDefaultNode(t *testing.T) {
 	t.Run("DNS lookup of own name", func(t *testing.T) {
 		// -s dns: through the DNS service only, not /etc/hosts, which
 		// Docker fills with the node's own name.
-		out, err := n.execErr("getent", "-s", "dns", "ahostsv4", n.Name)
+		out, err := n.ExecErr("getent", "-s", "dns", "ahostsv4", n.Name)
 		if err != nil {
 			t.Fatalf("lookup of %s through DNS: %v", n.Name, err)
 		}
@@ -349,8 +349,8 @@ func TestSnapshotter(t *testing.T) {
 			}
 			log := n.logs()
 			requireLines(t, "docker logs", log, `INFO: changing snapshotter from "overlayfs" to "`+snap+`"`)
-			enabled, _ := n.execErr("systemctl", "is-enabled", "containerd-fuse-overlayfs.service")
-			link, linkErr := n.execErr("readlink", "/etc/systemd/system/multi-user.target.wants/containerd-fuse-overlayfs.service")
+			enabled, _ := n.ExecErr("systemctl", "is-enabled", "containerd-fuse-overlayfs.service")
+			link, linkErr := n.ExecErr("readlink", "/etc/systemd/system/multi-user.target.wants/containerd-fuse-overlayfs.service")
 			if snap == "fuse-overlayfs" {
 				if strings.TrimSpace(enabled) != "enabled" || linkErr != nil {
 					t.Errorf("containerd-fuse-overlayfs.service: is-enabled %q, wants link %q (%v); want enabled", strings.TrimSpace(enabled), strings.TrimSpace(link), linkErr)
@@ -364,7 +364,7 @@ func TestSnapshotter(t *testing.T) {
 			if failed := n.exec("systemctl", "--failed", "--no-legend", "--plain", "--no-pager"); strings.TrimSpace(failed) != "" {
 				t.Errorf("failed units:\n%s", failed)
 			}
-			if got, _ := n.execErr("systemctl", "is-active", "containerd.service"); strings.TrimSpace(got) != "active" {
+			if got, _ := n.ExecErr("systemctl", "is-active", "containerd.service"); strings.TrimSpace(got) != "active" {
 				t.Errorf("containerd.service is %q, want active", strings.TrimSpace(got))
 			}
 		})
@@ -402,7 +402,7 @@ func TestProxyEnvironment(t *testing.T) {
 	}
 	// What a service really receives.
 	for _, k := range []string{"HTTP_PROXY", "http_proxy"} {
-		out, err := n.execErr("systemd-run", "--quiet", "--wait", "--pipe", "--collect", "/usr/bin/printenv", k)
+		out, err := n.ExecErr("systemd-run", "--quiet", "--wait", "--pipe", "--collect", "/usr/bin/printenv", k)
 		if err != nil {
 			t.Errorf("systemd-run printenv %s: %v", k, err)
 		} else if strings.TrimSuffix(out, "\n") != want[k] {
@@ -473,7 +473,7 @@ func TestRestart(t *testing.T) {
 		extra: []string{"--dns-search", "orig.example"},
 	})
 	n.waitRunning()
-	uuid, uuidErr := n.execErr("cat", "/kind/product_uuid")
+	uuid, uuidErr := n.ExecErr("cat", "/kind/product_uuid")
 	if uuidErr != nil {
 		t.Errorf("boot 1: no /kind/product_uuid: %v", uuidErr)
 	}
@@ -488,7 +488,7 @@ func TestRestart(t *testing.T) {
 		} else {
 			machineID = id
 		}
-		if got, err := n.execErr("cat", "/kind/product_uuid"); err != nil || uuidErr != nil || got != uuid {
+		if got, err := n.ExecErr("cat", "/kind/product_uuid"); err != nil || uuidErr != nil || got != uuid {
 			t.Errorf("boot %d: /kind/product_uuid %q (%v), was %q (%v)", boot, got, err, uuid, uuidErr)
 		}
 		rules, _ := n.natRules()
@@ -519,7 +519,7 @@ func TestIPChange(t *testing.T) {
 	n := startNode(t, net, "ipchange", nodeOpts{})
 	n.waitRunning()
 	oldIP := n.ip()
-	if got, err := n.execErr("cat", "/kind/old-ipv4"); err != nil || got != oldIP {
+	if got, err := n.ExecErr("cat", "/kind/old-ipv4"); err != nil || got != oldIP {
 		t.Errorf("/kind/old-ipv4 = %q (%v), want %q without newline", got, err, oldIP)
 	}
 	// Addresses that must never be touched: old+"0", old+"54", "1"+old.
@@ -571,7 +571,7 @@ spec:
 			t.Errorf("%s (-want +got):\n%s", f, diff)
 		}
 	}
-	if got, err := n.execErr("cat", "/kind/old-ipv4"); err != nil || got != newIP {
+	if got, err := n.ExecErr("cat", "/kind/old-ipv4"); err != nil || got != newIP {
 		t.Errorf("/kind/old-ipv4 = %q (%v), want %q", got, err, newIP)
 	}
 }
@@ -593,7 +593,7 @@ func TestThreeNodes(t *testing.T) {
 			defer wg.Done()
 			// waitRunning calls t.Fatal, which must run on the test's
 			// goroutine: poll here, judge below.
-			_, errs[i] = pollRunning(n.Name)
+			_, errs[i] = n.PollRunning(bootLimit)
 		}()
 	}
 	wg.Wait()
@@ -612,7 +612,7 @@ func TestThreeNodes(t *testing.T) {
 			t.Errorf("%s and %s share machine-id %q", other, n.Name, strings.TrimSpace(id))
 		}
 		ids[id] = n.Name
-		u, err := n.execErr("cat", "/kind/product_uuid")
+		u, err := n.ExecErr("cat", "/kind/product_uuid")
 		if err != nil || !uuidRe.MatchString(u) {
 			t.Errorf("%s: /kind/product_uuid %q (%v)", n.Name, u, err)
 			continue
@@ -625,7 +625,7 @@ func TestThreeNodes(t *testing.T) {
 	// Each node resolves the next one's name through DNS.
 	for i, n := range nodes {
 		peer := nodes[(i+1)%len(nodes)]
-		out, err := n.execErr("getent", "-s", "dns", "ahostsv4", peer.Name)
+		out, err := n.ExecErr("getent", "-s", "dns", "ahostsv4", peer.Name)
 		if err != nil || !strings.Contains(out, peer.ip()) {
 			t.Errorf("%s: DNS lookup of %s = %q (%v), want %s", n.Name, peer.Name, out, err, peer.ip())
 		}
@@ -642,7 +642,7 @@ func TestDryRun(t *testing.T) {
 	const marker = "/tmp/e2e-dry-run-marker"
 	before := n.state()
 	n.exec("touch", marker)
-	out, err := n.execErr("/usr/local/bin/entrypoint", "--dry-run")
+	out, err := n.ExecErr("/usr/local/bin/entrypoint", "--dry-run")
 	if err != nil {
 		t.Fatalf("entrypoint --dry-run: %v\n%s", err, out)
 	}
@@ -670,7 +670,7 @@ func (n *node) state() map[string]string {
 		"/etc/resolv.conf.original", "/etc/containerd/config.toml",
 		"/etc/systemd/system.conf.d/proxy-default-environment.conf",
 	} {
-		out, err := n.execErr("cat", f)
+		out, err := n.ExecErr("cat", f)
 		s[f] = fmt.Sprintf("%s (err %v)", out, err != nil)
 	}
 	// /proc/cgroups is left out: its counts move with every cgroup made on
@@ -693,11 +693,11 @@ func (n *node) state() map[string]string {
 		{"ls", "-l", "--time-style=+", "/kind", "/etc/systemd/system/multi-user.target.wants"},
 		{"systemctl", "show-environment"},
 	} {
-		out, err := n.execErr(argv...)
+		out, err := n.ExecErr(argv...)
 		s[strings.Join(argv, " ")] = fmt.Sprintf("%s (err %v)", out, err != nil)
 	}
 	for _, save := range []string{"iptables-nft-save", "iptables-legacy-save", "ip6tables-nft-save", "ip6tables-legacy-save"} {
-		out, _ := n.execErr(save)
+		out, _ := n.ExecErr(save)
 		s[save] = strings.Join(ruleLines(out), "\n")
 	}
 	return s

@@ -7,8 +7,6 @@
 package podman
 
 import (
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -31,7 +29,7 @@ var (
 	nodeImage  = mustEnv("PODMAN_NODE_IMAGE")
 	kindCLI    = mustEnv("PODMAN_KIND")
 	namePrefix = mustEnv("PODMAN_NAME_PREFIX")
-	runID      = newRunID()
+	runID      = tier.RunID()
 
 	// kindWaitRe is what kind's CLI waits for in a node's log
 	// (pkg/cluster/internal/providers/common, NodeReachedCgroupsReadyRegexp).
@@ -45,14 +43,6 @@ func mustEnv(key string) string {
 		os.Exit(1)
 	}
 	return v
-}
-
-func newRunID() string {
-	b := make([]byte, 3)
-	if _, err := rand.Read(b); err != nil {
-		panic(err)
-	}
-	return hex.EncodeToString(b)
 }
 
 // TestMain checks what every test needs, and after the run the tier's time
@@ -127,35 +117,28 @@ func gateways(t testing.TB, network string) []string {
 }
 
 type node struct {
-	t    testing.TB
-	Name string
+	tier.Node
+	t testing.TB
+}
+
+// newNode is the node type of a podman container.
+func newNode(t testing.TB, name string) *node {
+	return &node{Node: tier.Node{Engine: "podman", Name: name}, t: t}
 }
 
 // waitRunning waits for `systemctl is-system-running` to say running and
 // fails the test when it does not; degraded ends the wait at once.
 func (n *node) waitRunning() {
 	n.t.Helper()
-	start := time.Now()
-	var state string
-	for time.Since(start) < bootLimit {
-		out, _ := podman(20*time.Second, "exec", n.Name, "systemctl", "is-system-running")
-		switch state = strings.TrimSpace(out); state {
-		case "running":
-			n.t.Logf("%s: systemd running after %v", n.Name, time.Since(start).Round(time.Millisecond))
-			return
-		case "degraded":
-			n.t.Fatalf("%s: systemd degraded, failed units:\n%s", n.Name, n.failedUnits())
-		}
-		if st, err := podman(20*time.Second, "inspect", "-f", "{{.State.Status}}", n.Name); err == nil && strings.TrimSpace(st) == "exited" {
-			n.t.Fatalf("%s: exited before systemd was running (last state %q)", n.Name, state)
-		}
-		time.Sleep(200 * time.Millisecond)
+	took, problem := n.PollRunning(bootLimit)
+	if problem != "" {
+		n.t.Fatalf("%s: %s", n.Name, problem)
 	}
-	n.t.Fatalf("%s: systemd not running after %v (last state %q)", n.Name, bootLimit, state)
+	n.t.Logf("%s: systemd running after %v", n.Name, took.Round(time.Millisecond))
 }
 
 func (n *node) failedUnits() string {
-	out, err := n.execErr("systemctl", "--failed", "--no-legend", "--plain", "--no-pager")
+	out, err := n.ExecErr("systemctl", "--failed", "--no-legend", "--plain", "--no-pager")
 	if err != nil {
 		return err.Error()
 	}
@@ -164,44 +147,25 @@ func (n *node) failedUnits() string {
 
 func (n *node) exec(argv ...string) string {
 	n.t.Helper()
-	out, err := n.execErr(argv...)
+	out, err := n.ExecErr(argv...)
 	if err != nil {
 		n.t.Fatal(err)
 	}
 	return out
 }
 
-func (n *node) execErr(argv ...string) (string, error) {
-	return podman(time.Minute, append([]string{"exec", n.Name}, argv...)...)
-}
-
 // logs returns the container's log without the tty's carriage returns.
 func (n *node) logs() string {
 	n.t.Helper()
-	out, err := tier.Logs(time.Minute, "podman", n.Name)
+	out, err := n.Log()
 	if err != nil {
 		n.t.Fatal(err)
 	}
-	return strings.ReplaceAll(out, "\r", "")
+	return out
 }
 
-// dump logs what explains a failure.
+// dump logs what explains a failure (tier.Node.Dump).
 func (n *node) dump() {
 	n.t.Helper()
-	logs, err := tier.Logs(time.Minute, "podman", "--tail", "300", n.Name)
-	n.t.Logf("=== %s: podman logs (err %v)\n%s", n.Name, err, strings.ReplaceAll(logs, "\r", ""))
-	for _, argv := range [][]string{
-		{"systemctl", "--failed", "--no-pager"},
-		{"journalctl", "--no-pager", "-n", "150"},
-	} {
-		out, err := n.execErr(argv...)
-		n.t.Logf("=== %s: %s (err %v)\n%s", n.Name, strings.Join(argv, " "), err, out)
-	}
-}
-
-// hostCgroupV2 reports whether this host runs the unified hierarchy only.
-func hostCgroupV2(t testing.TB) bool {
-	t.Helper()
-	_, err := os.Stat("/sys/fs/cgroup/cgroup.controllers")
-	return err == nil
+	n.Dump(n.t.Logf)
 }

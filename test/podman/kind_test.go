@@ -51,7 +51,7 @@ nodes:
 	t.Cleanup(func() {
 		if t.Failed() {
 			for _, role := range roles {
-				(&node{t: t, Name: cluster + "-" + role}).dump()
+				newNode(t, cluster+"-"+role).dump()
 			}
 		}
 		del := exec.Command(kindCLI, "delete", "cluster", "--name", cluster)
@@ -82,11 +82,11 @@ nodes:
 	}
 	ids := map[string]string{}
 	for _, role := range roles {
-		n := &node{t: t, Name: cluster + "-" + role}
+		n := newNode(t, cluster+"-"+role)
 		t.Run(role, func(t *testing.T) {
 			n.t = t
 			checkNode(t, n, network, nodes)
-			if _, err := n.execErr("test", "-s", "/kind/kubeadm.conf"); err != nil {
+			if _, err := n.ExecErr("test", "-s", "/kind/kubeadm.conf"); err != nil {
 				t.Errorf("kind wrote no /kind/kubeadm.conf: %v", err)
 			}
 			id := n.exec("cat", "/etc/machine-id")
@@ -124,7 +124,7 @@ func checkNode(t *testing.T, n *node, network string, nodes map[string]string) {
 		t.Errorf("the log never matches kind's %q:\n%s", kindWaitRe, log)
 	}
 	version := "INFO: detected cgroup v1"
-	if hostCgroupV2(t) {
+	if tier.CgroupV2() {
 		version = "INFO: detected cgroup v2"
 	}
 	if !slices.Contains(lines, version) {
@@ -158,14 +158,14 @@ func checkNode(t *testing.T, n *node, network string, nodes map[string]string) {
 	// The names of the other nodes are in no /etc/hosts of this one: only
 	// podman's DNS answers them.
 	for name, ip := range nodes {
-		out, err := n.execErr("getent", "ahostsv4", name)
+		out, err := n.ExecErr("getent", "ahostsv4", name)
 		if f := strings.Fields(out); err != nil || len(f) == 0 || f[0] != ip {
 			t.Errorf("getent ahostsv4 %s: %q, %v; want %s", name, out, err, ip)
 		}
 	}
 
 	// entrypoint check: no fail row (it exits 1 on a warn).
-	out, _ := n.execErr("/usr/local/bin/entrypoint", "check", "--json")
+	out, _ := n.ExecErr("/usr/local/bin/entrypoint", "check", "--json")
 	var rows []struct{ Name, Status, Observed, Hint string }
 	if err := json.Unmarshal([]byte(out), &rows); err != nil || len(rows) == 0 {
 		t.Fatalf("entrypoint check --json: %v\n%s", err, out)

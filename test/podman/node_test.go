@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/kind-entrypoint/entrypoint/test/tier"
 )
 
 // kindRunArgs are the flags kind v0.23.0's podman provider
@@ -42,7 +44,7 @@ func startNode(t *testing.T, network, suffix, cgroupns string) *node {
 	t.Helper()
 	name := namePrefix + runID + "-" + suffix
 	volume := strings.TrimSpace(mustPodman(t, "volume", "create", "--label", name+"=true"))
-	n := &node{t: t, Name: name}
+	n := newNode(t, name)
 	t.Cleanup(func() {
 		if t.Failed() {
 			n.dump()
@@ -64,7 +66,7 @@ func startNode(t *testing.T, network, suffix, cgroupns string) *node {
 // the hierarchies are mounted with that root: fix_cgroup must bind each
 // mount at its full path and make the kubelet roots there.
 func TestNoCgroupns(t *testing.T) {
-	if hostCgroupV2(t) {
+	if tier.CgroupV2() {
 		t.Fatal("this test needs a cgroup v1 (hybrid) host: --cgroupns=host on v2 is another path")
 	}
 	n := startNode(t, newNetwork(t, "hostcgns"), "hostcgns", "host")

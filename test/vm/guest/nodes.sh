@@ -1,6 +1,7 @@
 # The VM tier's node suite (make e2e-vm): the node image on its own, under
-# root Docker, rootless Docker and (VM_PODMAN=1) kind's podman provider with
-# rootless podman. Sourced by scenarios.sh, which holds the shared helpers
+# root Docker, rootless Docker and (unless VM_PODMAN=0) kind's podman
+# provider with rootless podman; and the differential tier under both
+# Dockers. Sourced by scenarios.sh, which holds the shared helpers
 # and scenarios; see test/vm/README.md for what each scenario asserts.
 
 # kind's `docker run` flags for a node (pkg/cluster/internal/providers/docker,
@@ -97,6 +98,19 @@ check_dmi() {
   done
 }
 
+# differential runs the differential tier (test/e2e, TestDifferential; the
+# compiled test binary from the data disk) against the daemon DOCKER_HOST
+# names: kind v0.23.0's script and our binary in the same node image, their
+# states diffed after the README's documented normalisations. The test
+# picks the scenarios of this host (cgroup v2, root or rootless Docker).
+differential() {
+  local out=$res/$scenario/go-test.txt
+  (cd "$in/repo/test/e2e" && E2E_NODE_IMAGE=$NODE_IMAGE E2E_DIFF_KIND=$in/kind-v0.23.0 \
+    timeout 1200 "$in/e2e.test" -test.run '^TestDifferential$' -test.v -test.parallel 4 -test.timeout 19m) \
+    > "$out" 2>&1 && return 0
+  fail "TestDifferential: $(grep -E '^\s*(--- FAIL|FAIL:|.*differs from)' "$out" | head -n 8 | paste -sd'|' -)"
+}
+
 # --- the host ------------------------------------------------------------------
 # Docker gives a node on a user-defined network the host's search domains:
 # the restart scenario checks that they stay one line.
@@ -179,10 +193,16 @@ if ((ready)); then
   collect "$node"
   end
   dk rm --force --volumes "$node" > /dev/null
+
+  # --- 2b. the script and ours, diffed ---------------------------------------------
+  begin differential
+  differential
+  end
 else
   skip default-node "the host setup failed"
   skip kubelet-cgroup "the host setup failed"
   skip restart "the host setup failed"
+  skip differential "the host setup failed"
 fi
 
 rootless_docker_scenario
@@ -235,8 +255,13 @@ if ((rootless_ready)); then
   collect "$node"
   end
   dk rm --force --volumes "$node" > /dev/null
+
+  begin rootless-differential
+  differential
+  end
 else
   skip rootless-node "rootless Docker is not ready"
+  skip rootless-differential "rootless Docker is not ready"
 fi
 
 # --- 4. rootless podman: kind's podman provider --------------------------------------

@@ -1,0 +1,85 @@
+package tier
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+)
+
+// Node is a node container of an engine ("docker" or "podman"): what every
+// tier runs in it or asks about it. The tiers' own node types embed it.
+type Node struct {
+	Engine string
+	Name   string
+}
+
+// ExecErr runs argv in the node (a minute at most) and returns its stdout;
+// the error carries stderr.
+func (n Node) ExecErr(argv ...string) (string, error) {
+	return Run(time.Minute, nil, n.Engine, append([]string{"exec", n.Name}, argv...)...)
+}
+
+// Log returns the container's log, both streams (see Logs), without a
+// tty's carriage returns; args go before the name (--tail N).
+func (n Node) Log(args ...string) (string, error) {
+	out, err := Logs(time.Minute, n.Engine, append(args, n.Name)...)
+	return strings.ReplaceAll(out, "\r", ""), err
+}
+
+// Dump writes what explains a failure through logf: the log's last 300
+// lines, the failed units and the journal's tail.
+func (n Node) Dump(logf func(format string, args ...any)) {
+	logs, err := n.Log("--tail", "300")
+	logf("=== %s: %s logs (err %v)\n%s", n.Name, n.Engine, err, logs)
+	for _, argv := range [][]string{
+		{"systemctl", "--failed", "--no-pager"},
+		{"journalctl", "--no-pager", "-n", "150"},
+	} {
+		out, err := n.ExecErr(argv...)
+		logf("=== %s: %s (err %v)\n%s", n.Name, strings.Join(argv, " "), err, out)
+	}
+}
+
+// PollRunning waits up to limit for `systemctl is-system-running` in the
+// node to say running, and returns how long that took, or what went wrong
+// ("" when nothing did). degraded ends the wait at once, naming the failed
+// units; so does the container's exit. Safe to call from any goroutine.
+func (n Node) PollRunning(limit time.Duration) (time.Duration, string) {
+	start := time.Now()
+	var state string
+	for time.Since(start) < limit {
+		out, _ := Run(20*time.Second, nil, n.Engine, "exec", n.Name, "systemctl", "is-system-running")
+		switch state = strings.TrimSpace(out); state {
+		case "running":
+			return time.Since(start), ""
+		case "degraded":
+			failed, _ := n.ExecErr("systemctl", "--failed", "--no-legend", "--plain", "--no-pager")
+			return 0, "systemd degraded, failed units:\n" + failed
+		}
+		if st, err := Run(20*time.Second, nil, n.Engine, "inspect", "-f", "{{.State.Status}}", n.Name); err == nil && strings.TrimSpace(st) == "exited" {
+			return 0, fmt.Sprintf("container exited before systemd was running (last state %q)", state)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	return 0, fmt.Sprintf("systemd not running after %v (last state %q)", limit, state)
+}
+
+// RunID returns a short random id for the names of one run's containers
+// and networks.
+func RunID() string {
+	b := make([]byte, 3)
+	if _, err := rand.Read(b); err != nil {
+		panic(err)
+	}
+	return hex.EncodeToString(b)
+}
+
+// CgroupV2 reports whether this host runs the unified cgroup hierarchy
+// only.
+func CgroupV2() bool {
+	_, err := os.Stat("/sys/fs/cgroup/cgroup.controllers")
+	return err == nil
+}
