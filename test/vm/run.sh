@@ -170,10 +170,13 @@ trap cleanup EXIT
 # its base layer (the big one: loading it takes minutes under emulation).
 base_layer=$(docker image inspect -f '{{index .RootFS.Layers 0}}' "$node_image")
 base_layer=${base_layer#sha256:}
-# one per suite: each holds its own image
-warm_prefix=warm-
-[[ $suite == nodes ]] || warm_prefix=warm-$suite-
-warm=$disk/$warm_prefix${base_layer:0:12}.qcow2
+# One per suite: each holds its own image. The nodes suite's is good for any
+# image on the same base layer (its own layers are small); the cluster
+# suite's only for the same image: its big layers (the component images,
+# Kubernetes) are its own, and loading them takes minutes.
+warm_prefix=warm- warm_key=$base_layer
+[[ $suite == nodes ]] || warm_prefix=warm-$suite- warm_key=$image_id
+warm=$disk/$warm_prefix${warm_key:0:12}.qcow2
 t=$(date +%s)
 if [[ -s $warm ]]; then
   log "booting from the warm disk $warm"
