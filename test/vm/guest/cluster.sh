@@ -14,18 +14,37 @@
 
 # watch_cluster prints, every minute, where the cluster's nodes are (the
 # test itself reports only when kind returns): the import and the kubelet,
-# and the pods that are not Running yet. Progress only: it asserts nothing.
+# and the pods that are not Running yet. It also prints each new Warning
+# event once (a CreateContainerError's message is in its event), and the
+# last lines a crash-looping container wrote before it ended: the serial log
+# is all that is left when the VM's time runs out. Progress only: it asserts
+# nothing.
 watch_cluster() {
-  local n units pods
+  local n units pods k=(kubectl --kubeconfig=/etc/kubernetes/admin.conf) line pod
+  local -A seen=()
   while sleep 60; do
     for n in $(dk ps --filter name=kind-ep-cl- --format '{{.Names}}' 2> /dev/null); do
       units=$(dk exec "$n" systemctl is-active kind-preload-images.service kubelet.service 2>&1 | paste -sd' ' -)
-      if pods=$(dk exec "$n" kubectl --kubeconfig=/etc/kubernetes/admin.conf get pods -A --no-headers 2> /dev/null); then
+      if pods=$(dk exec "$n" "${k[@]}" get pods -A --no-headers 2> /dev/null); then
         pods=$(awk '$4 != "Running" {print $2 ":" $4} END {print NR " pods"}' <<< "$pods" | paste -sd' ' -)
       else
         pods="no API server answer"
       fi
       say "  $n: import, kubelet: $units; $(cut -c1-200 <<< "$pods")"
+      while IFS= read -r line; do
+        [[ -n $line && -z ${seen[$line]:-} ]] || continue
+        seen[$line]=1
+        say "    event: $(cut -c1-400 <<< "$line")"
+      done < <(dk exec "$n" "${k[@]}" get events -A --field-selector type=Warning --no-headers \
+        -o custom-columns=OBJ:.involvedObject.name,REASON:.reason,MSG:.message 2> /dev/null | sort -u)
+      while IFS= read -r pod; do
+        [[ -n $pod ]] || continue
+        line=$(dk exec "$n" "${k[@]}" logs -n kube-system --previous --tail 4 "$pod" 2>&1 | cut -c1-300)
+        [[ -z ${seen[$pod:$line]:-} ]] || continue
+        seen[$pod:$line]=1
+        say "    $pod, previous run's last lines: $(paste -sd'|' - <<< "$line")"
+      done < <(dk exec "$n" "${k[@]}" get pods -n kube-system --no-headers 2> /dev/null \
+        | awk '$3 == "CrashLoopBackOff" || $3 == "Error" {print $1}')
     done
   done
 }
@@ -69,16 +88,23 @@ cluster_scenario() {
   end
 }
 
+# CLUSTERS (VM_CLUSTERS on the host) names the daemons that get a cluster.
+wants() { [[ " $CLUSTERS " == *" $1 "* ]]; }
+
 host_scenario
-if ((ready)); then
-  cluster_scenario cluster-root
-else
-  skip cluster-root "the host setup failed"
+if wants root; then
+  if ((ready)); then
+    cluster_scenario cluster-root
+  else
+    skip cluster-root "the host setup failed"
+  fi
 fi
 
-rootless_docker_scenario
-if ((rootless_ready)); then
-  cluster_scenario cluster-rootless
-else
-  skip cluster-rootless "rootless Docker is not ready"
+if wants rootless; then
+  rootless_docker_scenario
+  if ((rootless_ready)); then
+    cluster_scenario cluster-rootless
+  else
+    skip cluster-rootless "rootless Docker is not ready"
+  fi
 fi
