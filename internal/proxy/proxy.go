@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io/fs"
 	"path"
+	"strings"
 	"unicode/utf8"
 
 	"github.com/kind-entrypoint/entrypoint/internal/plan"
@@ -114,6 +115,63 @@ func check(v Var) error {
 		return fmt.Errorf("%s: value is not valid UTF-8 and cannot be passed to systemd", v.Name)
 	}
 	return nil
+}
+
+// Values returns the values a drop-in's DefaultEnvironment= lines assign,
+// unquoted as systemd reads them: the inverse of Render (capture redacts
+// the proxy passwords a drop-in of an earlier boot holds, whatever the
+// environment says now). Text Render would not write is read as best it
+// can be.
+func Values(dropIn []byte) []string {
+	var out []string
+	for line := range strings.Lines(string(dropIn)) {
+		rest, ok := strings.CutPrefix(strings.TrimSpace(line), "DefaultEnvironment=")
+		if !ok {
+			continue
+		}
+		for _, word := range unquoteWords(rest) {
+			if _, v, ok := strings.Cut(word, "="); ok {
+				out = append(out, v)
+			}
+		}
+	}
+	return out
+}
+
+// unquoteWords splits a DefaultEnvironment= value into its words, undoing
+// what appendQuoted does: double quotes group, a backslash takes the next
+// byte as it is, "%%" is one '%'.
+func unquoteWords(s string) []string {
+	var words []string
+	var w strings.Builder
+	inWord, quoted := false, false
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case c == '\\' && i+1 < len(s):
+			i++
+			w.WriteByte(s[i])
+			inWord = true
+		case c == '"':
+			quoted, inWord = !quoted, true
+		case c == '%' && i+1 < len(s) && s[i+1] == '%':
+			i++
+			w.WriteByte('%')
+			inWord = true
+		case !quoted && (c == ' ' || c == '\t'):
+			if inWord {
+				words = append(words, w.String())
+				w.Reset()
+				inWord = false
+			}
+		default:
+			w.WriteByte(c)
+			inWord = true
+		}
+	}
+	if inWord {
+		words = append(words, w.String())
+	}
+	return words
 }
 
 // Quote quotes one word for a systemd DefaultEnvironment= line. It works on

@@ -259,6 +259,13 @@ func TestRender(t *testing.T) {
 			if diff := cmp.Diff(tt.vars, back); diff != "" {
 				t.Errorf("round trip through systemd's quoting (-rendered +read back):\n%s", diff)
 			}
+			var values []string
+			for _, v := range tt.vars {
+				values = append(values, v.Value)
+			}
+			if diff := cmp.Diff(values, Values(got)); diff != "" {
+				t.Errorf("Values (-rendered +read back):\n%s", diff)
+			}
 		})
 	}
 }
