@@ -40,9 +40,12 @@ func ParseMountinfoFile(b []byte) ([]*mountinfo.Info, error) {
 // and quotes it, clipped: the library's own message holds the whole line
 // as it is, which may be kilobytes of binary. A table without a single
 // mount is an error too: a process always sees the mount holding its root,
-// so it is a broken capture, not a host.
+// so it is a broken capture, not a host. A blank line (a fake tree's or
+// a capture's trailing newline, which the kernel never prints) is skipped,
+// as every other table parser of the steps skips one; the library refuses
+// it as a line of too few fields.
 func ParseMountinfo(b []byte) ([]*mountinfo.Info, error) {
-	mi, err := mountinfo.GetMountsFromReader(bytes.NewReader(b), nil)
+	mi, err := mountinfo.GetMountsFromReader(bytes.NewReader(withoutBlankLines(b)), nil)
 	if err != nil {
 		return nil, mountinfoLineError(b, err)
 	}
@@ -60,6 +63,27 @@ func ParseMountinfo(b []byte) ([]*mountinfo.Info, error) {
 	return mi, nil
 }
 
+// withoutBlankLines is b without its blank lines (nothing but blanks and
+// line ends); b itself, not a copy, when it has none.
+func withoutBlankLines(b []byte) []byte {
+	blank := false
+	for line := range bytes.Lines(b) {
+		blank = blank || isBlankLine(line)
+	}
+	if !blank {
+		return b
+	}
+	out := make([]byte, 0, len(b))
+	for line := range bytes.Lines(b) {
+		if !isBlankLine(line) {
+			out = append(out, line...)
+		}
+	}
+	return out
+}
+
+func isBlankLine(line []byte) bool { return len(bytes.TrimSpace(line)) == 0 }
+
 // cleanAbs reports whether p is absolute and clean: no ".", "..", "//"
 // or trailing "/" (as path.Clean would give).
 func cleanAbs(p string) bool { return strings.HasPrefix(p, "/") && path.Clean(p) == p }
@@ -73,6 +97,9 @@ func mountinfoLineError(b []byte, err error) error {
 	n := 0
 	for line := range bytes.Lines(b) {
 		n++
+		if isBlankLine(line) {
+			continue
+		}
 		_, lerr := mountinfo.GetMountsFromReader(bytes.NewReader(line), nil)
 		if lerr == nil {
 			continue

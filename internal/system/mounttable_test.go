@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
 	"github.com/moby/sys/mountinfo"
 
 	"github.com/kind-entrypoint/entrypoint/internal/system"
@@ -141,5 +142,35 @@ func TestMountTable(t *testing.T) {
 	}
 	if mi, err := tbl.Read(tr); err != nil || len(mi) != 1 {
 		t.Errorf("a table that is not fixed did not read again: %v, %v", mi, err)
+	}
+}
+
+// TestParseMountinfoBlankLines: blank lines anywhere in a table (a fake
+// tree's trailing newline, CRLF, a line of blanks) are skipped, as the
+// other table parsers skip them; a bad line after them is still named by
+// its own number.
+func TestParseMountinfoBlankLines(t *testing.T) {
+	want := parseMounts(t, rootLine, sysLine, varLine)
+	for _, table := range []string{
+		"\n" + rootLine + "\n" + sysLine + "\n" + varLine + "\n",
+		rootLine + "\n\n" + sysLine + "\n" + varLine + "\n\n\n",
+		rootLine + "\r\n\r\n" + sysLine + "\r\n" + varLine,
+		rootLine + "\n \t \n" + sysLine + "\n" + varLine + "\n   ",
+	} {
+		got, err := system.ParseMountinfo([]byte(table))
+		if err != nil {
+			t.Errorf("ParseMountinfo(%q): %v", table, err)
+			continue
+		}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("ParseMountinfo(%q) (-want +got):\n%s", table, diff)
+		}
+	}
+	_, err := system.ParseMountinfo([]byte("\n" + rootLine + "\n\nbroken line\n"))
+	if err == nil || !strings.HasPrefix(err.Error(), `line 4: "broken line"`) {
+		t.Errorf("error %v, want one naming line 4", err)
+	}
+	if _, err := system.ParseMountinfo([]byte("\n \n")); err == nil || err.Error() != "no mounts" {
+		t.Errorf("a table of blank lines: error %v, want no mounts", err)
 	}
 }
