@@ -103,6 +103,8 @@ func FuzzRewriteResolvConf(f *testing.F) {
 		}
 		f.Add([]byte(tc.orig), tc.hostIP, search, mode)
 	}
+	// Blanks resolvers do not split at: the line is no nameserver line.
+	f.Add([]byte("nameserver\v127.0.0.11\nnameserver 127.0.0.11\u00a0\n"), "172.18.0.1", "", uint8(0))
 	addFiles(f, "resolv-*.input", func(c []byte) {
 		f.Add(c, "172.18.0.1", "", uint8(0))
 		f.Add(c, "172.18.0.1", "", uint8(1))
@@ -141,6 +143,13 @@ func FuzzRewriteResolvConf(f *testing.F) {
 		}
 		if !bytes.HasSuffix(out, []byte("\n")) || bytes.HasSuffix(out, []byte("\n\n")) {
 			t.Fatalf("output does not end in exactly one newline: %q", out)
+		}
+
+		// The step decides by namesEmbeddedDNS whether the node still
+		// uses Docker's DNS (and so whether the rules must serve it):
+		// it must read a line as the rewrite does.
+		if namesEmbeddedDNS(out) {
+			t.Fatalf("the rewritten %q still names the embedded DNS for the step", out)
 		}
 
 		blank := func(r rune) bool { return r == ' ' || r == '\t' || r == '\r' }

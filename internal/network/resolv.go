@@ -58,8 +58,7 @@ func rewriteResolvConf(orig []byte, host netip.Addr, search *string) ([]byte, er
 			switch {
 			case n > 0 && string(line[f[0].start:f[0].end]) == "search" && search != nil:
 				continue
-			case n > 1 && string(line[f[0].start:f[0].end]) == "nameserver" &&
-				string(line[f[1].start:f[1].end]) == dockerEmbeddedDNS:
+			case namesEmbeddedDNSLine(line, f, n):
 				if !host.IsValid() {
 					return nil, fmt.Errorf("no host IP to replace nameserver %s with", dockerEmbeddedDNS)
 				}
@@ -97,6 +96,14 @@ func checkSearch(search string) error {
 		}
 	}
 	return nil
+}
+
+// namesEmbeddedDNSLine reports whether a resolv.conf line, whose first
+// fields are f (n of them, from resolvFields), is a nameserver line for
+// Docker's embedded DNS.
+func namesEmbeddedDNSLine(line []byte, f [2]span, n int) bool {
+	return n > 1 && string(line[f[0].start:f[0].end]) == "nameserver" &&
+		string(line[f[1].start:f[1].end]) == dockerEmbeddedDNS
 }
 
 // resolvFields returns the byte ranges of a resolv.conf line's first two

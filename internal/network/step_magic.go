@@ -442,11 +442,14 @@ func dnatsToEmbeddedDNS(save []byte) bool {
 }
 
 // namesEmbeddedDNS reports whether resolv.conf has a nameserver line for
-// Docker's embedded DNS server.
+// Docker's embedded DNS server: a line the rewrite points at the host IP
+// (see resolvFields), and no other. strings.Fields also split at blanks
+// no resolver splits at (a vertical tab, U+00A0), so a line the rewrite
+// rightly left alone made a node without Docker's DNS fail for the rules.
 func namesEmbeddedDNS(resolv []byte) bool {
 	for line := range bytes.Lines(resolv) {
-		f := strings.Fields(string(line))
-		if len(f) > 1 && f[0] == "nameserver" && f[1] == dockerEmbeddedDNS {
+		line = bytes.TrimSuffix(line, []byte("\n"))
+		if f, n := resolvFields(line); namesEmbeddedDNSLine(line, f, n) {
 			return true
 		}
 	}

@@ -227,6 +227,16 @@ func TestPlanMagicNoRulesForEmbeddedDNS(t *testing.T) {
 	if got := plan.Strings(actions)[0]; got != "log WARN: cannot read the nft rules (iptables-nft-save: timed out after 5s); /etc/resolv.conf does not use Docker's DNS, so nothing needs them" {
 		t.Errorf("first action %q", got)
 	}
+	// A line no resolver reads as a nameserver of 127.0.0.11 (they do
+	// not split at a vertical tab or U+00A0), which the rewrite leaves
+	// alone, does not need the rules either.
+	f.RulesErr = nil
+	for _, resolv := range []string{"nameserver\v127.0.0.11\n", "nameserver 127.0.0.11\u00a0\n"} {
+		f.Resolv.Data = []byte(resolv)
+		if _, err := PlanMagic(f); err != nil {
+			t.Errorf("resolv.conf %q: %v", resolv, err)
+		}
+	}
 }
 
 // TestPlanMagicPodman: a podman node's resolv.conf names its network's
