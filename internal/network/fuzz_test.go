@@ -9,6 +9,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"unicode"
 )
 
 // addFiles seeds f with the content of the testdata files matching pattern,
@@ -127,7 +128,7 @@ func FuzzRewriteResolvConf(f *testing.F) {
 			hostIP = "172.18.0.1"
 			out, err = RewriteResolvConf(orig, hostIP, search)
 		}
-		if search != nil && strings.ContainsFunc(*search, func(r rune) bool { return r < 0x20 || r == 0x7f }) {
+		if search != nil && strings.ContainsFunc(*search, unicode.IsControl) {
 			if err == nil {
 				t.Fatalf("search %q accepted", *search)
 			}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"net/netip"
+	"unicode"
 )
 
 // RewriteResolvConf rewrites resolv.conf: nameserver 127.0.0.11 -> hostIP.
@@ -87,12 +88,17 @@ func searchLen(search *string) int {
 
 // checkSearch refuses a search value that would not stay one "search" line:
 // a newline would inject further resolv.conf directives, and other control
-// characters (tab included: domains are separated by spaces) are never part
-// of a domain name.
+// characters (tab included: domains are separated by spaces; C1 too, as
+// UTF-8) are never part of a domain name.
 func checkSearch(search string) error {
 	for i := 0; i < len(search); i++ {
 		if c := search[i]; c < 0x20 || c == 0x7f {
 			return fmt.Errorf("DNS search value %q: control character %q at byte %d", search, c, i)
+		}
+	}
+	for i, r := range search {
+		if unicode.IsControl(r) {
+			return fmt.Errorf("DNS search value %q: control character %U at byte %d", search, r, i)
 		}
 	}
 	return nil

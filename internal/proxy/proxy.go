@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"path"
 	"strings"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/kind-entrypoint/entrypoint/internal/plan"
@@ -114,7 +115,23 @@ func check(v Var) error {
 	if !utf8.ValidString(v.Value) {
 		return fmt.Errorf("%s: value is not valid UTF-8 and cannot be passed to systemd", v.Name)
 	}
+	for i, r := range v.Value {
+		switch {
+		case unicode.IsControl(r):
+			// C1 (U+0080-U+009F): C0 and DEL were refused above.
+			return fmt.Errorf("%s: control character %U at byte %d cannot be passed to systemd", v.Name, r, i)
+		case isNoncharacter(r):
+			return fmt.Errorf("%s: %U at byte %d is a Unicode noncharacter, which systemd refuses: the variable would be missing", v.Name, r, i)
+		}
+	}
 	return nil
+}
+
+// isNoncharacter reports whether r is one of the code points systemd's
+// utf8_is_valid (unichar_is_valid) refuses in valid UTF-8: U+FDD0-U+FDEF
+// and the last two of every plane. Go's utf8.ValidString accepts them.
+func isNoncharacter(r rune) bool {
+	return r >= 0xFDD0 && r <= 0xFDEF || r&0xFFFE == 0xFFFE
 }
 
 // Values returns the values a drop-in's DefaultEnvironment= lines assign,
