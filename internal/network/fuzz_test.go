@@ -254,7 +254,7 @@ func FuzzDefaultGatewayV4(f *testing.F) {
 			switch {
 			case err != nil && gw.IsValid():
 				t.Fatalf("got %v along with error %v", gw, err)
-			case err == nil && (!gw.Is4() || gw.IsUnspecified()):
+			case err == nil && (!gw.Is4() || !UsableHostIP(gw)):
 				t.Fatalf("gateway %v is not a usable IPv4 address", gw)
 			}
 		}
