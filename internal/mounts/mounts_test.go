@@ -188,6 +188,9 @@ func TestSysReadOnly(t *testing.T) {
 		{"1 0 0:5 / /sys rw,nosuid,nodev,noexec,noatime - sysfs sysfs rw", system.Remount | system.Bind | system.ReadOnly | system.NoSuid | system.NoDev | system.NoExec | system.NoAtime},
 		{"1 0 0:5 / /sys rw,nosuid,nodev,noexec,strictatime,nodiratime - sysfs sysfs rw", system.Remount | system.Bind | system.ReadOnly | system.NoSuid | system.NoDev | system.NoExec | system.StrictAt | system.NoDirAt},
 		{"1 0 0:5 / /sys rw - sysfs sysfs rw", system.Remount | system.Bind | system.ReadOnly},
+		// Linux 5.10's per-mount nosymfollow (MS_NOSYMFOLLOW): a remount
+		// without it clears it.
+		{"1 0 0:5 / /sys rw,nosuid,nosymfollow - sysfs sysfs rw", system.Remount | system.Bind | system.ReadOnly | system.NoSuid | system.NoSymFol},
 		// Superblock options (after " - ") are not per-mount flags.
 		{"1 0 0:5 / /sys rw,relatime - sysfs sysfs ro,nosuid", system.Remount | system.Bind | system.ReadOnly | system.RelAtime},
 	}

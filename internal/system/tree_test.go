@@ -289,6 +289,14 @@ func TestMountFlags(t *testing.T) {
 	if got := OptionsFromFlags(f | ReadOnly); got != "ro,nosuid,nodev,noexec,relatime" {
 		t.Errorf("OptionsFromFlags = %q", got)
 	}
+	// Every per-mount option the kernel prints (show_mnt_opts) round-trips.
+	const all = "ro,nosuid,nodev,noexec,noatime,nodiratime,relatime,nosymfollow"
+	if got := OptionsFromFlags(FlagsFromOptions(all)); got != all {
+		t.Errorf("OptionsFromFlags(FlagsFromOptions(%q)) = %q", all, got)
+	}
+	if got := FlagsFromOptions("rw,nosymfollow").String(); got != "nosymfollow" {
+		t.Errorf("nosymfollow prints %q", got)
+	}
 }
 
 func TestFSTypeName(t *testing.T) {
