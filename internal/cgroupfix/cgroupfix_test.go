@@ -404,6 +404,25 @@ func TestPlanV1(t *testing.T) {
 				root("/sys/fs/cgroup/systemd/kubelet.slice")),
 		},
 		{
+			// A root above the cgroup namespace (the kernel's "/.."
+			// form) is never the container's cgroup, however its text
+			// ends: unmounted as unscoped, never joined to a path.
+			name: "no cgroupns, a root above the namespace",
+			f: V1Facts{
+				Current: cid,
+				Mounts: parseMounts(t, tmpfsLine,
+					cg(31, "0:26", "/.."+cid, "memory", "memory", "")),
+			},
+			want: concat(logs(noNS...),
+				[]plan.Action{
+					plan.Info("unmounting and removing /sys/fs/cgroup/memory"),
+					plan.Unmount("/sys/fs/cgroup/memory").OrWarn("failed to unmount /sys/fs/cgroup/memory"),
+					plan.Remove("/sys/fs/cgroup/memory").OrWarn("failed to rmdir /sys/fs/cgroup/memory"),
+				},
+				private(),
+				root("/sys/fs/cgroup/systemd/kubelet.slice")),
+		},
+		{
 			name: "no cgroupns, GitHub Actions roots and shared mounts",
 			f: V1Facts{
 				Current: "/actions_job/9f",

@@ -54,9 +54,13 @@ func ParseMountinfo(b []byte) ([]*mountinfo.Info, error) {
 	}
 	// The kernel prints mount points (and roots that are paths) clean and
 	// absolute; anything else is a forged table, and a mount point with
-	// ".." would lead the steps' mkdir, mount and umount elsewhere.
+	// ".." would lead the steps' mkdir, mount and umount elsewhere. The
+	// one exception is real: in a cgroup namespace, a cgroup mount's root
+	// outside the namespace's cgroup is shown relative to it, "/../.."
+	// (cgroup_show_path), as in /proc/self/cgroup. Whoever joins a root
+	// to a path must refuse those (cgroupfix does).
 	for i, m := range mi {
-		if !cleanAbs(m.Mountpoint) || (strings.HasPrefix(m.Root, "/") && !cleanAbs(m.Root)) {
+		if !cleanAbs(m.Mountpoint) || (strings.HasPrefix(m.Root, "/") && !cleanAbs(withoutLeadingUps(m.Root))) {
 			return nil, fmt.Errorf("mount %d (ID %d): mount point %s, root %s: not a clean absolute path", i+1, m.ID, quoteClipped(m.Mountpoint), quoteClipped(m.Root))
 		}
 	}
@@ -83,6 +87,17 @@ func withoutBlankLines(b []byte) []byte {
 }
 
 func isBlankLine(line []byte) bool { return len(bytes.TrimSpace(line)) == 0 }
+
+// withoutLeadingUps is root without its leading "/.." components.
+func withoutLeadingUps(root string) string {
+	for strings.HasPrefix(root, "/..") && (len(root) == 3 || root[3] == '/') {
+		root = root[3:]
+	}
+	if root == "" {
+		return "/"
+	}
+	return root
+}
 
 // cleanAbs reports whether p is absolute and clean: no ".", "..", "//"
 // or trailing "/" (as path.Clean would give).

@@ -45,7 +45,7 @@ func FuzzParseMountinfo(f *testing.F) {
 				// prints: one of the library's mounts must have it.
 				bad := false
 				for _, m := range want {
-					bad = bad || !cleanAbs(m.Mountpoint) || (strings.HasPrefix(m.Root, "/") && !cleanAbs(m.Root))
+					bad = bad || !cleanAbs(m.Mountpoint) || (strings.HasPrefix(m.Root, "/") && !cleanAbs(withoutLeadingUps(m.Root)))
 				}
 				if !bad {
 					t.Fatalf("ParseMountinfo refused clean mounts: %v", err)

@@ -174,3 +174,32 @@ func TestParseMountinfoBlankLines(t *testing.T) {
 		t.Errorf("a table of blank lines: error %v, want no mounts", err)
 	}
 }
+
+// TestParseMountinfoRootAboveNamespace: in a cgroup namespace the kernel
+// shows the root of a cgroup mount outside the namespace's cgroup relative
+// to it, with leading ".." (cgroup_show_path): real tables, which must
+// parse. Any other unclean root, and any unclean mount point, is a forged
+// table.
+func TestParseMountinfoRootAboveNamespace(t *testing.T) {
+	for _, root := range []string{"/..", "/../..", "/../../docker/abc"} {
+		line := "35 30 0:30 " + root + " /sys/fs/cgroup/memory rw,nosuid,nodev,noexec,relatime - cgroup cgroup rw,memory"
+		mi, err := system.ParseMountinfo([]byte(rootLine + "\n" + line + "\n"))
+		if err != nil {
+			t.Errorf("root %s: %v", root, err)
+			continue
+		}
+		if mi[1].Root != root {
+			t.Errorf("root %s read as %s", root, mi[1].Root)
+		}
+	}
+	for _, line := range []string{
+		"35 30 0:30 /../x/../y /sys/fs/cgroup/memory rw - cgroup cgroup rw,memory",
+		"35 30 0:30 /x/.. /sys/fs/cgroup/memory rw - cgroup cgroup rw,memory",
+		"35 30 0:30 /.../x /sys/fs/cgroup/memory/.. rw - cgroup cgroup rw,memory",
+		"35 30 0:30 / /.. rw - cgroup cgroup rw,memory",
+	} {
+		if _, err := system.ParseMountinfo([]byte(rootLine + "\n" + line + "\n")); err == nil || !strings.Contains(err.Error(), "not a clean absolute path") {
+			t.Errorf("%q: error %v, want one saying it is not a clean absolute path", line, err)
+		}
+	}
+}
