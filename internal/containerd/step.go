@@ -137,12 +137,22 @@ func detectFuseUnit(sys system.System, f *Facts) error {
 	}
 	f.FuseLinks = map[string]string{}
 	for link, target := range links {
-		if cur, err := sys.Readlink(link); err == nil && cur == target {
+		// A link that leads to the unit, however written (relative,
+		// as `ln -s ../UNIT` makes it), is the unit enabled.
+		if cur, err := sys.Readlink(link); err == nil && resolveLink(link, cur) == target {
 			continue
 		}
 		f.FuseLinks[link] = target
 	}
 	return nil
+}
+
+// resolveLink is where the symlink at link, holding target, points.
+func resolveLink(link, target string) string {
+	if path.IsAbs(target) {
+		return path.Clean(target)
+	}
+	return path.Join(path.Dir(link), target)
 }
 
 // enableLinks are the symlinks `systemctl enable` makes for a unit: one in

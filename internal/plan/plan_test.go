@@ -166,6 +166,9 @@ func TestPreflight(t *testing.T) {
 	if err := hosttest.WriteFiles(root, map[string]string{"etc/machine-id/x": "x", "kind": "x", "etc/ok": "x"}); err != nil {
 		t.Fatal(err)
 	}
+	if err := os.Symlink("/nonexistent", filepath.Join(root, "etc/dangling")); err != nil {
+		t.Fatal(err)
+	}
 	sys := system.NewTree(root)
 	for _, c := range []struct {
 		name    string
@@ -179,6 +182,11 @@ func TestPreflight(t *testing.T) {
 		{"made by the plan", []Action{Mkdir("/etc/new/dir", 0o755), WriteFile("/etc/new/dir/f", nil, 0o644)}, ""},
 		{"removed by the plan", []Action{Remove("/kind"), Mkdir("/kind", 0o755), WriteFile("/kind/f", nil, 0o644)}, ""},
 		{"a file", []Action{WriteFile("/etc/ok", nil, 0o644), WriteInPlace("/etc/ok", nil)}, ""},
+		// symlink(2) replaces nothing: EEXIST, whatever is there (a
+		// link to elsewhere included, which Stat would not see).
+		{"symlink over a file", []Action{Symlink("/x", "/etc/ok")}, "symlink (planned) /etc/ok: file exists"},
+		{"symlink over a dangling link", []Action{Symlink("/x", "/etc/dangling")}, "symlink (planned) /etc/dangling: file exists"},
+		{"symlink over what the plan removes", []Action{Remove("/etc/ok"), Symlink("/x", "/etc/ok")}, ""},
 	} {
 		err := Preflight(sys, c.actions)
 		if got := fmt.Sprint(err); (c.want == "" && err != nil) || (c.want != "" && got != c.want) {
