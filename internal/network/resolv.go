@@ -33,8 +33,8 @@ func RewriteResolvConf(orig []byte, hostIP string, search *string) ([]byte, erro
 }
 
 // rewriteResolvConf is RewriteResolvConf of a parsed host IP. An invalid
-// host only rewrites the search lines, and fails on a nameserver line for
-// Docker's embedded DNS.
+// host only rewrites the search lines: every nameserver line is kept, so
+// none is ever written without an address.
 func rewriteResolvConf(orig []byte, host netip.Addr, search *string) ([]byte, error) {
 	if host == netip.MustParseAddr(dockerEmbeddedDNS) {
 		return nil, fmt.Errorf("host IP %s is Docker's embedded DNS itself", host)
@@ -59,10 +59,7 @@ func rewriteResolvConf(orig []byte, host netip.Addr, search *string) ([]byte, er
 			switch {
 			case n > 0 && string(line[f[0].start:f[0].end]) == "search" && search != nil:
 				continue
-			case namesEmbeddedDNSLine(line, f, n):
-				if !host.IsValid() {
-					return nil, fmt.Errorf("no host IP to replace nameserver %s with", dockerEmbeddedDNS)
-				}
+			case host.IsValid() && namesEmbeddedDNSLine(line, f, n):
 				if hostText == "" {
 					hostText = host.String()
 				}

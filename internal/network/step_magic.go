@@ -358,7 +358,16 @@ func PlanMagic(f MagicFacts) ([]plan.Action, error) {
 		}
 	} else if !hostIP.IsValid() {
 		actions = append(actions, plan.Warning(fmt.Sprintf(
-			"found no address of the Docker host (%s); leaving the DNS rules and %s as they are", source, ResolvConf)))
+			"found no address of the Docker host (%s); leaving the DNS rules and the nameservers of %s as they are", source, ResolvConf)))
+		// KIND_DNS_SEARCH is the user's, not Docker's: applied all
+		// the same (unset, it changes nothing).
+		if f.Search != nil {
+			a, err := planResolvConf(f, netip.Addr{}, false)
+			actions = append(actions, a...)
+			if err != nil {
+				return actions, err
+			}
+		}
 	} else {
 		a, served, err := planDNSRules(f, hostIP)
 		actions = append(actions, a...)
@@ -457,12 +466,13 @@ func namesEmbeddedDNS(resolv []byte) bool {
 }
 
 // planResolvConf keeps the original and rewrites /etc/resolv.conf in place:
-// Docker bind-mounts it, and a rename over a mount point fails.
+// Docker bind-mounts it, and a rename over a mount point fails. Without a
+// host IP only the search lines change (KIND_DNS_SEARCH).
 func planResolvConf(f MagicFacts, hostIP netip.Addr, served bool) ([]plan.Action, error) {
 	if f.Resolv == nil {
 		return []plan.Action{plan.Warning(ResolvConf + " does not exist; not rewriting it")}, nil
 	}
-	if namesEmbeddedDNS(f.Resolv.Data) && !served {
+	if hostIP.IsValid() && namesEmbeddedDNS(f.Resolv.Data) && !served {
 		// The rules were saved from a backend Docker did not write to
 		// (its save hung or failed). The script would point resolv.conf
 		// at the host IP all the same and break the node's own DNS; left

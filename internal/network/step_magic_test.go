@@ -734,3 +734,39 @@ func TestDetectedAddressLines(t *testing.T) {
 		t.Errorf("address lines (-want +got):\n%s", diff)
 	}
 }
+
+// TestPlanMagicNoHostIPSearch: with no address of the Docker host (an
+// internal network) the DNS rules and the nameservers stay as they are,
+// but KIND_DNS_SEARCH is the user's, and its three cases still hold.
+func TestPlanMagicNoHostIPSearch(t *testing.T) {
+	const resolv = "nameserver 127.0.0.11\nsearch corp.example\noptions ndots:0\n"
+	for _, tt := range []struct {
+		name   string
+		search *string
+		want   string // the rewritten resolv.conf, "" for none
+	}{
+		{"unset", nil, ""},
+		{"empty", new(string), "nameserver 127.0.0.11\noptions ndots:0\n"},
+		{"set", func() *string { s := "kind.test"; return &s }(), "search kind.test\nnameserver 127.0.0.11\noptions ndots:0\n"},
+	} {
+		f := facts()
+		f.Gateway, f.GatewayErr = netip.Addr{}, errors.New("no IPv4 default route with a gateway")
+		f.Resolv.Data = []byte(resolv)
+		f.OriginalExists = true
+		f.Search = tt.search
+		actions, err := PlanMagic(f)
+		if err != nil {
+			t.Fatalf("%s: %v", tt.name, err)
+		}
+		if r := find(actions, plan.OpRun, "iptables-nft-restore"); r != nil {
+			t.Errorf("%s: restores rules with no host IP", tt.name)
+		}
+		got := ""
+		if a := find(actions, plan.OpWriteInPlace, ResolvConf); a != nil {
+			got = string(a.Data)
+		}
+		if diff := cmp.Diff(tt.want, got); diff != "" {
+			t.Errorf("%s: resolv.conf (-want +got):\n%s", tt.name, diff)
+		}
+	}
+}
