@@ -15,6 +15,8 @@ import (
 
 	"github.com/pelletier/go-toml/v2"
 	"github.com/pelletier/go-toml/v2/unstable"
+
+	"github.com/kind-entrypoint/entrypoint/internal/logline"
 )
 
 // Change says what configure_containerd wants in config.toml.
@@ -256,7 +258,7 @@ func lookup(doc map[string]any, path []string, sc *scan) (value any, found bool,
 func describe(v any) string {
 	switch v := v.(type) {
 	case string:
-		return fmt.Sprintf("the string %q", v)
+		return "the string " + logline.QuoteClipped(v)
 	case bool:
 		return fmt.Sprintf("the boolean %t", v)
 	case int64:

@@ -8,6 +8,8 @@ import (
 	"net/netip"
 	"strconv"
 	"strings"
+
+	"github.com/kind-entrypoint/entrypoint/internal/logline"
 )
 
 // ErrNoDefaultRoute is returned by DefaultGatewayV4 when the table is well
@@ -94,7 +96,7 @@ func defaultGatewayV4(table []byte, order binary.ByteOrder) (netip.Addr, error) 
 		}
 		field := func(j int) string { return fields[col[j]] }
 		bad := func(j int, err error) error {
-			return fmt.Errorf("line %d: field %s %q: %w", lineNo, names[j], field(j), err)
+			return fmt.Errorf("line %d: field %s %s: %w", lineNo, names[j], logline.QuoteClipped(field(j)), err)
 		}
 		dest, err := parseRouteHex(field(destination))
 		if err != nil {

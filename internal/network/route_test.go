@@ -121,6 +121,7 @@ var defaultGatewayV4Tests = []struct {
 		wantErr: `line 3: field Gateway "zzzzzzzz": want 8 hex digits`,
 	},
 	{name: "garbage", table: "\x00\xff\n\x00", wantErr: "line 1: header has no Destination column"},
+	{name: "long field", table: routeTable("eth0 " + strings.Repeat("0", 100000) + " 010012AC 0003 0 00000000"), wantErr: `line 2: field Destination "` + strings.Repeat("0", 80) + `"...: want 8 hex digits`},
 }
 
 func TestDefaultGatewayV4(t *testing.T) {

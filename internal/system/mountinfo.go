@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"path"
-	"strconv"
 	"strings"
 
 	"github.com/moby/sys/mountinfo"
@@ -61,7 +60,7 @@ func ParseMountinfo(b []byte) ([]*mountinfo.Info, error) {
 	// to a path must refuse those (cgroupfix does).
 	for i, m := range mi {
 		if !cleanAbs(m.Mountpoint) || (strings.HasPrefix(m.Root, "/") && !cleanAbs(withoutLeadingUps(m.Root))) {
-			return nil, fmt.Errorf("mount %d (ID %d): mount point %s, root %s: not a clean absolute path", i+1, m.ID, quoteClipped(m.Mountpoint), quoteClipped(m.Root))
+			return nil, fmt.Errorf("mount %d (ID %d): mount point %s, root %s: not a clean absolute path", i+1, m.ID, logline.QuoteClipped(m.Mountpoint), logline.QuoteClipped(m.Root))
 		}
 	}
 	return mi, nil
@@ -103,9 +102,6 @@ func withoutLeadingUps(root string) string {
 // or trailing "/" (as path.Clean would give).
 func cleanAbs(p string) bool { return strings.HasPrefix(p, "/") && path.Clean(p) == p }
 
-// maxQuoted is how much of a bad line an error quotes.
-const maxQuoted = 80
-
 // mountinfoLineError finds the line the parser refused by parsing each
 // line on its own (only on this error path), and words its error.
 func mountinfoLineError(b []byte, err error) error {
@@ -128,18 +124,12 @@ func mountinfoLineError(b []byte, err error) error {
 		if rest, ok := strings.CutPrefix(why, "parsing '"+text+"' failed: "); ok {
 			why = rest
 		}
-		if len(why) > 2*maxQuoted {
-			why = why[:2*maxQuoted] + "..."
+		// The library's reason may quote a field of the line too.
+		const maxWhy = 160
+		if len(why) > maxWhy {
+			why = why[:maxWhy] + "..."
 		}
-		return fmt.Errorf("line %d: %s: %s", n, quoteClipped(text), logline.Escape(why))
+		return fmt.Errorf("line %d: %s: %s", n, logline.QuoteClipped(text), logline.Escape(why))
 	}
 	return err
-}
-
-// quoteClipped quotes s, at most maxQuoted bytes of it.
-func quoteClipped(s string) string {
-	if len(s) > maxQuoted {
-		return strconv.Quote(s[:maxQuoted]) + "..."
-	}
-	return strconv.Quote(s)
 }
