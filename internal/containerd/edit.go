@@ -170,7 +170,7 @@ func edit(config []byte, ch Change) (Result, []splice, error) {
 
 func checkSnapshotterName(s string) error {
 	if !validSnapshotterName(s) {
-		return fmt.Errorf("invalid snapshotter name %q: want lowercase letters, digits, '.', '_' or '-', starting with a letter or digit", s)
+		return fmt.Errorf("invalid snapshotter name %s: want lowercase letters, digits, '.', '_' or '-', starting with a letter or digit", logline.QuoteClipped(s))
 	}
 	return nil
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/coreos/go-systemd/v22/unit"
 
+	"github.com/kind-entrypoint/entrypoint/internal/logline"
 	"github.com/kind-entrypoint/entrypoint/internal/plan"
 	"github.com/kind-entrypoint/entrypoint/internal/system"
 )
@@ -187,7 +188,7 @@ func enableLinks(unitPath string, content []byte) (map[string]string, error) {
 		for _, t := range strings.Fields(o.Value) {
 			// A name with a '/' would put the link anywhere on the node.
 			if !validUnitName(t) {
-				return nil, fmt.Errorf("%s: %s= names %q, which is not a unit name", unitPath, o.Name, t)
+				return nil, fmt.Errorf("%s: %s= names %s, which is not a unit name", unitPath, o.Name, logline.QuoteClipped(t))
 			}
 			links[path.Join("/etc/systemd/system", t+suffix, name)] = unitPath
 		}

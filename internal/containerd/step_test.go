@@ -70,6 +70,8 @@ func TestEnableLinksUnitNames(t *testing.T) {
 			unitPath + `: RequiredBy= names "/etc/x.target", which is not a unit name`, nil},
 		{"control character", "[Install]\nWantedBy=a\x1b[2J.target\n",
 			unitPath + `: WantedBy= names "a\x1b[2J.target", which is not a unit name`, nil},
+		{"long name", "[Install]\nWantedBy=" + strings.Repeat("/", 2000) + "\n",
+			unitPath + `: WantedBy= names "` + strings.Repeat("/", 80) + `"..., which is not a unit name`, nil},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			got, err := enableLinks(unitPath, []byte(tt.unit))
@@ -161,5 +163,15 @@ func TestFuseUnitEnabledRelative(t *testing.T) {
 				t.Errorf("%d symlinks planned, want %d: %q", n, tt.want, plan.Strings(actions))
 			}
 		})
+	}
+}
+
+// TestPlanLongSnapshotterName: the refusal quotes 80 bytes of the value,
+// however long the variable.
+func TestPlanLongSnapshotterName(t *testing.T) {
+	_, err := Plan(Facts{Snapshotter: strings.Repeat("X", 100000)})
+	want := SnapshotterEnv + `: invalid snapshotter name "` + strings.Repeat("X", 80) + `"...: want lowercase letters, digits, '.', '_' or '-', starting with a letter or digit`
+	if err == nil || err.Error() != want {
+		t.Errorf("error %.200v, want %s", err, want)
 	}
 }

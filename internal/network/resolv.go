@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"net/netip"
 	"unicode"
+
+	"github.com/kind-entrypoint/entrypoint/internal/logline"
 )
 
 // RewriteResolvConf rewrites resolv.conf: nameserver 127.0.0.11 -> hostIP.
@@ -90,12 +92,12 @@ func searchLen(search *string) int {
 func checkSearch(search string) error {
 	for i := 0; i < len(search); i++ {
 		if c := search[i]; c < 0x20 || c == 0x7f {
-			return fmt.Errorf("DNS search value %q: control character %q at byte %d", search, c, i)
+			return fmt.Errorf("DNS search value %s: control character %q at byte %d", logline.QuoteClipped(search), c, i)
 		}
 	}
 	for i, r := range search {
 		if unicode.IsControl(r) {
-			return fmt.Errorf("DNS search value %q: control character %U at byte %d", search, r, i)
+			return fmt.Errorf("DNS search value %s: control character %U at byte %d", logline.QuoteClipped(search), r, i)
 		}
 	}
 	return nil
