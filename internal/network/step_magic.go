@@ -249,8 +249,8 @@ func hostname(sys system.System) (string, error) {
 
 // lookupFirst returns the first address of network ("ip4" or "ip6") for
 // host. With nodeAddr it skips what cannot be the node's own address:
-// loopback (Debian's 127.0.1.1 HOSTNAME line), unspecified and IPv4-mapped
-// addresses.
+// loopback (Debian's 127.0.1.1 HOSTNAME line), unspecified, multicast,
+// broadcast (UsableHostIP) and IPv4-mapped addresses.
 func lookupFirst(ctx context.Context, sys system.System, timeout time.Duration, network, host string, nodeAddr bool) (netip.Addr, error) {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
@@ -266,7 +266,7 @@ func lookupFirst(ctx context.Context, sys system.System, timeout time.Duration, 
 		if (network == "ip4") != a.Is4() || a.Is4In6() {
 			continue
 		}
-		if nodeAddr && (a.IsLoopback() || a.IsUnspecified()) {
+		if nodeAddr && !UsableHostIP(a) {
 			continue
 		}
 		return a, nil

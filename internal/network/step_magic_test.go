@@ -770,3 +770,22 @@ func TestPlanMagicNoHostIPSearch(t *testing.T) {
 		}
 	}
 }
+
+// TestNodeAddressIsAHost: the node's own address is the first answer that
+// can be a host's: not loopback (Debian's 127.0.1.1), nor multicast or
+// broadcast, which a name can be made to answer too.
+func TestNodeAddressIsAHost(t *testing.T) {
+	tree := fakeNode(t, map[string]string{
+		".host/hosts":              "kind-control-plane 224.0.0.5 255.255.255.255 127.0.1.1 172.18.0.3 ff02::1 ::1 fc00::3\n",
+		"proc/sys/kernel/hostname": "kind-control-plane\n",
+		"etc/resolv.conf":          resolvDocker,
+	})
+	nft := IptablesFacts{Saves: []Save{{Command: "iptables-nft-save", Mode: NFT, Output: []byte(rulesDocker24), Rules: 1}}}
+	f, err := DetectMagic(t.Context(), tree, func(string) (string, bool) { return "", false }, nft, time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f.IPv4.String() != "172.18.0.3" || f.IPv6.String() != "fc00::3" {
+		t.Errorf("node addresses %s %s, want 172.18.0.3 fc00::3", f.IPv4, f.IPv6)
+	}
+}
