@@ -497,7 +497,9 @@ func (b *builder) environ(env map[string]*string) error {
 		if red != *v {
 			redacted++
 		}
-		nul = nul || strings.ContainsAny(red, "\n")
+		// The line form ends a line at a newline, and at a CR before
+		// it: such values need the NUL form.
+		nul = nul || strings.ContainsAny(red, "\r\n")
 		lines = append(lines, k+"="+red)
 	}
 	sep := "\n"

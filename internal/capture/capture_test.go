@@ -525,3 +525,21 @@ func TestExtractRefuses(t *testing.T) {
 		}
 	}
 }
+
+// TestEnvironCR: a value with a CR is archived in the NUL form of
+// .host/environ, which keeps it; in the line form a CR before the newline
+// is the line's end.
+func TestEnvironCR(t *testing.T) {
+	src := copyHost(t, "docker-v1-cgroupns")
+	p := filepath.Join(src, system.ProbeDir, "environ")
+	if err := os.WriteFile(p, []byte("KIND_DNS_SEARCH=a\r\x00PATH=/usr/bin\x00"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tree := system.NewTree(src)
+	env, _ := tree.Environ()
+	_, _, archive, _, _ := captureTree(t, tree, env)
+	got := system.ParseEnviron(readArchive(t, archive)["/"+system.ProbeDir+"/environ"].data)
+	if got["KIND_DNS_SEARCH"] != "a\r" {
+		t.Errorf("KIND_DNS_SEARCH replays as %q, want %q", got["KIND_DNS_SEARCH"], "a\r")
+	}
+}
