@@ -71,6 +71,26 @@ func TestMarshalJSON(t *testing.T) {
 	}
 }
 
+// TestMarshalJSONBytes: the JSON plan says which bytes a write or a run's
+// input are, not their UTF-8 replacement (a Latin-1 comment in
+// resolv.conf): content that is not UTF-8 is given in base64.
+func TestMarshalJSONBytes(t *testing.T) {
+	b, err := json.Marshal([]Action{
+		WriteInPlace("/etc/resolv.conf", []byte("# caf\xe9\n")),
+		Run([]string{"iptables-nft-restore"}, []byte("\xff"), 0),
+		WriteFile("/f", []byte("ok"), 0o644),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `[{"op":"write-in-place","path":"/etc/resolv.conf","data_base64":"IyBjYWbpCg==","on_fail":"fatal"},` +
+		`{"op":"run","argv":["iptables-nft-restore"],"stdin_base64":"/w==","on_fail":"fatal"},` +
+		`{"op":"write","path":"/f","data":"ok","mode":"0644","on_fail":"fatal"}]`
+	if diff := cmp.Diff(want, string(b)); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
+}
+
 func TestConverged(t *testing.T) {
 	if !Converged([]Action{Info("x"), WriteFile("/m", nil, 0).OnEveryBoot()}) {
 		t.Error("log lines and every-boot changes must count as converged")
