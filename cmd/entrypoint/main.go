@@ -82,7 +82,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	log.Info(fmt.Sprintf("pre-init finished in %d ms", time.Since(start).Milliseconds()))
 	log.Info("starting init")
 	log.Settle(*settle)
-	err = system.Exec(initArgv, os.Environ())
+	err = system.Exec(initArgv, system.Environ())
 	log.Error(err.Error())
 	if errors.Is(err, os.ErrNotExist) {
 		return 127

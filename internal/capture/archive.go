@@ -7,6 +7,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -86,6 +87,13 @@ func Archive(w io.Writer, rec *Recorder, o Options) ([]Item, error) {
 		o.Time = time.Now()
 	}
 	b := &builder{sys: rec.sys, limit: rec.ReadLimit, preserve: map[string]bool{}, entries: map[string]*entry{}, mtime: o.Time.Truncate(time.Second)}
+	// The proxy passwords are known before anything is archived: every
+	// file, and the plan that quotes the drop-in, is redacted of them.
+	for _, v := range rec.Probes().Env {
+		if v != nil {
+			b.addCredentials(*v)
+		}
+	}
 	paths := rec.Paths()
 	for p, a := range paths {
 		if a&(Lstat|Link) != 0 {
@@ -124,6 +132,9 @@ type builder struct {
 	// keys are the private keys read: what scrub removes from the
 	// extra files (a dry run shows a short file's content in full).
 	keys [][]byte
+	// credentials are the proxy passwords of the environment and of the
+	// drop-in, each in every form an archived file can quote it in.
+	credentials []string
 }
 
 // scrub removes private keys and URL credentials from an extra file (the
@@ -138,7 +149,59 @@ func (b *builder) scrub(data []byte) []byte {
 		s = strings.ReplaceAll(s, quoted[1:len(quoted)-1], "(private key, not archived)")
 		s = strings.ReplaceAll(s, string(k), "(private key, not archived)")
 	}
-	return []byte(RedactURLCredentials(s))
+	return []byte(b.redact(s))
+}
+
+// addCredentials records the user and password of a proxy setting, in
+// the forms the archive can hold it in: as it is (.host/environ), quoted
+// for systemd (the drop-in), and each of those quoted again as Go and
+// JSON strings (the plan shows the drop-in's content, check.json rows).
+func (b *builder) addCredentials(value string) {
+	u := proxyUserinfo(value)
+	if u == "" {
+		return
+	}
+	inner := func(q string) string { return q[1 : len(q)-1] }
+	forSystemd := inner(proxy.Quote(u))
+	for _, f := range []string{u, forSystemd} {
+		j, _ := json.Marshal(f)
+		for _, form := range []string{f, inner(strconv.Quote(f)), inner(string(j))} {
+			if !slices.Contains(b.credentials, form) {
+				b.credentials = append(b.credentials, form)
+			}
+		}
+	}
+	// Longest first: a form may hold a shorter one.
+	slices.SortStableFunc(b.credentials, func(x, y string) int { return len(y) - len(x) })
+}
+
+// redact replaces every recorded credential, where it stands before the
+// "@" of its host, and whatever else looks like a URL's user and password.
+func (b *builder) redact(s string) string {
+	for _, c := range b.credentials {
+		s = strings.ReplaceAll(s, c+"@", "REDACTED@")
+	}
+	return RedactURLCredentials(s)
+}
+
+// proxyUserinfo is the user and password of a proxy setting: "user:pass"
+// of "http://user:pass@proxy:3128", and of "user:pass@proxy:3128", the
+// form without a scheme that curl, Go and Docker take too; "" when there
+// is none. The password may hold an unencoded '@', '/', quote or blank:
+// the user part ends at the last '@' before the first '/' after an '@'.
+func proxyUserinfo(v string) string {
+	if i := strings.Index(v, "://"); i > 0 && urlScheme.MatchString(v[:i]) {
+		v = v[i+len("://"):]
+	}
+	at := strings.IndexByte(v, '@')
+	if at < 0 {
+		return ""
+	}
+	end := len(v)
+	if j := strings.IndexByte(v[at:], '/'); j >= 0 {
+		end = at + j
+	}
+	return v[:strings.LastIndexByte(v[:end], '@')]
 }
 
 func (b *builder) note(p, format string, args ...any) {
@@ -268,7 +331,10 @@ func (b *builder) add(p string, a Access, limit, hops int) error {
 			b.note(p, "PRIVATE KEY, NOT ARCHIVED: an empty file records only that it exists")
 			return nil
 		case p == proxy.DropIn:
-			if red := RedactURLCredentials(string(data)); red != string(data) {
+			for _, v := range proxy.Values(data) {
+				b.addCredentials(v)
+			}
+			if red := b.redact(string(data)); red != string(data) {
 				data = []byte(red)
 				b.put(loc, fi, data, "")
 				b.note(p, "file, proxy credentials redacted (%s)", a)
@@ -427,11 +493,13 @@ func (b *builder) environ(env map[string]*string) error {
 		if v == nil {
 			continue
 		}
-		red := RedactURLCredentials(*v)
+		red := b.redact(*v)
 		if red != *v {
 			redacted++
 		}
-		nul = nul || strings.ContainsAny(red, "\n")
+		// The line form ends a line at a newline, and at a CR before
+		// it: such values need the NUL form.
+		nul = nul || strings.ContainsAny(red, "\r\n")
 		lines = append(lines, k+"="+red)
 	}
 	sep := "\n"
@@ -517,6 +585,9 @@ func (b *builder) write(w io.Writer) error {
 func IsPrivateKey(p string, data []byte) bool {
 	return strings.HasSuffix(p, ".key") || bytes.Contains(data, []byte("PRIVATE KEY-----"))
 }
+
+// urlScheme is a URL scheme (RFC 3986).
+var urlScheme = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9+.-]*$`)
 
 // urlUserinfo is the userinfo of a URL: from "scheme://" to the last "@"
 // before the host (a password may hold an unencoded "@" too).

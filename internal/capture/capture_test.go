@@ -21,6 +21,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/kind-entrypoint/entrypoint/internal/boot"
+	"github.com/kind-entrypoint/entrypoint/internal/proxy"
 	"github.com/kind-entrypoint/entrypoint/internal/system"
 	"github.com/kind-entrypoint/entrypoint/internal/system/hosttest"
 	"github.com/kind-entrypoint/entrypoint/internal/system/nstest"
@@ -281,23 +282,9 @@ func TestPrivateKeys(t *testing.T) {
 func TestProxyCredentials(t *testing.T) {
 	src := copyHost(t, "corporate-proxy")
 	// A booted node: the drop-in written with the credentials.
-	dropIn := filepath.Join(src, "etc/systemd/system.conf.d/proxy-default-environment.conf")
-	if err := os.MkdirAll(filepath.Dir(dropIn), 0o755); err != nil {
-		t.Fatal(err)
-	}
 	content := "[Manager]\nDefaultEnvironment=\"HTTP_PROXY=http://CORP\\\\svc-kind:p%%40ss$w0rd@proxy.corp.example.com:3128\"\n"
-	if err := os.WriteFile(dropIn, []byte(content), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	tree := system.NewTree(src)
-	env, _ := tree.Environ()
-	_, _, archive, _, _ := captureTree(t, tree, env)
-	entries := readArchive(t, archive)
-	for name, e := range entries {
-		if bytes.Contains(e.data, []byte("w0rd")) || bytes.Contains(e.data, []byte("svc-kind")) {
-			t.Errorf("%s holds the proxy credentials:\n%s", name, e.data)
-		}
-	}
+	entries := captureWithDropIn(t, src, []byte(content))
+	noneHolds(t, entries, "w0rd", "svc-kind")
 	environ := string(entries["/"+system.ProbeDir+"/environ"].data)
 	if !strings.Contains(environ, "HTTP_PROXY=http://REDACTED@proxy.corp.example.com:3128\n") ||
 		!strings.Contains(environ, "http_proxy=http://REDACTED@proxy.corp.example.com:3128\n") {
@@ -309,6 +296,95 @@ func TestProxyCredentials(t *testing.T) {
 	// Only the variables read: nothing else of the environment.
 	if strings.Contains(environ, "container=") || strings.Contains(environ, "HOSTNAME=") {
 		t.Errorf(".host/environ holds variables the dry run never read:\n%s", environ)
+	}
+}
+
+// captureWithDropIn captures the host at src with content as its proxy
+// drop-in (a booted node's), and returns the archive's entries.
+func captureWithDropIn(t *testing.T, src string, content []byte) map[string]tarEntry {
+	t.Helper()
+	p := filepath.Join(src, proxy.DropIn)
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p, content, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tree := system.NewTree(src)
+	env, _ := tree.Environ()
+	_, _, archive, _, _ := captureTree(t, tree, env)
+	return readArchive(t, archive)
+}
+
+// noneHolds fails for each entry that holds one of the secrets.
+func noneHolds(t *testing.T, entries map[string]tarEntry, secrets ...string) {
+	t.Helper()
+	for name, e := range entries {
+		for _, s := range secrets {
+			if bytes.Contains(e.data, []byte(s)) {
+				t.Errorf("%s holds the proxy credentials (%q):\n%s", name, s, e.data)
+			}
+		}
+	}
+}
+
+// TestProxyCredentialsAnyForm: a proxy password is redacted however the
+// value is written: without a scheme (curl, Go and Docker take
+// "user:pass@proxy:3128"), or with a quote, a blank or a slash in the
+// password, which the URL pattern alone stopped at. Each is checked in
+// .host/environ, in a drop-in written from the value (a booted node), in a
+// drop-in from an earlier boot whose value the environment no longer
+// holds, and in the plan, which shows the drop-in's content quoted.
+func TestProxyCredentialsAnyForm(t *testing.T) {
+	for _, value := range []string{
+		"svc-kind:Secr3t@proxy.corp.example.com:3128",
+		`http://svc-kind:Secr"3t@proxy.corp.example.com:3128`,
+		"http://svc-kind:Secr'3t@proxy.corp.example.com:3128",
+		"http://svc-kind:Secr 3t@proxy.corp.example.com:3128",
+		"http://svc-kind:Se/cr3t@proxy.corp.example.com:3128",
+		`http://svc-kind:Se\cr%3t@proxy.corp.example.com:3128`,
+	} {
+		t.Run(value, func(t *testing.T) {
+			src := copyHost(t, "docker-v1-cgroupns")
+			environ := filepath.Join(src, system.ProbeDir, "environ")
+			old, err := os.ReadFile(environ)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(environ, append(old, "HTTP_PROXY="+value+"\n"...), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			// The drop-in of an earlier boot, with another password
+			// than the environment's.
+			earlier := strings.ReplaceAll(value, "Secr", "Earlier")
+			dropIn, err := proxy.Render([]proxy.Var{{Name: "HTTPS_PROXY", Value: earlier}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			entries := captureWithDropIn(t, src, dropIn)
+			noneHolds(t, entries, "cr3t", "svc-kind")
+			if got := string(entries["/"+system.ProbeDir+"/environ"].data); !strings.Contains(got, "REDACTED@proxy.corp.example.com:3128\n") {
+				t.Errorf(".host/environ does not say what was redacted:\n%s", got)
+			}
+		})
+	}
+}
+
+func TestProxyUserinfo(t *testing.T) {
+	for _, tt := range []struct{ in, want string }{
+		{"http://user:pass@proxy:3128", "user:pass"},
+		{"user:pass@proxy:3128", "user:pass"},
+		{"http://proxy:3128", ""},
+		{"proxy:3128", ""},
+		{"https://u:p@ss@host/path@x", "u:p@ss"},
+		{"http://u:p/w@proxy", "u:p/w"},
+		{`http://u:p"w d@proxy`, `u:p"w d`},
+		{"@proxy", ""},
+		{"localhost,.svc", ""},
+	} {
+		if got := proxyUserinfo(tt.in); got != tt.want {
+			t.Errorf("proxyUserinfo(%q) = %q, want %q", tt.in, got, tt.want)
+		}
 	}
 }
 
@@ -447,5 +523,23 @@ func TestExtractRefuses(t *testing.T) {
 		if _, err := os.Stat(filepath.Join(dir, "..", "x")); !errors.Is(err, fs.ErrNotExist) {
 			t.Errorf("%s: wrote outside the directory", name)
 		}
+	}
+}
+
+// TestEnvironCR: a value with a CR is archived in the NUL form of
+// .host/environ, which keeps it; in the line form a CR before the newline
+// is the line's end.
+func TestEnvironCR(t *testing.T) {
+	src := copyHost(t, "docker-v1-cgroupns")
+	p := filepath.Join(src, system.ProbeDir, "environ")
+	if err := os.WriteFile(p, []byte("KIND_DNS_SEARCH=a\r\x00PATH=/usr/bin\x00"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tree := system.NewTree(src)
+	env, _ := tree.Environ()
+	_, _, archive, _, _ := captureTree(t, tree, env)
+	got := system.ParseEnviron(readArchive(t, archive)["/"+system.ProbeDir+"/environ"].data)
+	if got["KIND_DNS_SEARCH"] != "a\r" {
+		t.Errorf("KIND_DNS_SEARCH replays as %q, want %q", got["KIND_DNS_SEARCH"], "a\r")
 	}
 }

@@ -292,8 +292,15 @@ func cpusetOf(f V1Facts, m *mountinfo.Info) ([2][]byte, bool) {
 }
 
 // ofContainer: the mount belongs to the container's cgroup, as the
-// reference's `findmnt -o source,target | grep -F CURRENT` decides.
+// reference's `findmnt -o source,target | grep -F CURRENT` decides. When
+// the container's cgroup is not "/", a root the kernel shows above the
+// cgroup namespace ("/../x", kept by system.ParseMountinfo) never is,
+// whatever its text holds: the full-path bind joins the root to the mount
+// point, and would lead out of the hierarchy.
 func (p *v1Planner) ofContainer(m *mountinfo.Info) bool {
+	if p.f.Current != "/" && strings.HasPrefix(m.Root, "/") && path.Clean(m.Root) != m.Root {
+		return false
+	}
 	return strings.Contains(m.Root, p.f.Current) || strings.Contains(m.Mountpoint, p.f.Current)
 }
 

@@ -31,6 +31,7 @@ var cpuCgroupTests = []struct {
 	{name: "name=systemd first", in: "1:name=systemd:/user.slice\n2:cpu,cpuacct:/system.slice/docker-1.scope\n", want: "/system.slice/docker-1.scope"},
 	{name: "name=cpu is not cpu", in: "5:name=cpu:/named\n2:cpu:/real\n", want: "/real"},
 	{name: "colons in path", in: "2:cpu,cpuacct:/a:b:c\n", want: "/a:b:c"},
+	{name: "long relative path", in: "2:cpu:" + strings.Repeat("x", 60000) + "\n", wantErr: `line 1: cgroup path "` + strings.Repeat("x", 80) + `"... is not absolute`},
 	{name: "CRLF", in: "2:cpu,cpuacct:/docker/abc\r\n1:name=systemd:/docker/abc\r\n", want: "/docker/abc"},
 	{name: "no trailing newline", in: "2:cpu,cpuacct:/docker/abc", want: "/docker/abc"},
 	{name: "blank lines", in: "\n\n2:cpu:/p\n\n", want: "/p"},
@@ -401,6 +402,25 @@ func TestPlanV1(t *testing.T) {
 			},
 			want: concat(logs(noNS...), private(),
 				rootsOf("/sys/fs/cgroup/cpuset"+cid, "0-3\n", "0\n"),
+				root("/sys/fs/cgroup/systemd/kubelet.slice")),
+		},
+		{
+			// A root above the cgroup namespace (the kernel's "/.."
+			// form) is never the container's cgroup, however its text
+			// ends: unmounted as unscoped, never joined to a path.
+			name: "no cgroupns, a root above the namespace",
+			f: V1Facts{
+				Current: cid,
+				Mounts: parseMounts(t, tmpfsLine,
+					cg(31, "0:26", "/.."+cid, "memory", "memory", "")),
+			},
+			want: concat(logs(noNS...),
+				[]plan.Action{
+					plan.Info("unmounting and removing /sys/fs/cgroup/memory"),
+					plan.Unmount("/sys/fs/cgroup/memory").OrWarn("failed to unmount /sys/fs/cgroup/memory"),
+					plan.Remove("/sys/fs/cgroup/memory").OrWarn("failed to rmdir /sys/fs/cgroup/memory"),
+				},
+				private(),
 				root("/sys/fs/cgroup/systemd/kubelet.slice")),
 		},
 		{

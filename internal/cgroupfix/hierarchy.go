@@ -9,6 +9,7 @@ import (
 
 	"github.com/containerd/cgroups/v3"
 
+	"github.com/kind-entrypoint/entrypoint/internal/logline"
 	"github.com/kind-entrypoint/entrypoint/internal/system"
 )
 
@@ -105,13 +106,13 @@ func (s SelfCgroup) CPU() (string, error) {
 	case line == 0:
 		return "", errNoCPU
 	case !strings.HasPrefix(p, "/"):
-		return "", fmt.Errorf("line %d: cgroup path %q is not absolute", line, p)
+		return "", fmt.Errorf("line %d: cgroup path %s is not absolute", line, logline.QuoteClipped(p))
 	// "/.." is how the kernel shows a cgroup outside the namespace's
 	// root: not one the node can make its own, and never a path for
 	// mkdir or mount. path.Clean turns each of its forms ("/..",
 	// "/../x", "/x/../y") into another path.
 	case path.Clean(p) != p:
-		return "", fmt.Errorf("line %d: cgroup path %q is not a clean path inside the cgroup namespace", line, p)
+		return "", fmt.Errorf("line %d: cgroup path %s is not a clean path inside the cgroup namespace", line, logline.QuoteClipped(p))
 	}
 	return p, nil
 }

@@ -76,7 +76,7 @@ func DetectKubeletCgroup(sys system.System) (KubeletCgroupFacts, error) {
 func PlanKubeletCgroup(f KubeletCgroupFacts) ([]plan.Action, error) {
 	if len(f.Procs) > 0 {
 		return nil, fmt.Errorf("%s/cgroup.procs holds processes (PIDs %s): controllers cannot be delegated from a cgroup with processes; run this after systemd has started",
-			Root, strings.Join(f.Procs, ", "))
+			Root, listClipped(f.Procs))
 	}
 	var actions []plan.Action
 	if len(f.Controllers) == 0 {
@@ -100,6 +100,18 @@ func PlanKubeletCgroup(f KubeletCgroupFacts) ([]plan.Action, error) {
 		actions = append(actions, plan.WriteInPlace(dir+"/cgroup.subtree_control", []byte(strings.Join(enable, " "))))
 	}
 	return actions, nil
+}
+
+// maxListed is how many items of a long list an error names.
+const maxListed = 10
+
+// listClipped joins the first maxListed items of l, saying how many there
+// are when it leaves some out: one error line, however busy the host.
+func listClipped(l []string) string {
+	if len(l) <= maxListed {
+		return strings.Join(l, ", ")
+	}
+	return fmt.Sprintf("%s, … (%d in all)", strings.Join(l[:maxListed], ", "), len(l))
 }
 
 func containsAll(have, want []string) bool {

@@ -1,6 +1,9 @@
 package cgroupfix
 
 import (
+	"fmt"
+	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -42,5 +45,23 @@ func TestPlanKubeletCgroupNoControllers(t *testing.T) {
 	}
 	if diff := cmp.Diff(want, plan.Strings(actions)); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)
+	}
+}
+
+// TestPlanKubeletCgroupManyProcs: the error names the root cgroup's
+// processes, a few of them: a busy root cgroup (a megabyte of PIDs) must
+// not make an ERROR line of a megabyte.
+func TestPlanKubeletCgroupManyProcs(t *testing.T) {
+	f := KubeletCgroupFacts{Controllers: []string{"cpu"}}
+	for i := 1; i <= 100000; i++ {
+		f.Procs = append(f.Procs, strconv.Itoa(i))
+	}
+	_, err := PlanKubeletCgroup(f)
+	if err == nil || len(err.Error()) > 400 || !strings.Contains(err.Error(), "PIDs 1, 2, 3") || !strings.Contains(err.Error(), "100000 in all") {
+		t.Errorf("%d bytes of error: %.300v", len(fmt.Sprint(err)), err)
+	}
+	f.Procs = []string{"1", "57"}
+	if _, err := PlanKubeletCgroup(f); err == nil || !strings.Contains(err.Error(), "(PIDs 1, 57)") {
+		t.Errorf("two processes: %v", err)
 	}
 }

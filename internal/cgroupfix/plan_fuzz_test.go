@@ -48,6 +48,8 @@ func FuzzPlanV1(f *testing.F) {
 	}
 	f.Add([]byte(tmpfsLine+"\n"+cg(31, "0:26", "/docker/a b", "cpu,cpuacct", "cpu,cpuacct", "master:3")+"\n"), "/docker/a b", false)
 	f.Add([]byte(tmpfsLine+"\n"+cg(31, "0:26", "/", `my\040hier`, "cpuset", "")+"\n"), "/", true)
+	// Roots above the cgroup namespace, as the kernel shows them.
+	f.Add([]byte(tmpfsLine+"\n"+cg(31, "0:26", "/../docker/x", "memory", "memory", "")+"\n"+cg(32, "0:27", "/..", "cpuset", "cpuset", "")+"\n"), "/docker/x", false)
 
 	f.Fuzz(func(t *testing.T, table []byte, current string, misc bool) {
 		mi := plausibleMounts(table)
@@ -76,8 +78,9 @@ func FuzzPlanV1(f *testing.F) {
 
 // plausibleMounts reads the lines of table the mountinfo parser accepts
 // (a mutation rarely keeps every line whole) and makes them look as the
-// kernel writes them: mount points and roots clean absolute paths; a few
-// dozen mounts at most, to keep each run short.
+// kernel writes them: mount points and roots clean absolute paths, but for
+// the roots above a cgroup namespace ("/../.."); a few dozen mounts at
+// most, to keep each run short.
 func plausibleMounts(table []byte) []*mountinfo.Info {
 	var out []*mountinfo.Info
 	for line := range bytes.Lines(table) {
@@ -86,7 +89,10 @@ func plausibleMounts(table []byte) []*mountinfo.Info {
 			continue
 		}
 		for _, m := range mi {
-			m.Mountpoint, m.Root = path.Clean("/"+m.Mountpoint), path.Clean("/"+m.Root)
+			m.Mountpoint = path.Clean("/" + m.Mountpoint)
+			if !strings.HasPrefix(m.Root, "/..") {
+				m.Root = path.Clean("/" + m.Root)
+			}
 			if len(m.Mountpoint) > 200 || len(m.Root) > 200 || strings.ContainsRune(m.Mountpoint+m.Root, 0) {
 				continue
 			}
@@ -109,6 +115,9 @@ func checkV1Actions(t *testing.T, f V1Facts, actions []plan.Action) {
 	// Kubelet roots go into v1 hierarchies wherever they are mounted, as
 	// the reference's findmnt finds them, and into the systemd one.
 	inHierarchy := func(p string) bool {
+		if path.Clean(p) != p {
+			return false // a ".." leads elsewhere
+		}
 		if isUnder(p, systemdDir) {
 			return true
 		}

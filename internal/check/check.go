@@ -153,6 +153,32 @@ type checker struct {
 	kind, booted bool
 }
 
+// unreadableHint is the hint of a row whose input could not be read at
+// all: what it says is that error, not a finding about the host.
+const unreadableHint = "the entrypoint cannot get past this either: fix what the error names (entrypoint --dry-run shows where it stops)"
+
+// failRows are the rows names, each failing with err: what a group of
+// rows says when the facts they all come from could not be detected.
+// Every row is there still, so a host that cannot be read has the rows,
+// in order, of one that can.
+func failRows(err error, hint string, names ...string) []Row {
+	rows := make([]Row, 0, len(names))
+	for _, n := range names {
+		rows = append(rows, Row{n, Fail, err.Error(), hint})
+	}
+	return rows
+}
+
+// tableRow is the row named name of a check that reads the mount table,
+// when the table could not be read: "nothing mounted" would blame the
+// host for a file that could not be used.
+func (c *checker) tableRow(name string) (Row, bool) {
+	if c.miErr == nil {
+		return Row{}, false
+	}
+	return Row{name, Fail, c.miErr.Error(), unreadableHint}, true
+}
+
 func (c *checker) exists(p string) bool {
 	_, err := c.sys.Stat(p)
 	return err == nil
@@ -182,6 +208,9 @@ func (c *checker) cgroupVersion() Row {
 func (c *checker) cgroupNS() Row {
 	const name = "cgroupns"
 	if c.h.CgroupV2 {
+		if r, ok := c.tableRow(name); ok {
+			return r
+		}
 		m := system.Top(c.mi, cgroupfix.Root)
 		switch {
 		case m == nil:
@@ -241,6 +270,9 @@ func (c *checker) controllers() Row {
 		}
 		have = strings.Fields(controllers)
 	} else {
+		if r, ok := c.tableRow(name); ok {
+			return r
+		}
 		have = c.cgroupV1Controllers()
 	}
 	obs := strings.Join(have, " ")
@@ -267,8 +299,8 @@ func (c *checker) controllers() Row {
 
 func (c *checker) cgroupMounts() Row {
 	const name = "cgroup-mounts"
-	if c.miErr != nil {
-		return Row{name, Fail, c.miErr.Error(), ""}
+	if r, ok := c.tableRow(name); ok {
+		return r
 	}
 	var rw, ro []string
 	for _, m := range c.mi {
@@ -294,7 +326,7 @@ func (c *checker) cgroupMounts() Row {
 func (c *checker) nofile() Row {
 	n, err := c.sys.NofileHard()
 	if err != nil {
-		return Row{"nofile", Fail, err.Error(), ""}
+		return Row{"nofile", Fail, err.Error(), unreadableHint}
 	}
 	obs := "hard RLIMIT_NOFILE " + strconv.FormatUint(n, 10)
 	if n == ^uint64(0) {
@@ -312,8 +344,9 @@ func (c *checker) nofile() Row {
 func (c *checker) storage() []Row {
 	cf, err := boot.FactsOf[containerd.Facts](c.results, "configure_containerd")
 	if err != nil {
-		r := Row{"snapshotter", Fail, err.Error(), "configure_containerd cannot choose a snapshotter"}
-		return []Row{{"fs-kind", Fail, err.Error(), ""}, r}
+		rows := failRows(err, unreadableHint, "fs-kind", "fs-containerd")
+		rows = append(rows, failRows(err, "configure_containerd cannot choose a snapshotter", "snapshotter")...)
+		return append(rows, failRows(err, unreadableHint, "overlay", "dev-fuse")...)
 	}
 	snap, source := cf.Snapshotter, cf.SnapshotterSource
 	if snap == "" {
@@ -368,7 +401,7 @@ func (c *checker) fsContainerd(snap string) Row {
 	const dir = "/var/lib/containerd"
 	t, at, err := c.fsType(dir)
 	if err != nil {
-		return Row{name, Fail, err.Error(), ""}
+		return Row{name, Fail, err.Error(), unreadableHint}
 	}
 	obs := dir + " is on " + t
 	if at != dir {
@@ -431,6 +464,9 @@ func (c *checker) devFuse(snap string) Row {
 
 func (c *checker) sysMount() Row {
 	const name = "sys"
+	if r, ok := c.tableRow(name); ok {
+		return r
+	}
 	m := system.Top(c.mi, "/sys")
 	if m == nil {
 		return Row{name, Fail, "nothing mounted at /sys", "systemd and the kubelet need sysfs: run the node --privileged (kind does)"}
@@ -451,6 +487,9 @@ func (c *checker) sysMount() Row {
 
 func (c *checker) propagation() Row {
 	const name = "mount-propagation"
+	if r, ok := c.tableRow(name); ok {
+		return r
+	}
 	root := system.Top(c.mi, "/")
 	if root == nil {
 		return Row{name, Fail, "no mount at / in mountinfo", ""}
@@ -487,7 +526,7 @@ func propagationOf(m *mountinfo.Info) string {
 func (c *checker) iptables() []Row {
 	f, err := boot.FactsOf[network.IptablesFacts](c.results, "select_iptables")
 	if err != nil {
-		return []Row{{"iptables-mode", Fail, err.Error(), ""}}
+		return failRows(err, unreadableHint, "iptables-legacy", "iptables-nft", "iptables-mode")
 	}
 	var rows []Row
 	works := false
@@ -553,12 +592,14 @@ func timedOut(err error) bool {
 // names is the rows of enable_network_magic's lookups: the Docker host, the
 // node's own name, the default gateway.
 func (c *checker) names() []Row {
+	names := []string{"host-docker-internal", "node-name", "default-gateway"}
 	if _, err := boot.FactsOf[network.IptablesFacts](c.results, "select_iptables"); err != nil {
-		return nil // enable_network_magic decides from its answers: see iptables
+		// enable_network_magic decides from its answers.
+		return failRows(fmt.Errorf("not looked at: %w", err), "see iptables-mode", names...)
 	}
 	f, err := boot.FactsOf[network.MagicFacts](c.results, "enable_network_magic")
 	if err != nil {
-		return []Row{{"host-docker-internal", Fail, err.Error(), ""}}
+		return failRows(err, unreadableHint, names...)
 	}
 	gw := f.Gateway.IsValid()
 	docker := network.UsableHostIP(f.DockerHost)
@@ -634,11 +675,11 @@ func (c *checker) dmi() Row {
 	const name = "dmi"
 	pn, err := boot.FactsOf[identity.ProductNameFacts](c.results, "fix_product_name")
 	if err != nil {
-		return Row{name, Fail, err.Error(), ""}
+		return Row{name, Fail, err.Error(), unreadableHint}
 	}
 	pu, err := boot.FactsOf[identity.ProductUUIDFacts](c.results, "fix_product_uuid")
 	if err != nil {
-		return Row{name, Fail, err.Error(), ""}
+		return Row{name, Fail, err.Error(), unreadableHint}
 	}
 	var parts []string
 	found := false

@@ -98,6 +98,18 @@ var rowNames = []string{
 	"dmi", "lib-modules", "plan",
 }
 
+// garbleMountinfo makes the host's mount table unreadable.
+func garbleMountinfo(t *testing.T, dir string) { write(t, dir, "proc/self/mountinfo", "garbage\n") }
+
+// allFail wants each row named to fail, observing observed.
+func allFail(observed string, names ...string) map[string]string {
+	want := map[string]string{}
+	for _, n := range names {
+		want[n] = "fail:" + observed
+	}
+	return want
+}
+
 // TestRows: each failing and warning row, on a fake host that shows it
 // (and nothing else worse than its own verdict where the host is clean).
 func TestRows(t *testing.T) {
@@ -225,6 +237,20 @@ func TestRows(t *testing.T) {
 			want: map[string]string{"cgroup-mounts": "fail:read-only: /sys/fs/cgroup"},
 			exit: ExitFail,
 		},
+		// Rows read from the mount table say that it could not be read,
+		// not that nothing is mounted (and run --privileged).
+		{name: "mount table unreadable, v2", host: "docker-v2-cgroupns", change: garbleMountinfo, exit: ExitFail,
+			want: allFail("/proc/self/mountinfo: line 1", "cgroupns", "cgroup-mounts", "sys", "mount-propagation")},
+		{name: "mount table unreadable, v1", host: "docker-v1-cgroupns", change: garbleMountinfo, exit: ExitFail,
+			want: allFail("/proc/self/mountinfo: line 1", "cgroup-controllers")},
+		// Every row of a group whose step could not detect: the rows of
+		// a host that cannot be read are those of one that can.
+		{name: "resolv.conf unreadable", host: "docker-v2-cgroupns", exit: ExitFail,
+			change: func(t *testing.T, dir string) {
+				os.Remove(filepath.Join(dir, "etc/resolv.conf"))
+				write(t, dir, "etc/resolv.conf/x", "")
+			},
+			want: allFail("/etc/resolv.conf: not a regular file", "host-docker-internal", "node-name", "default-gateway")},
 		{
 			name: "sysfs superblock read-only", host: "docker-v2-cgroupns",
 			change: func(t *testing.T, dir string) {

@@ -20,6 +20,7 @@ import (
 	"github.com/kind-entrypoint/entrypoint/internal/boot"
 	"github.com/kind-entrypoint/entrypoint/internal/cgroupfix"
 	"github.com/kind-entrypoint/entrypoint/internal/identity"
+	"github.com/kind-entrypoint/entrypoint/internal/logline"
 	"github.com/kind-entrypoint/entrypoint/internal/plan"
 	"github.com/kind-entrypoint/entrypoint/internal/system"
 )
@@ -156,7 +157,7 @@ func ParseState(r io.Reader) (string, error) {
 	case state.Bundle == "":
 		return "", errors.New("container state on stdin: no bundle")
 	case !path.IsAbs(state.Bundle) || path.Clean(state.Bundle) == "/":
-		return "", fmt.Errorf("container state on stdin: bundle %q is not an absolute directory", state.Bundle)
+		return "", fmt.Errorf("container state on stdin: bundle %s is not an absolute directory", logline.QuoteClipped(state.Bundle))
 	}
 	return path.Clean(state.Bundle), nil
 }

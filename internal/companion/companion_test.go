@@ -185,6 +185,8 @@ func TestParseState(t *testing.T) {
 		`{"bundle":"/"}`:     `error: bundle "/" is not an absolute directory`,
 		`garbage`:            "error: invalid character",
 		``:                   "error: EOF",
+		// The error quotes 80 bytes of a value of any length.
+		`{"bundle":"` + strings.Repeat("r", 100000) + `"}`: `error: bundle "` + strings.Repeat("r", 80) + `"... is not an absolute directory`,
 	} {
 		got, err := ParseState(strings.NewReader(in))
 		if err != nil {

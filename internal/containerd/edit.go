@@ -15,6 +15,8 @@ import (
 
 	"github.com/pelletier/go-toml/v2"
 	"github.com/pelletier/go-toml/v2/unstable"
+
+	"github.com/kind-entrypoint/entrypoint/internal/logline"
 )
 
 // Change says what configure_containerd wants in config.toml.
@@ -168,7 +170,7 @@ func edit(config []byte, ch Change) (Result, []splice, error) {
 
 func checkSnapshotterName(s string) error {
 	if !validSnapshotterName(s) {
-		return fmt.Errorf("invalid snapshotter name %q: want lowercase letters, digits, '.', '_' or '-', starting with a letter or digit", s)
+		return fmt.Errorf("invalid snapshotter name %s: want lowercase letters, digits, '.', '_' or '-', starting with a letter or digit", logline.QuoteClipped(s))
 	}
 	return nil
 }
@@ -256,7 +258,7 @@ func lookup(doc map[string]any, path []string, sc *scan) (value any, found bool,
 func describe(v any) string {
 	switch v := v.(type) {
 	case string:
-		return fmt.Sprintf("the string %q", v)
+		return "the string " + logline.QuoteClipped(v)
 	case bool:
 		return fmt.Sprintf("the boolean %t", v)
 	case int64:

@@ -583,6 +583,11 @@ func TestEditErrors(t *testing.T) {
 			want: "line 1, column 1: unsupported containerd config version the string \"2\" (want 2, 3 or 4): not an integer",
 		},
 		{
+			name: "version as a long string",
+			in:   "version = \"" + strings.Repeat("2", 100000) + "\"\n",
+			want: "line 1, column 1: unsupported containerd config version the string \"" + strings.Repeat("2", 80) + "\"... (want 2, 3 or 4): not an integer",
+		},
+		{
 			name: "version as a float",
 			in:   "version = 2.0\n",
 			want: "line 1, column 1: unsupported containerd config version the float 2 (want 2, 3 or 4): not an integer",

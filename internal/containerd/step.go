@@ -13,6 +13,7 @@ import (
 
 	"github.com/coreos/go-systemd/v22/unit"
 
+	"github.com/kind-entrypoint/entrypoint/internal/logline"
 	"github.com/kind-entrypoint/entrypoint/internal/plan"
 	"github.com/kind-entrypoint/entrypoint/internal/system"
 )
@@ -137,12 +138,22 @@ func detectFuseUnit(sys system.System, f *Facts) error {
 	}
 	f.FuseLinks = map[string]string{}
 	for link, target := range links {
-		if cur, err := sys.Readlink(link); err == nil && cur == target {
+		// A link that leads to the unit, however written (relative,
+		// as `ln -s ../UNIT` makes it), is the unit enabled.
+		if cur, err := sys.Readlink(link); err == nil && resolveLink(link, cur) == target {
 			continue
 		}
 		f.FuseLinks[link] = target
 	}
 	return nil
+}
+
+// resolveLink is where the symlink at link, holding target, points.
+func resolveLink(link, target string) string {
+	if path.IsAbs(target) {
+		return path.Clean(target)
+	}
+	return path.Join(path.Dir(link), target)
 }
 
 // enableLinks are the symlinks `systemctl enable` makes for a unit: one in
@@ -177,7 +188,7 @@ func enableLinks(unitPath string, content []byte) (map[string]string, error) {
 		for _, t := range strings.Fields(o.Value) {
 			// A name with a '/' would put the link anywhere on the node.
 			if !validUnitName(t) {
-				return nil, fmt.Errorf("%s: %s= names %q, which is not a unit name", unitPath, o.Name, t)
+				return nil, fmt.Errorf("%s: %s= names %s, which is not a unit name", unitPath, o.Name, logline.QuoteClipped(t))
 			}
 			links[path.Join("/etc/systemd/system", t+suffix, name)] = unitPath
 		}

@@ -1,8 +1,14 @@
 package containerd
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/kind-entrypoint/entrypoint/internal/plan"
+	"github.com/kind-entrypoint/entrypoint/internal/system"
+	"github.com/kind-entrypoint/entrypoint/internal/system/hosttest"
 )
 
 // TestPlanBadSnapshotterName: a bad KIND_EXPERIMENTAL_CONTAINERD_SNAPSHOTTER
@@ -64,6 +70,8 @@ func TestEnableLinksUnitNames(t *testing.T) {
 			unitPath + `: RequiredBy= names "/etc/x.target", which is not a unit name`, nil},
 		{"control character", "[Install]\nWantedBy=a\x1b[2J.target\n",
 			unitPath + `: WantedBy= names "a\x1b[2J.target", which is not a unit name`, nil},
+		{"long name", "[Install]\nWantedBy=" + strings.Repeat("/", 2000) + "\n",
+			unitPath + `: WantedBy= names "` + strings.Repeat("/", 80) + `"..., which is not a unit name`, nil},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			got, err := enableLinks(unitPath, []byte(tt.unit))
@@ -103,4 +111,67 @@ func errString(err error) string {
 		return ""
 	}
 	return err.Error()
+}
+
+// TestFuseUnitEnabledRelative: a unit already enabled by a relative link
+// (ln -s ../UNIT, or a package's own link) is enabled: nothing to plan.
+// Only a link to another file is a conflict, which symlink(2) refuses
+// (EEXIST) as systemctl enable does.
+func TestFuseUnitEnabledRelative(t *testing.T) {
+	for _, tt := range []struct {
+		name, link string
+		want       int // symlink actions
+	}{
+		{"absolute", "/etc/systemd/system/" + FuseUnit, 0},
+		{"relative", "../" + FuseUnit, 0},
+		{"relative, roundabout", "../../system/./" + FuseUnit, 0},
+		{"missing", "", 1},
+		{"another unit", "../other.service", 1},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			root := t.TempDir()
+			if err := hosttest.WriteFiles(root, map[string]string{
+				"kind/x":                                           "",
+				".host/statfs":                                     "/ fuseblk\n",
+				"etc/containerd/config.toml":                       "version = 2\n",
+				"etc/systemd/system/" + FuseUnit:                   "[Service]\nExecStart=/x\n[Install]\nWantedBy=multi-user.target\n",
+				"etc/systemd/system/other.service":                 "",
+				"etc/systemd/system/multi-user.target.wants/.keep": "",
+			}); err != nil {
+				t.Fatal(err)
+			}
+			if tt.link != "" {
+				if err := os.Symlink(tt.link, filepath.Join(root, "etc/systemd/system/multi-user.target.wants", FuseUnit)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			f, err := Detect(system.NewTree(root), func(string) string { return "" }, false)
+			if err != nil {
+				t.Fatal(err)
+			}
+			actions, err := Plan(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			n := 0
+			for _, a := range actions {
+				if a.Op == plan.OpSymlink {
+					n++
+				}
+			}
+			if n != tt.want {
+				t.Errorf("%d symlinks planned, want %d: %q", n, tt.want, plan.Strings(actions))
+			}
+		})
+	}
+}
+
+// TestPlanLongSnapshotterName: the refusal quotes 80 bytes of the value,
+// however long the variable.
+func TestPlanLongSnapshotterName(t *testing.T) {
+	_, err := Plan(Facts{Snapshotter: strings.Repeat("X", 100000)})
+	want := SnapshotterEnv + `: invalid snapshotter name "` + strings.Repeat("X", 80) + `"...: want lowercase letters, digits, '.', '_' or '-', starting with a letter or digit`
+	if err == nil || err.Error() != want {
+		t.Errorf("error %.200v, want %s", err, want)
+	}
 }

@@ -50,3 +50,21 @@ func hex2(c byte) string {
 	const digits = "0123456789abcdef"
 	return string([]byte{digits[c>>4], digits[c&15]})
 }
+
+// maxQuoted is how much of a value QuoteClipped quotes.
+const maxQuoted = 80
+
+// QuoteClipped quotes a value from the host for an error or a log line
+// (strconv.Quote), at most its first 80 bytes, cut at a character, with
+// "..." after the quote when it leaves the rest out: a field of a file may
+// be a megabyte long, the line that names it must not be.
+func QuoteClipped(s string) string {
+	if len(s) <= maxQuoted {
+		return strconv.Quote(s)
+	}
+	cut := maxQuoted
+	for cut > maxQuoted-utf8.UTFMax && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return strconv.Quote(s[:cut]) + "..."
+}

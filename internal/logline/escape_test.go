@@ -44,3 +44,18 @@ func FuzzEscape(f *testing.F) {
 		}
 	})
 }
+
+func TestQuoteClipped(t *testing.T) {
+	for _, c := range []struct{ in, want string }{
+		{"", `""`},
+		{"short\n", `"short\n"`},
+		{strings.Repeat("x", 80), `"` + strings.Repeat("x", 80) + `"`},
+		{strings.Repeat("x", 81), `"` + strings.Repeat("x", 80) + `"...`},
+		// Cut at a character, not inside one.
+		{strings.Repeat("x", 79) + "é" + strings.Repeat("y", 100), `"` + strings.Repeat("x", 79) + `"...`},
+	} {
+		if got := QuoteClipped(c.in); got != c.want {
+			t.Errorf("QuoteClipped(%.20q...) = %s, want %s", c.in, got, c.want)
+		}
+	}
+}

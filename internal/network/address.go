@@ -11,7 +11,8 @@ import (
 // empty or invalid address: old and new must both be valid IP addresses (per
 // net/netip) of one family, without a zone, and neither unspecified nor
 // loopback, since node configs are full of 0.0.0.0 and 127.0.0.1 that must
-// never be rewritten or written. old == new changes nothing and reports 0.
+// never be rewritten or written, nor multicast or broadcast (no node's
+// address). old == new changes nothing and reports 0.
 //
 // The reference used sed's \b, which treats '.' and ':' as boundaries: after
 // a restart moved a node from 172.18.0.3 to 172.18.0.4 it also rewrote
@@ -90,6 +91,8 @@ func parseNodeAddress(role, s string) (netip.Addr, error) {
 		return netip.Addr{}, fmt.Errorf("%s address %s: unspecified address", role, s)
 	case addr.IsLoopback():
 		return netip.Addr{}, fmt.Errorf("%s address %s: loopback address", role, s)
+	case !UsableHostIP(addr):
+		return netip.Addr{}, fmt.Errorf("%s address %s: not a host's address", role, s)
 	}
 	return addr, nil
 }

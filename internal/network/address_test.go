@@ -107,6 +107,8 @@ func TestReplaceAddressErrors(t *testing.T) {
 		{name: "new unspecified", old: "fc00::3", new: "::", wantErr: "new address ::: unspecified address"},
 		{name: "old loopback", old: "127.0.0.1", new: "172.18.0.4", wantErr: "old address 127.0.0.1: loopback address"},
 		{name: "new loopback", old: "fc00::3", new: "::1", wantErr: "new address ::1: loopback address"},
+		{name: "new multicast", old: "fc00::3", new: "ff02::1", wantErr: "new address ff02::1: not a host's address"},
+		{name: "old broadcast", old: "255.255.255.255", new: "172.18.0.4", wantErr: "old address 255.255.255.255: not a host's address"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got, n, err := ReplaceAddress([]byte("172.18.0.3 fc00::3 127.0.0.1 0.0.0.0"), tc.old, tc.new)

@@ -9,6 +9,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"unicode"
 )
 
 // addFiles seeds f with the content of the testdata files matching pattern,
@@ -103,6 +104,8 @@ func FuzzRewriteResolvConf(f *testing.F) {
 		}
 		f.Add([]byte(tc.orig), tc.hostIP, search, mode)
 	}
+	// Blanks resolvers do not split at: the line is no nameserver line.
+	f.Add([]byte("nameserver\v127.0.0.11\nnameserver 127.0.0.11\u00a0\n"), "172.18.0.1", "", uint8(0))
 	addFiles(f, "resolv-*.input", func(c []byte) {
 		f.Add(c, "172.18.0.1", "", uint8(0))
 		f.Add(c, "172.18.0.1", "", uint8(1))
@@ -125,7 +128,7 @@ func FuzzRewriteResolvConf(f *testing.F) {
 			hostIP = "172.18.0.1"
 			out, err = RewriteResolvConf(orig, hostIP, search)
 		}
-		if search != nil && strings.ContainsFunc(*search, func(r rune) bool { return r < 0x20 || r == 0x7f }) {
+		if search != nil && strings.ContainsFunc(*search, unicode.IsControl) {
 			if err == nil {
 				t.Fatalf("search %q accepted", *search)
 			}
@@ -141,6 +144,13 @@ func FuzzRewriteResolvConf(f *testing.F) {
 		}
 		if !bytes.HasSuffix(out, []byte("\n")) || bytes.HasSuffix(out, []byte("\n\n")) {
 			t.Fatalf("output does not end in exactly one newline: %q", out)
+		}
+
+		// The step decides by namesEmbeddedDNS whether the node still
+		// uses Docker's DNS (and so whether the rules must serve it):
+		// it must read a line as the rewrite does.
+		if namesEmbeddedDNS(out) {
+			t.Fatalf("the rewritten %q still names the embedded DNS for the step", out)
 		}
 
 		blank := func(r rune) bool { return r == ' ' || r == '\t' || r == '\r' }
@@ -244,7 +254,7 @@ func FuzzDefaultGatewayV4(f *testing.F) {
 			switch {
 			case err != nil && gw.IsValid():
 				t.Fatalf("got %v along with error %v", gw, err)
-			case err == nil && (!gw.Is4() || gw.IsUnspecified()):
+			case err == nil && (!gw.Is4() || !UsableHostIP(gw)):
 				t.Fatalf("gateway %v is not a usable IPv4 address", gw)
 			}
 		}

@@ -4,6 +4,9 @@ import (
 	"bytes"
 	"fmt"
 	"net/netip"
+	"unicode"
+
+	"github.com/kind-entrypoint/entrypoint/internal/logline"
 )
 
 // RewriteResolvConf rewrites resolv.conf: nameserver 127.0.0.11 -> hostIP.
@@ -32,8 +35,8 @@ func RewriteResolvConf(orig []byte, hostIP string, search *string) ([]byte, erro
 }
 
 // rewriteResolvConf is RewriteResolvConf of a parsed host IP. An invalid
-// host only rewrites the search lines, and fails on a nameserver line for
-// Docker's embedded DNS.
+// host only rewrites the search lines: every nameserver line is kept, so
+// none is ever written without an address.
 func rewriteResolvConf(orig []byte, host netip.Addr, search *string) ([]byte, error) {
 	if host == netip.MustParseAddr(dockerEmbeddedDNS) {
 		return nil, fmt.Errorf("host IP %s is Docker's embedded DNS itself", host)
@@ -58,11 +61,7 @@ func rewriteResolvConf(orig []byte, host netip.Addr, search *string) ([]byte, er
 			switch {
 			case n > 0 && string(line[f[0].start:f[0].end]) == "search" && search != nil:
 				continue
-			case n > 1 && string(line[f[0].start:f[0].end]) == "nameserver" &&
-				string(line[f[1].start:f[1].end]) == dockerEmbeddedDNS:
-				if !host.IsValid() {
-					return nil, fmt.Errorf("no host IP to replace nameserver %s with", dockerEmbeddedDNS)
-				}
+			case host.IsValid() && namesEmbeddedDNSLine(line, f, n):
 				if hostText == "" {
 					hostText = host.String()
 				}
@@ -88,15 +87,28 @@ func searchLen(search *string) int {
 
 // checkSearch refuses a search value that would not stay one "search" line:
 // a newline would inject further resolv.conf directives, and other control
-// characters (tab included: domains are separated by spaces) are never part
-// of a domain name.
+// characters (tab included: domains are separated by spaces; C1 too, as
+// UTF-8) are never part of a domain name.
 func checkSearch(search string) error {
 	for i := 0; i < len(search); i++ {
 		if c := search[i]; c < 0x20 || c == 0x7f {
-			return fmt.Errorf("DNS search value %q: control character %q at byte %d", search, c, i)
+			return fmt.Errorf("DNS search value %s: control character %q at byte %d", logline.QuoteClipped(search), c, i)
+		}
+	}
+	for i, r := range search {
+		if unicode.IsControl(r) {
+			return fmt.Errorf("DNS search value %s: control character %U at byte %d", logline.QuoteClipped(search), r, i)
 		}
 	}
 	return nil
+}
+
+// namesEmbeddedDNSLine reports whether a resolv.conf line, whose first
+// fields are f (n of them, from resolvFields), is a nameserver line for
+// Docker's embedded DNS.
+func namesEmbeddedDNSLine(line []byte, f [2]span, n int) bool {
+	return n > 1 && string(line[f[0].start:f[0].end]) == "nameserver" &&
+		string(line[f[1].start:f[1].end]) == dockerEmbeddedDNS
 }
 
 // resolvFields returns the byte ranges of a resolv.conf line's first two

@@ -196,6 +196,8 @@ func TestRewriteResolvConfErrors(t *testing.T) {
 		{name: "search with NUL", hostIP: "172.18.0.1", search: ptr("\x00"), wantErr: `DNS search value "\x00": control character '\x00' at byte 0`},
 		{name: "search with DEL", hostIP: "172.18.0.1", search: ptr("a\x7f"), wantErr: `DNS search value "a\x7f": control character '\x7f' at byte 1`},
 		{name: "search with CR", hostIP: "172.18.0.1", search: ptr("a\r"), wantErr: `DNS search value "a\r": control character '\r' at byte 1`},
+		{name: "long search with a control character", hostIP: "172.18.0.1", search: ptr(strings.Repeat("a", 100000) + "\n"), wantErr: `DNS search value "` + strings.Repeat("a", 80) + `"...: control character '\n' at byte 100000`},
+		{name: "search with C1 NEL", hostIP: "172.18.0.1", search: ptr("a.test\u0085b.test"), wantErr: `DNS search value "a.test\u0085b.test": control character U+0085 at byte 6`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got, err := RewriteResolvConf([]byte(dockerResolvConf), tc.hostIP, tc.search)

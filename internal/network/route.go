@@ -8,6 +8,8 @@ import (
 	"net/netip"
 	"strconv"
 	"strings"
+
+	"github.com/kind-entrypoint/entrypoint/internal/logline"
 )
 
 // ErrNoDefaultRoute is returned by DefaultGatewayV4 when the table is well
@@ -25,7 +27,8 @@ const (
 //
 // It stands in for the reference's `ip -4 route show default`, without
 // needing iproute2. A default route is one with destination and mask 0 that
-// is up, has a gateway and is not a reject (unreachable/prohibit) route. Of
+// is up, has a gateway that is a host's address (UsableHostIP) and is not a
+// reject (unreachable/prohibit) route. Of
 // several, the lowest metric wins, as in the kernel's lookup, and a tie goes
 // to the first listed, the order in which the kernel tries them. Columns are
 // found by the header's names. A line that cannot be read is an error naming
@@ -74,7 +77,7 @@ func defaultGatewayV4(table []byte, order binary.ByteOrder) (netip.Addr, error) 
 		minFields = max(minFields, col[j]+1)
 	}
 
-	var best netip.Addr
+	var best, unusable netip.Addr
 	var bestMetric uint32
 	// One line's fields, in an array reused for every line.
 	var room [16]string
@@ -93,7 +96,7 @@ func defaultGatewayV4(table []byte, order binary.ByteOrder) (netip.Addr, error) 
 		}
 		field := func(j int) string { return fields[col[j]] }
 		bad := func(j int, err error) error {
-			return fmt.Errorf("line %d: field %s %q: %w", lineNo, names[j], field(j), err)
+			return fmt.Errorf("line %d: field %s %s: %w", lineNo, names[j], logline.QuoteClipped(field(j)), err)
 		}
 		dest, err := parseRouteHex(field(destination))
 		if err != nil {
@@ -120,17 +123,30 @@ func defaultGatewayV4(table []byte, order binary.ByteOrder) (netip.Addr, error) 
 			fl&(rtfUp|rtfGateway) != rtfUp|rtfGateway || fl&rtfReject != 0 {
 			continue
 		}
+		var b [4]byte
+		order.PutUint32(b[:], gw)
+		addr := netip.AddrFrom4(b)
+		if !UsableHostIP(addr) {
+			// No kernel takes a loopback, multicast or broadcast
+			// gateway; a replayed table may hold one, and it must not
+			// become where pods are sent for DNS.
+			if !unusable.IsValid() {
+				unusable = addr
+			}
+			continue
+		}
 		if best.IsValid() && met >= bestMetric {
 			continue
 		}
-		var b [4]byte
-		order.PutUint32(b[:], gw)
-		best, bestMetric = netip.AddrFrom4(b), met
+		best, bestMetric = addr, met
 	}
-	if !best.IsValid() {
-		return netip.Addr{}, ErrNoDefaultRoute
+	switch {
+	case best.IsValid():
+		return best, nil
+	case unusable.IsValid():
+		return netip.Addr{}, fmt.Errorf("the IPv4 default route's gateway %s is no host's address", unusable)
 	}
-	return best, nil
+	return netip.Addr{}, ErrNoDefaultRoute
 }
 
 // parseRouteHex parses an address or mask column: always 8 hex digits.

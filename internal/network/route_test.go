@@ -84,6 +84,20 @@ var defaultGatewayV4Tests = []struct {
 		table: "\t" + routeHeader + "\n\n   \neth0\t00000000\t010012AC\t0003\t0\t0\t0\t00000000\t0\t0\t0",
 		want:  "172.18.0.1",
 	},
+	{
+		// No kernel has such a gateway, but a replayed table may: it
+		// must not become the address resolv.conf and the DNS rules
+		// send pods to (127.0.0.11 would be Docker's DNS itself).
+		name: "gateways that are no host's address",
+		table: routeTable(
+			"eth0 00000000 0B00007F 0003 0 00000000", // 127.0.0.11
+			"eth0 00000000 FFFFFFFF 0003 0 00000000", // broadcast
+			"eth0 00000000 010000E0 0003 0 00000000", // 224.0.0.1
+			"eth1 00000000 010012AC 0003 100 00000000",
+		),
+		want: "172.18.0.1",
+	},
+	{name: "only a loopback gateway", table: routeTable("eth0 00000000 0100007F 0003 0 00000000"), wantErr: "the IPv4 default route's gateway 127.0.0.1 is no host's address"},
 	{name: "no default route", table: routeTable("eth0 000012AC 00000000 0001 0 0000FFFF"), wantErr: ErrNoDefaultRoute.Error()},
 	{name: "header only", table: routeHeader + "\n", wantErr: ErrNoDefaultRoute.Error()},
 	{name: "empty", table: "", wantErr: "line 1: no header"},
@@ -107,6 +121,7 @@ var defaultGatewayV4Tests = []struct {
 		wantErr: `line 3: field Gateway "zzzzzzzz": want 8 hex digits`,
 	},
 	{name: "garbage", table: "\x00\xff\n\x00", wantErr: "line 1: header has no Destination column"},
+	{name: "long field", table: routeTable("eth0 " + strings.Repeat("0", 100000) + " 010012AC 0003 0 00000000"), wantErr: `line 2: field Destination "` + strings.Repeat("0", 80) + `"...: want 8 hex digits`},
 }
 
 func TestDefaultGatewayV4(t *testing.T) {

@@ -249,8 +249,8 @@ func hostname(sys system.System) (string, error) {
 
 // lookupFirst returns the first address of network ("ip4" or "ip6") for
 // host. With nodeAddr it skips what cannot be the node's own address:
-// loopback (Debian's 127.0.1.1 HOSTNAME line), unspecified and IPv4-mapped
-// addresses.
+// loopback (Debian's 127.0.1.1 HOSTNAME line), unspecified, multicast,
+// broadcast (UsableHostIP) and IPv4-mapped addresses.
 func lookupFirst(ctx context.Context, sys system.System, timeout time.Duration, network, host string, nodeAddr bool) (netip.Addr, error) {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
@@ -266,7 +266,7 @@ func lookupFirst(ctx context.Context, sys system.System, timeout time.Duration, 
 		if (network == "ip4") != a.Is4() || a.Is4In6() {
 			continue
 		}
-		if nodeAddr && (a.IsLoopback() || a.IsUnspecified()) {
+		if nodeAddr && !UsableHostIP(a) {
 			continue
 		}
 		return a, nil
@@ -358,7 +358,16 @@ func PlanMagic(f MagicFacts) ([]plan.Action, error) {
 		}
 	} else if !hostIP.IsValid() {
 		actions = append(actions, plan.Warning(fmt.Sprintf(
-			"found no address of the Docker host (%s); leaving the DNS rules and %s as they are", source, ResolvConf)))
+			"found no address of the Docker host (%s); leaving the DNS rules and the nameservers of %s as they are", source, ResolvConf)))
+		// KIND_DNS_SEARCH is the user's, not Docker's: applied all
+		// the same (unset, it changes nothing).
+		if f.Search != nil {
+			a, err := planResolvConf(f, netip.Addr{}, false)
+			actions = append(actions, a...)
+			if err != nil {
+				return actions, err
+			}
+		}
 	} else {
 		a, served, err := planDNSRules(f, hostIP)
 		actions = append(actions, a...)
@@ -442,11 +451,14 @@ func dnatsToEmbeddedDNS(save []byte) bool {
 }
 
 // namesEmbeddedDNS reports whether resolv.conf has a nameserver line for
-// Docker's embedded DNS server.
+// Docker's embedded DNS server: a line the rewrite points at the host IP
+// (see resolvFields), and no other. strings.Fields also split at blanks
+// no resolver splits at (a vertical tab, U+00A0), so a line the rewrite
+// rightly left alone made a node without Docker's DNS fail for the rules.
 func namesEmbeddedDNS(resolv []byte) bool {
 	for line := range bytes.Lines(resolv) {
-		f := strings.Fields(string(line))
-		if len(f) > 1 && f[0] == "nameserver" && f[1] == dockerEmbeddedDNS {
+		line = bytes.TrimSuffix(line, []byte("\n"))
+		if f, n := resolvFields(line); namesEmbeddedDNSLine(line, f, n) {
 			return true
 		}
 	}
@@ -454,12 +466,13 @@ func namesEmbeddedDNS(resolv []byte) bool {
 }
 
 // planResolvConf keeps the original and rewrites /etc/resolv.conf in place:
-// Docker bind-mounts it, and a rename over a mount point fails.
+// Docker bind-mounts it, and a rename over a mount point fails. Without a
+// host IP only the search lines change (KIND_DNS_SEARCH).
 func planResolvConf(f MagicFacts, hostIP netip.Addr, served bool) ([]plan.Action, error) {
 	if f.Resolv == nil {
 		return []plan.Action{plan.Warning(ResolvConf + " does not exist; not rewriting it")}, nil
 	}
-	if namesEmbeddedDNS(f.Resolv.Data) && !served {
+	if hostIP.IsValid() && namesEmbeddedDNS(f.Resolv.Data) && !served {
 		// The rules were saved from a backend Docker did not write to
 		// (its save hung or failed). The script would point resolv.conf
 		// at the host IP all the same and break the node's own DNS; left

@@ -227,6 +227,16 @@ func TestPlanMagicNoRulesForEmbeddedDNS(t *testing.T) {
 	if got := plan.Strings(actions)[0]; got != "log WARN: cannot read the nft rules (iptables-nft-save: timed out after 5s); /etc/resolv.conf does not use Docker's DNS, so nothing needs them" {
 		t.Errorf("first action %q", got)
 	}
+	// A line no resolver reads as a nameserver of 127.0.0.11 (they do
+	// not split at a vertical tab or U+00A0), which the rewrite leaves
+	// alone, does not need the rules either.
+	f.RulesErr = nil
+	for _, resolv := range []string{"nameserver\v127.0.0.11\n", "nameserver 127.0.0.11\u00a0\n"} {
+		f.Resolv.Data = []byte(resolv)
+		if _, err := PlanMagic(f); err != nil {
+			t.Errorf("resolv.conf %q: %v", resolv, err)
+		}
+	}
 }
 
 // TestPlanMagicPodman: a podman node's resolv.conf names its network's
@@ -722,5 +732,60 @@ func TestDetectedAddressLines(t *testing.T) {
 	want := []string{"INFO: detected IPv4 address: 172.18.0.2", "INFO: detected IPv6 address: "}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("address lines (-want +got):\n%s", diff)
+	}
+}
+
+// TestPlanMagicNoHostIPSearch: with no address of the Docker host (an
+// internal network) the DNS rules and the nameservers stay as they are,
+// but KIND_DNS_SEARCH is the user's, and its three cases still hold.
+func TestPlanMagicNoHostIPSearch(t *testing.T) {
+	const resolv = "nameserver 127.0.0.11\nsearch corp.example\noptions ndots:0\n"
+	for _, tt := range []struct {
+		name   string
+		search *string
+		want   string // the rewritten resolv.conf, "" for none
+	}{
+		{"unset", nil, ""},
+		{"empty", new(string), "nameserver 127.0.0.11\noptions ndots:0\n"},
+		{"set", func() *string { s := "kind.test"; return &s }(), "search kind.test\nnameserver 127.0.0.11\noptions ndots:0\n"},
+	} {
+		f := facts()
+		f.Gateway, f.GatewayErr = netip.Addr{}, errors.New("no IPv4 default route with a gateway")
+		f.Resolv.Data = []byte(resolv)
+		f.OriginalExists = true
+		f.Search = tt.search
+		actions, err := PlanMagic(f)
+		if err != nil {
+			t.Fatalf("%s: %v", tt.name, err)
+		}
+		if r := find(actions, plan.OpRun, "iptables-nft-restore"); r != nil {
+			t.Errorf("%s: restores rules with no host IP", tt.name)
+		}
+		got := ""
+		if a := find(actions, plan.OpWriteInPlace, ResolvConf); a != nil {
+			got = string(a.Data)
+		}
+		if diff := cmp.Diff(tt.want, got); diff != "" {
+			t.Errorf("%s: resolv.conf (-want +got):\n%s", tt.name, diff)
+		}
+	}
+}
+
+// TestNodeAddressIsAHost: the node's own address is the first answer that
+// can be a host's: not loopback (Debian's 127.0.1.1), nor multicast or
+// broadcast, which a name can be made to answer too.
+func TestNodeAddressIsAHost(t *testing.T) {
+	tree := fakeNode(t, map[string]string{
+		".host/hosts":              "kind-control-plane 224.0.0.5 255.255.255.255 127.0.1.1 172.18.0.3 ff02::1 ::1 fc00::3\n",
+		"proc/sys/kernel/hostname": "kind-control-plane\n",
+		"etc/resolv.conf":          resolvDocker,
+	})
+	nft := IptablesFacts{Saves: []Save{{Command: "iptables-nft-save", Mode: NFT, Output: []byte(rulesDocker24), Rules: 1}}}
+	f, err := DetectMagic(t.Context(), tree, func(string) (string, bool) { return "", false }, nft, time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f.IPv4.String() != "172.18.0.3" || f.IPv6.String() != "fc00::3" {
+		t.Errorf("node addresses %s %s, want 172.18.0.3 fc00::3", f.IPv4, f.IPv6)
 	}
 }

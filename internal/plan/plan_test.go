@@ -71,6 +71,26 @@ func TestMarshalJSON(t *testing.T) {
 	}
 }
 
+// TestMarshalJSONBytes: the JSON plan says which bytes a write or a run's
+// input are, not their UTF-8 replacement (a Latin-1 comment in
+// resolv.conf): content that is not UTF-8 is given in base64.
+func TestMarshalJSONBytes(t *testing.T) {
+	b, err := json.Marshal([]Action{
+		WriteInPlace("/etc/resolv.conf", []byte("# caf\xe9\n")),
+		Run([]string{"iptables-nft-restore"}, []byte("\xff"), 0),
+		WriteFile("/f", []byte("ok"), 0o644),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `[{"op":"write-in-place","path":"/etc/resolv.conf","data_base64":"IyBjYWbpCg==","on_fail":"fatal"},` +
+		`{"op":"run","argv":["iptables-nft-restore"],"stdin_base64":"/w==","on_fail":"fatal"},` +
+		`{"op":"write","path":"/f","data":"ok","mode":"0644","on_fail":"fatal"}]`
+	if diff := cmp.Diff(want, string(b)); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
+}
+
 func TestConverged(t *testing.T) {
 	if !Converged([]Action{Info("x"), WriteFile("/m", nil, 0).OnEveryBoot()}) {
 		t.Error("log lines and every-boot changes must count as converged")
@@ -166,6 +186,9 @@ func TestPreflight(t *testing.T) {
 	if err := hosttest.WriteFiles(root, map[string]string{"etc/machine-id/x": "x", "kind": "x", "etc/ok": "x"}); err != nil {
 		t.Fatal(err)
 	}
+	if err := os.Symlink("/nonexistent", filepath.Join(root, "etc/dangling")); err != nil {
+		t.Fatal(err)
+	}
 	sys := system.NewTree(root)
 	for _, c := range []struct {
 		name    string
@@ -179,6 +202,11 @@ func TestPreflight(t *testing.T) {
 		{"made by the plan", []Action{Mkdir("/etc/new/dir", 0o755), WriteFile("/etc/new/dir/f", nil, 0o644)}, ""},
 		{"removed by the plan", []Action{Remove("/kind"), Mkdir("/kind", 0o755), WriteFile("/kind/f", nil, 0o644)}, ""},
 		{"a file", []Action{WriteFile("/etc/ok", nil, 0o644), WriteInPlace("/etc/ok", nil)}, ""},
+		// symlink(2) replaces nothing: EEXIST, whatever is there (a
+		// link to elsewhere included, which Stat would not see).
+		{"symlink over a file", []Action{Symlink("/x", "/etc/ok")}, "symlink (planned) /etc/ok: file exists"},
+		{"symlink over a dangling link", []Action{Symlink("/x", "/etc/dangling")}, "symlink (planned) /etc/dangling: file exists"},
+		{"symlink over what the plan removes", []Action{Remove("/etc/ok"), Symlink("/x", "/etc/ok")}, ""},
 	} {
 		err := Preflight(sys, c.actions)
 		if got := fmt.Sprint(err); (c.want == "" && err != nil) || (c.want != "" && got != c.want) {

@@ -10,8 +10,9 @@ import (
 
 // Preflight finds, reading sys only, a fatal action of actions that the
 // kernel would refuse for the file types it meets: a file written over a
-// directory (/etc/machine-id made a directory), or below something that
-// is not one (/kind a regular file). A dry run must not call a plan fine
+// directory (/etc/machine-id made a directory), below something that is
+// not one (/kind a regular file), or a symlink where something is (a link
+// to another unit). A dry run must not call a plan fine
 // that its apply would stop at. Directories the plan makes itself (Mkdir)
 // count as there, paths it removes as gone.
 func Preflight(sys system.System, actions []Action) error {
@@ -41,6 +42,10 @@ func Preflight(sys system.System, actions []Action) error {
 			}
 		}
 	}
+	lexists := func(p string) bool {
+		_, err := sys.Lstat(p)
+		return err == nil
+	}
 	fail := func(op, p string, errno syscall.Errno) error {
 		return &fs.PathError{Op: op + " (planned)", Path: p, Err: errno}
 	}
@@ -56,6 +61,11 @@ func Preflight(sys system.System, actions []Action) error {
 			}
 			if exists, dir := isDir(p); exists && dir {
 				return fail(string(a.Op), p, syscall.EISDIR)
+			}
+			// symlink(2) replaces nothing, a link (dangling or not,
+			// which Stat does not see) included.
+			if a.Op == OpSymlink && (made[p] || !removed[p] && lexists(p)) {
+				return fail(string(a.Op), p, syscall.EEXIST)
 			}
 		case OpMkdir:
 			if exists, dir := isDir(p); exists && !dir {

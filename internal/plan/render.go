@@ -2,11 +2,13 @@ package plan
 
 import (
 	"crypto/sha256"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"io/fs"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/kind-entrypoint/entrypoint/internal/logline"
 )
@@ -128,17 +130,23 @@ func shellQuote(s string) string {
 
 // jsonAction is the --log-format=json / --dry-run JSON form of an Action.
 type jsonAction struct {
-	Op        Op       `json:"op"`
-	Path      string   `json:"path,omitempty"`
-	Source    string   `json:"source,omitempty"`
-	FSType    string   `json:"fstype,omitempty"`
-	Flags     string   `json:"flags,omitempty"`
-	Data      string   `json:"data,omitempty"`
-	Mode      string   `json:"mode,omitempty"`
-	Owner     string   `json:"owner,omitempty"`
-	Argv      []string `json:"argv,omitempty"`
-	Stdin     string   `json:"stdin,omitempty"`
-	TimeoutMS int64    `json:"timeout_ms,omitempty"`
+	Op     Op     `json:"op"`
+	Path   string `json:"path,omitempty"`
+	Source string `json:"source,omitempty"`
+	FSType string `json:"fstype,omitempty"`
+	Flags  string `json:"flags,omitempty"`
+	Data   string `json:"data,omitempty"`
+	// DataBase64 is Data when it is not UTF-8: JSON strings cannot
+	// hold those bytes (they become U+FFFD), and the plan must say
+	// which bytes are written.
+	DataBase64 string   `json:"data_base64,omitempty"`
+	Mode       string   `json:"mode,omitempty"`
+	Owner      string   `json:"owner,omitempty"`
+	Argv       []string `json:"argv,omitempty"`
+	Stdin      string   `json:"stdin,omitempty"`
+	// StdinBase64 is Stdin when it is not UTF-8.
+	StdinBase64 string `json:"stdin_base64,omitempty"`
+	TimeoutMS   int64  `json:"timeout_ms,omitempty"`
 	// DropStdout: the run's standard output is not logged.
 	DropStdout bool     `json:"drop_stdout,omitempty"`
 	Level      string   `json:"level,omitempty"`
@@ -155,6 +163,12 @@ func (a Action) MarshalJSON() ([]byte, error) {
 		Data: string(a.Data), Argv: a.Argv, Stdin: string(a.Stdin),
 		TimeoutMS: a.Timeout.Milliseconds(), DropStdout: a.DropStdout, Level: string(a.Level), Reason: a.Reason, FailMsg: a.FailMsg,
 		Rollback: a.Rollback,
+	}
+	if !utf8.Valid(a.Data) {
+		j.Data, j.DataBase64 = "", base64.StdEncoding.EncodeToString(a.Data)
+	}
+	if !utf8.Valid(a.Stdin) {
+		j.Stdin, j.StdinBase64 = "", base64.StdEncoding.EncodeToString(a.Stdin)
 	}
 	if a.Op == OpMount {
 		j.Flags = a.Flags.String()

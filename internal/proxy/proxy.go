@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"io/fs"
 	"path"
+	"strings"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/kind-entrypoint/entrypoint/internal/plan"
@@ -113,7 +115,80 @@ func check(v Var) error {
 	if !utf8.ValidString(v.Value) {
 		return fmt.Errorf("%s: value is not valid UTF-8 and cannot be passed to systemd", v.Name)
 	}
+	for i, r := range v.Value {
+		switch {
+		case unicode.IsControl(r):
+			// C1 (U+0080-U+009F): C0 and DEL were refused above.
+			return fmt.Errorf("%s: control character %U at byte %d cannot be passed to systemd", v.Name, r, i)
+		case isNoncharacter(r):
+			return fmt.Errorf("%s: %U at byte %d is a Unicode noncharacter, which systemd refuses: the variable would be missing", v.Name, r, i)
+		}
+	}
 	return nil
+}
+
+// isNoncharacter reports whether r is one of the code points systemd's
+// utf8_is_valid (unichar_is_valid) refuses in valid UTF-8: U+FDD0-U+FDEF
+// and the last two of every plane. Go's utf8.ValidString accepts them.
+func isNoncharacter(r rune) bool {
+	return r >= 0xFDD0 && r <= 0xFDEF || r&0xFFFE == 0xFFFE
+}
+
+// Values returns the values a drop-in's DefaultEnvironment= lines assign,
+// unquoted as systemd reads them: the inverse of Render (capture redacts
+// the proxy passwords a drop-in of an earlier boot holds, whatever the
+// environment says now). Text Render would not write is read as best it
+// can be.
+func Values(dropIn []byte) []string {
+	var out []string
+	for line := range strings.Lines(string(dropIn)) {
+		rest, ok := strings.CutPrefix(strings.TrimSpace(line), "DefaultEnvironment=")
+		if !ok {
+			continue
+		}
+		for _, word := range unquoteWords(rest) {
+			if _, v, ok := strings.Cut(word, "="); ok {
+				out = append(out, v)
+			}
+		}
+	}
+	return out
+}
+
+// unquoteWords splits a DefaultEnvironment= value into its words, undoing
+// what appendQuoted does: double quotes group, a backslash takes the next
+// byte as it is, "%%" is one '%'.
+func unquoteWords(s string) []string {
+	var words []string
+	var w strings.Builder
+	inWord, quoted := false, false
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case c == '\\' && i+1 < len(s):
+			i++
+			w.WriteByte(s[i])
+			inWord = true
+		case c == '"':
+			quoted, inWord = !quoted, true
+		case c == '%' && i+1 < len(s) && s[i+1] == '%':
+			i++
+			w.WriteByte('%')
+			inWord = true
+		case !quoted && (c == ' ' || c == '\t'):
+			if inWord {
+				words = append(words, w.String())
+				w.Reset()
+				inWord = false
+			}
+		default:
+			w.WriteByte(c)
+			inWord = true
+		}
+	}
+	if inWord {
+		words = append(words, w.String())
+	}
+	return words
 }
 
 // Quote quotes one word for a systemd DefaultEnvironment= line. It works on

@@ -234,6 +234,18 @@ var renderTests = []struct {
 		vars:    []Var{{"HTTP_PROXY", "http://p\xff:1"}},
 		wantErr: "HTTP_PROXY: value is not valid UTF-8 and cannot be passed to systemd",
 	},
+	// Beyond ASCII: a C1 control character (SPEC), and the noncharacters
+	// systemd's utf8_is_valid refuses, so that env_value_is_valid drops
+	// the assignment, as for invalid UTF-8.
+	{name: "C1 control refused", vars: []Var{{"NO_PROXY", "a\u0085b"}}, wantErr: `NO_PROXY: control character U+0085 at byte 1 cannot be passed to systemd`},
+	{name: "U+FFFE refused", vars: []Var{{"HTTP_PROXY", "http://p\ufffe:1"}}, wantErr: "HTTP_PROXY: U+FFFE at byte 8 is a Unicode noncharacter, which systemd refuses: the variable would be missing"},
+	{name: "U+FDD0 refused", vars: []Var{{"https_proxy", "\ufdd0"}}, wantErr: "https_proxy: U+FDD0 at byte 0 is a Unicode noncharacter, which systemd refuses: the variable would be missing"},
+	{name: "U+10FFFF refused", vars: []Var{{"HTTP_PROXY", "x\U0010FFFF"}}, wantErr: "HTTP_PROXY: U+10FFFF at byte 1 is a Unicode noncharacter, which systemd refuses: the variable would be missing"},
+	{
+		name: "characters next to the noncharacters kept",
+		vars: []Var{{"HTTP_PROXY", "\ufdcf\ufdf0\ufffd\U0001fffd\u00a0\u2028"}},
+		want: "[Manager]\nDefaultEnvironment=\"HTTP_PROXY=\ufdcf\ufdf0\ufffd\U0001fffd\u00a0\u2028\"\n",
+	},
 }
 
 func TestRender(t *testing.T) {
@@ -258,6 +270,13 @@ func TestRender(t *testing.T) {
 			}
 			if diff := cmp.Diff(tt.vars, back); diff != "" {
 				t.Errorf("round trip through systemd's quoting (-rendered +read back):\n%s", diff)
+			}
+			var values []string
+			for _, v := range tt.vars {
+				values = append(values, v.Value)
+			}
+			if diff := cmp.Diff(values, Values(got)); diff != "" {
+				t.Errorf("Values (-rendered +read back):\n%s", diff)
 			}
 		})
 	}

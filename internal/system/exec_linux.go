@@ -13,6 +13,21 @@ import (
 	"golang.org/x/sys/unix"
 )
 
+// Environ is the environment this process was started with, as execve
+// gave it (/proc/self/environ): what init gets, unchanged. os.Environ is
+// not that: Go keeps only the first copy of a variable given twice, and
+// drops empty entries. Without a readable /proc it is os.Environ.
+func Environ() []string {
+	b, err := readFile("/proc/self/environ", LimitOutput)
+	if err != nil {
+		return os.Environ()
+	}
+	if len(b) == 0 {
+		return []string{}
+	}
+	return strings.Split(strings.TrimSuffix(string(b), "\x00"), "\x00")
+}
+
 // Exec replaces this process with init, so that init is PID 1. It leaves
 // init a clean slate: every inherited descriptor above stderr is closed on
 // exec, no signal is blocked, and no signal stays ignored (execve(2) keeps

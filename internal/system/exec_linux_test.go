@@ -32,7 +32,8 @@ import (
 
 // helperEnv selects what the test binary does instead of testing:
 // "exec" (soil, then system.Exec), "raw-exec" (soil, then execve directly),
-// "report" (print what the process got, as JSON).
+// "report" (print what the process got, as JSON), "environ" (print
+// system.Environ, as JSON).
 const helperEnv = "ENTRYPOINT_SYSTEM_EXEC_HELPER"
 
 // leakedFD is where the helper duplicates a descriptor without O_CLOEXEC.
@@ -75,6 +76,15 @@ func helperMain(mode string) int {
 		return report()
 	case "exec", "raw-exec":
 		return soilAndExec(mode == "raw-exec")
+	case "environ":
+		// As the entrypoint: variables are read before init's
+		// environment is taken.
+		os.Getenv("PATH")
+		if err := json.NewEncoder(os.Stdout).Encode(system.Environ()); err != nil {
+			fmt.Fprintln(os.Stderr, "environ:", err)
+			return 4
+		}
+		return 0
 	}
 	fmt.Fprintf(os.Stderr, "%s=%q: unknown mode\n", helperEnv, mode)
 	return 2
@@ -306,5 +316,43 @@ func TestExecControl(t *testing.T) {
 	}
 	if rep.SigBlk&sigBit(unix.SIGUSR1) == 0 {
 		t.Errorf("SigBlk %016x after a bare execve, want SIGUSR1 still blocked", rep.SigBlk)
+	}
+}
+
+// TestEnviron: the environment init gets is the one the entrypoint was
+// started with, byte for byte: a variable given twice (execve allows it)
+// keeps both copies, and an entry without '=' or an empty one stays. Go's
+// os.Environ keeps only the first copy of a variable and drops empty
+// entries. exec.Cmd also drops duplicates, so the helper is started by
+// ForkExec itself.
+func TestEnviron(t *testing.T) {
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := []string{helperEnv + "=environ", "DUP=first", "PATH=/nonexistent", "DUP=second", "NOEQUALS", "", "LAST=1"}
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	pid, err := syscall.ForkExec(exe, []string{exe, "-test.run=^$"}, &syscall.ProcAttr{
+		Env: env, Files: []uintptr{0, w.Fd(), os.Stderr.Fd()},
+	})
+	w.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	derr := json.NewDecoder(r).Decode(&got)
+	var ws syscall.WaitStatus
+	if _, err := syscall.Wait4(pid, &ws, 0, nil); err != nil || ws.ExitStatus() != 0 {
+		t.Fatalf("helper: %v, status %v", err, ws)
+	}
+	if derr != nil {
+		t.Fatal(derr)
+	}
+	if diff := cmp.Diff(env, got); diff != "" {
+		t.Errorf("Environ (-started with +got):\n%s", diff)
 	}
 }

@@ -24,6 +24,8 @@ const (
 	NoDirAt  MountFlags = unix.MS_NODIRATIME
 	RelAtime MountFlags = unix.MS_RELATIME
 	StrictAt MountFlags = unix.MS_STRICTATIME
+	// NoSymFol is Linux 5.10's per-mount nosymfollow.
+	NoSymFol MountFlags = unix.MS_NOSYMFOLLOW
 	Shared   MountFlags = unix.MS_SHARED
 	Private  MountFlags = unix.MS_PRIVATE
 	Slave    MountFlags = unix.MS_SLAVE
@@ -47,6 +49,7 @@ var flagNames = []struct {
 	{NoDirAt, "nodiratime"},
 	{RelAtime, "relatime"},
 	{StrictAt, "strictatime"},
+	{NoSymFol, "nosymfollow"},
 }
 
 func (f MountFlags) String() string {
@@ -79,6 +82,7 @@ var perMountOptions = map[string]MountFlags{
 	"nodiratime":  NoDirAt,
 	"relatime":    RelAtime,
 	"strictatime": StrictAt,
+	"nosymfollow": NoSymFol,
 }
 
 // FlagsFromOptions converts a mountinfo per-mount option list
@@ -101,7 +105,7 @@ func OptionsFromFlags(f MountFlags) string {
 	for _, n := range []struct {
 		flag MountFlags
 		name string
-	}{{NoSuid, "nosuid"}, {NoDev, "nodev"}, {NoExec, "noexec"}, {NoAtime, "noatime"}, {NoDirAt, "nodiratime"}, {RelAtime, "relatime"}, {StrictAt, "strictatime"}} {
+	}{{NoSuid, "nosuid"}, {NoDev, "nodev"}, {NoExec, "noexec"}, {NoAtime, "noatime"}, {NoDirAt, "nodiratime"}, {RelAtime, "relatime"}, {StrictAt, "strictatime"}, {NoSymFol, "nosymfollow"}} {
 		if f&n.flag != 0 {
 			opts = append(opts, n.name)
 		}

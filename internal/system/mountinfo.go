@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"path"
-	"strconv"
 	"strings"
 
 	"github.com/moby/sys/mountinfo"
@@ -40,9 +39,12 @@ func ParseMountinfoFile(b []byte) ([]*mountinfo.Info, error) {
 // and quotes it, clipped: the library's own message holds the whole line
 // as it is, which may be kilobytes of binary. A table without a single
 // mount is an error too: a process always sees the mount holding its root,
-// so it is a broken capture, not a host.
+// so it is a broken capture, not a host. A blank line (a fake tree's or
+// a capture's trailing newline, which the kernel never prints) is skipped,
+// as every other table parser of the steps skips one; the library refuses
+// it as a line of too few fields.
 func ParseMountinfo(b []byte) ([]*mountinfo.Info, error) {
-	mi, err := mountinfo.GetMountsFromReader(bytes.NewReader(b), nil)
+	mi, err := mountinfo.GetMountsFromReader(bytes.NewReader(withoutBlankLines(b)), nil)
 	if err != nil {
 		return nil, mountinfoLineError(b, err)
 	}
@@ -51,21 +53,54 @@ func ParseMountinfo(b []byte) ([]*mountinfo.Info, error) {
 	}
 	// The kernel prints mount points (and roots that are paths) clean and
 	// absolute; anything else is a forged table, and a mount point with
-	// ".." would lead the steps' mkdir, mount and umount elsewhere.
+	// ".." would lead the steps' mkdir, mount and umount elsewhere. The
+	// one exception is real: in a cgroup namespace, a cgroup mount's root
+	// outside the namespace's cgroup is shown relative to it, "/../.."
+	// (cgroup_show_path), as in /proc/self/cgroup. Whoever joins a root
+	// to a path must refuse those (cgroupfix does).
 	for i, m := range mi {
-		if !cleanAbs(m.Mountpoint) || (strings.HasPrefix(m.Root, "/") && !cleanAbs(m.Root)) {
-			return nil, fmt.Errorf("mount %d (ID %d): mount point %s, root %s: not a clean absolute path", i+1, m.ID, quoteClipped(m.Mountpoint), quoteClipped(m.Root))
+		if !cleanAbs(m.Mountpoint) || (strings.HasPrefix(m.Root, "/") && !cleanAbs(withoutLeadingUps(m.Root))) {
+			return nil, fmt.Errorf("mount %d (ID %d): mount point %s, root %s: not a clean absolute path", i+1, m.ID, logline.QuoteClipped(m.Mountpoint), logline.QuoteClipped(m.Root))
 		}
 	}
 	return mi, nil
 }
 
+// withoutBlankLines is b without its blank lines (nothing but blanks and
+// line ends); b itself, not a copy, when it has none.
+func withoutBlankLines(b []byte) []byte {
+	blank := false
+	for line := range bytes.Lines(b) {
+		blank = blank || isBlankLine(line)
+	}
+	if !blank {
+		return b
+	}
+	out := make([]byte, 0, len(b))
+	for line := range bytes.Lines(b) {
+		if !isBlankLine(line) {
+			out = append(out, line...)
+		}
+	}
+	return out
+}
+
+func isBlankLine(line []byte) bool { return len(bytes.TrimSpace(line)) == 0 }
+
+// withoutLeadingUps is root without its leading "/.." components.
+func withoutLeadingUps(root string) string {
+	for strings.HasPrefix(root, "/..") && (len(root) == 3 || root[3] == '/') {
+		root = root[3:]
+	}
+	if root == "" {
+		return "/"
+	}
+	return root
+}
+
 // cleanAbs reports whether p is absolute and clean: no ".", "..", "//"
 // or trailing "/" (as path.Clean would give).
 func cleanAbs(p string) bool { return strings.HasPrefix(p, "/") && path.Clean(p) == p }
-
-// maxQuoted is how much of a bad line an error quotes.
-const maxQuoted = 80
 
 // mountinfoLineError finds the line the parser refused by parsing each
 // line on its own (only on this error path), and words its error.
@@ -73,6 +108,9 @@ func mountinfoLineError(b []byte, err error) error {
 	n := 0
 	for line := range bytes.Lines(b) {
 		n++
+		if isBlankLine(line) {
+			continue
+		}
 		_, lerr := mountinfo.GetMountsFromReader(bytes.NewReader(line), nil)
 		if lerr == nil {
 			continue
@@ -86,18 +124,12 @@ func mountinfoLineError(b []byte, err error) error {
 		if rest, ok := strings.CutPrefix(why, "parsing '"+text+"' failed: "); ok {
 			why = rest
 		}
-		if len(why) > 2*maxQuoted {
-			why = why[:2*maxQuoted] + "..."
+		// The library's reason may quote a field of the line too.
+		const maxWhy = 160
+		if len(why) > maxWhy {
+			why = why[:maxWhy] + "..."
 		}
-		return fmt.Errorf("line %d: %s: %s", n, quoteClipped(text), logline.Escape(why))
+		return fmt.Errorf("line %d: %s: %s", n, logline.QuoteClipped(text), logline.Escape(why))
 	}
 	return err
-}
-
-// quoteClipped quotes s, at most maxQuoted bytes of it.
-func quoteClipped(s string) string {
-	if len(s) > maxQuoted {
-		return strconv.Quote(s[:maxQuoted]) + "..."
-	}
-	return strconv.Quote(s)
 }

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
 	"github.com/moby/sys/mountinfo"
 
 	"github.com/kind-entrypoint/entrypoint/internal/system"
@@ -141,5 +142,64 @@ func TestMountTable(t *testing.T) {
 	}
 	if mi, err := tbl.Read(tr); err != nil || len(mi) != 1 {
 		t.Errorf("a table that is not fixed did not read again: %v, %v", mi, err)
+	}
+}
+
+// TestParseMountinfoBlankLines: blank lines anywhere in a table (a fake
+// tree's trailing newline, CRLF, a line of blanks) are skipped, as the
+// other table parsers skip them; a bad line after them is still named by
+// its own number.
+func TestParseMountinfoBlankLines(t *testing.T) {
+	want := parseMounts(t, rootLine, sysLine, varLine)
+	for _, table := range []string{
+		"\n" + rootLine + "\n" + sysLine + "\n" + varLine + "\n",
+		rootLine + "\n\n" + sysLine + "\n" + varLine + "\n\n\n",
+		rootLine + "\r\n\r\n" + sysLine + "\r\n" + varLine,
+		rootLine + "\n \t \n" + sysLine + "\n" + varLine + "\n   ",
+	} {
+		got, err := system.ParseMountinfo([]byte(table))
+		if err != nil {
+			t.Errorf("ParseMountinfo(%q): %v", table, err)
+			continue
+		}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("ParseMountinfo(%q) (-want +got):\n%s", table, diff)
+		}
+	}
+	_, err := system.ParseMountinfo([]byte("\n" + rootLine + "\n\nbroken line\n"))
+	if err == nil || !strings.HasPrefix(err.Error(), `line 4: "broken line"`) {
+		t.Errorf("error %v, want one naming line 4", err)
+	}
+	if _, err := system.ParseMountinfo([]byte("\n \n")); err == nil || err.Error() != "no mounts" {
+		t.Errorf("a table of blank lines: error %v, want no mounts", err)
+	}
+}
+
+// TestParseMountinfoRootAboveNamespace: in a cgroup namespace the kernel
+// shows the root of a cgroup mount outside the namespace's cgroup relative
+// to it, with leading ".." (cgroup_show_path): real tables, which must
+// parse. Any other unclean root, and any unclean mount point, is a forged
+// table.
+func TestParseMountinfoRootAboveNamespace(t *testing.T) {
+	for _, root := range []string{"/..", "/../..", "/../../docker/abc"} {
+		line := "35 30 0:30 " + root + " /sys/fs/cgroup/memory rw,nosuid,nodev,noexec,relatime - cgroup cgroup rw,memory"
+		mi, err := system.ParseMountinfo([]byte(rootLine + "\n" + line + "\n"))
+		if err != nil {
+			t.Errorf("root %s: %v", root, err)
+			continue
+		}
+		if mi[1].Root != root {
+			t.Errorf("root %s read as %s", root, mi[1].Root)
+		}
+	}
+	for _, line := range []string{
+		"35 30 0:30 /../x/../y /sys/fs/cgroup/memory rw - cgroup cgroup rw,memory",
+		"35 30 0:30 /x/.. /sys/fs/cgroup/memory rw - cgroup cgroup rw,memory",
+		"35 30 0:30 /.../x /sys/fs/cgroup/memory/.. rw - cgroup cgroup rw,memory",
+		"35 30 0:30 / /.. rw - cgroup cgroup rw,memory",
+	} {
+		if _, err := system.ParseMountinfo([]byte(rootLine + "\n" + line + "\n")); err == nil || !strings.Contains(err.Error(), "not a clean absolute path") {
+			t.Errorf("%q: error %v, want one saying it is not a clean absolute path", line, err)
+		}
 	}
 }

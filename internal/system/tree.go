@@ -489,7 +489,9 @@ func (t *Tree) Environ() (lookup func(string) (string, bool), ok bool) {
 }
 
 // ParseEnviron parses KEY=VALUE entries separated by NUL bytes, or by
-// newlines when there is no NUL.
+// newlines when there is no NUL; in that form a CR before the newline
+// ends the line too (a file written on another system), as for every
+// table a host is read from. Only the NUL form holds a value ending in CR.
 func ParseEnviron(b []byte) map[string]string {
 	sep := "\n"
 	if bytes.IndexByte(b, 0) >= 0 {
@@ -497,6 +499,9 @@ func ParseEnviron(b []byte) map[string]string {
 	}
 	env := map[string]string{}
 	for _, kv := range strings.Split(string(b), sep) {
+		if sep == "\n" {
+			kv = strings.TrimSuffix(kv, "\r")
+		}
 		if k, v, ok := strings.Cut(kv, "="); ok && k != "" {
 			env[k] = v
 		}

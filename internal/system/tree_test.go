@@ -289,6 +289,14 @@ func TestMountFlags(t *testing.T) {
 	if got := OptionsFromFlags(f | ReadOnly); got != "ro,nosuid,nodev,noexec,relatime" {
 		t.Errorf("OptionsFromFlags = %q", got)
 	}
+	// Every per-mount option the kernel prints (show_mnt_opts) round-trips.
+	const all = "ro,nosuid,nodev,noexec,noatime,nodiratime,relatime,nosymfollow"
+	if got := OptionsFromFlags(FlagsFromOptions(all)); got != all {
+		t.Errorf("OptionsFromFlags(FlagsFromOptions(%q)) = %q", all, got)
+	}
+	if got := FlagsFromOptions("rw,nosymfollow").String(); got != "nosymfollow" {
+		t.Errorf("nosymfollow prints %q", got)
+	}
 }
 
 func TestFSTypeName(t *testing.T) {
@@ -315,5 +323,23 @@ func TestFormatMountinfoRoundTrip(t *testing.T) {
 	}
 	if diff := cmp.Diff(sampleMountinfo, b.String()); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)
+	}
+}
+
+// TestParseEnviron: the newline form of .host/environ reads a CRLF file
+// (written on another system) as its lines, as every table of a host is
+// read; the NUL form keeps each value byte for byte, a CR included.
+func TestParseEnviron(t *testing.T) {
+	for _, c := range []struct {
+		in   string
+		want map[string]string
+	}{
+		{"A=1\nB=x y\n", map[string]string{"A": "1", "B": "x y"}},
+		{"A=1\r\nB=x y\r\nC=\r\n", map[string]string{"A": "1", "B": "x y", "C": ""}},
+		{"A=1\r\x00B=\r\n\x00", map[string]string{"A": "1\r", "B": "\r\n"}},
+	} {
+		if diff := cmp.Diff(c.want, ParseEnviron([]byte(c.in))); diff != "" {
+			t.Errorf("ParseEnviron(%q) (-want +got):\n%s", c.in, diff)
+		}
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/kind-entrypoint/entrypoint/internal/logline"
 	"github.com/kind-entrypoint/entrypoint/internal/plan"
 	"github.com/kind-entrypoint/entrypoint/internal/system"
 )
@@ -68,7 +69,7 @@ func ParseUIDMap(b []byte) (full bool, err error) {
 		for j, s := range f {
 			u, err := strconv.ParseUint(string(s), 10, 32)
 			if err != nil {
-				return false, fmt.Errorf("line %d: field %d: %w", i, j+1, err)
+				return false, fmt.Errorf("line %d: field %d: %w", i, j+1, clipNumError(err))
 			}
 			v[j] = u
 		}
@@ -82,6 +83,16 @@ func ParseUIDMap(b []byte) (full bool, err error) {
 		return false, nil
 	}
 	return lines == 1 && first == [3]uint64{0, 0, 4294967295}, nil
+}
+
+// clipNumError is err, a strconv error, quoting at most a clip of its
+// input (strconv quotes the whole field, which may be a megabyte).
+func clipNumError(err error) error {
+	var ne *strconv.NumError
+	if !errors.As(err, &ne) || len(ne.Num) <= 80 {
+		return err
+	}
+	return fmt.Errorf("strconv.%s: parsing %s: %w", ne.Func, logline.QuoteClipped(ne.Num), ne.Err)
 }
 
 // Facts is what validate_userns checks.

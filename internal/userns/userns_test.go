@@ -44,6 +44,8 @@ var uidMapTests = []struct {
 	{name: "plus sign", in: "+0 0 4294967295\n", wantErr: `line 1: field 1: strconv.ParseUint: parsing "+0": invalid syntax`},
 	{name: "hex", in: "0 0 0xffffffff\n", wantErr: `line 1: field 3: strconv.ParseUint: parsing "0xffffffff": invalid syntax`},
 	{name: "NUL", in: "0 0 4294967295\x00\n", wantErr: `line 1: field 3: strconv.ParseUint: parsing "4294967295\x00": invalid syntax`},
+	// A field of any length: the error quotes 80 bytes of it.
+	{name: "long field", in: "0 0 " + strings.Repeat("9", 100000) + "\n", wantErr: `line 1: field 3: strconv.ParseUint: parsing "` + strings.Repeat("9", 80) + `"...: value out of range`},
 }
 
 func TestParseUIDMap(t *testing.T) {
