@@ -595,11 +595,11 @@ func planAddressChange(f MagicFacts) ([]plan.Action, error) {
 // planCertRenewal regenerates the API server's certificate, whose SANs hold
 // the old address. kubeadm will not replace an existing certificate, so the
 // old pair is moved aside first (kept as .old) and put back if kubeadm
-// fails: a certificate for the old address still lets the node boot, none
-// at all does not. Once the pair in place is whole again, new or put back,
-// the kept copy goes: no stray copy of a private key is left. (Were the
-// pair not put back, Apply would stop before that, and .old would be the
-// only copy.)
+// fails, or exits 0 without writing both: a certificate for the old
+// address still lets the node boot, none at all does not. Once the pair in
+// place is whole again, new or put back, the kept copy goes: no stray copy
+// of a private key is left. (Were the pair not put back, Apply would stop
+// before that, and .old would be the only copy.)
 func planCertRenewal(f MagicFacts) []plan.Action {
 	if f.Cert == nil || f.Key == nil {
 		return nil // not a control-plane node
@@ -620,7 +620,7 @@ func planCertRenewal(f MagicFacts) []plan.Action {
 		plan.WriteFile(f.Key.Path+".old", f.Key.Data, f.Key.Mode),
 		plan.Remove(f.Cert.Path).Because("kubeadm refuses to replace an existing certificate"),
 		plan.Remove(f.Key.Path).WithRollback(restoreCert),
-		plan.Run(KubeadmCertsArgv, nil, KubeadmTimeout).
+		plan.Run(KubeadmCertsArgv, nil, KubeadmTimeout).Creating(f.Cert.Path, f.Key.Path).
 			OrError("kept the old API server certificate, which does not cover the new address; regenerating it failed").
 			WithRollback(restoreCert, restoreKey),
 		plan.Remove(f.Cert.Path + ".old").OrWarn("failed to remove " + f.Cert.Path + ".old"),

@@ -506,7 +506,11 @@ func TestPlanAddressChange(t *testing.T) {
 // kubeadm refuses to overwrite, succeeds, or fails.
 func TestCertRenewalApply(t *testing.T) {
 	const oldCrt, oldKey = "old certificate\n", "old key\n"
-	for _, kubeadmFails := range []bool{false, true} {
+	// kubeadm: "writes" both files and exits 0; "fails"; "writes only the
+	// certificate" and exits 0; "writes nothing" and exits 0. Only the
+	// first is a renewal: the others put the old pair back.
+	for _, kubeadm := range []string{"writes", "fails", "writes only the certificate", "writes nothing"} {
+		kubeadmFails := kubeadm != "writes"
 		tree := fakeNode(t, map[string]string{
 			KubeadmConfig: "advertiseAddress: 172.18.0.3\n",
 			APIServerCert: oldCrt,
@@ -521,10 +525,15 @@ func TestCertRenewalApply(t *testing.T) {
 					return nil, errors.New("kubeadm: " + p + " exists")
 				}
 			}
-			if kubeadmFails {
+			switch kubeadm {
+			case "fails":
 				return nil, errors.New("kubeadm: exit status 1: boom")
+			case "writes nothing":
+				return nil, nil
 			}
-			os.WriteFile(tree.Path(APIServerCert), []byte("new certificate\n"), 0o644)
+			if err := os.WriteFile(tree.Path(APIServerCert), []byte("new certificate\n"), 0o644); err != nil || kubeadm != "writes" {
+				return nil, err
+			}
 			return nil, os.WriteFile(tree.Path(APIServerKey), []byte("new key\n"), 0o600)
 		}
 		f := MagicFacts{Hostname: "n", IPv4: netip.MustParseAddr("172.18.0.4"), OldIPv4: str("172.18.0.3")}
@@ -544,29 +553,34 @@ func TestCertRenewalApply(t *testing.T) {
 		}
 		var logs bytes.Buffer
 		if err := plan.Apply(t.Context(), tree, logline.New(&logs, logline.Text), actions, false); err != nil {
-			t.Fatalf("kubeadm fails %t: %v", kubeadmFails, err)
+			t.Fatalf("kubeadm %s: %v", kubeadm, err)
 		}
 		wantCrt, wantKey := "new certificate\n", "new key\n"
 		if kubeadmFails {
 			wantCrt, wantKey = oldCrt, oldKey
-			if !strings.Contains(logs.String(), "ERROR: kept the old API server certificate, which does not cover the new address; regenerating it failed: kubeadm: exit status 1: boom") {
-				t.Errorf("log:\n%s", logs.String())
+			why := map[string]string{
+				"fails":                       "kubeadm: exit status 1: boom",
+				"writes only the certificate": "kubeadm exited 0 without writing " + APIServerKey,
+				"writes nothing":              "kubeadm exited 0 without writing " + APIServerCert,
+			}[kubeadm]
+			if !strings.Contains(logs.String(), "ERROR: kept the old API server certificate, which does not cover the new address; regenerating it failed: "+why) {
+				t.Errorf("kubeadm %s: log:\n%s", kubeadm, logs.String())
 			}
 		}
 		for p, want := range map[string]string{APIServerCert: wantCrt, APIServerKey: wantKey} {
 			if b, err := tree.ReadFile(p, system.LimitTable); err != nil || string(b) != want {
-				t.Errorf("kubeadm fails %t: %s = %q, %v; want %q", kubeadmFails, p, b, err, want)
+				t.Errorf("kubeadm %s: %s = %q, %v; want %q", kubeadm, p, b, err, want)
 			}
 		}
 		// The kept pair goes once the pair in place is whole again (new,
 		// or put back): no stray copy of a private key.
 		for _, p := range []string{APIServerCert + ".old", APIServerKey + ".old"} {
 			if _, err := tree.Lstat(p); !errors.Is(err, os.ErrNotExist) {
-				t.Errorf("kubeadm fails %t: %s left behind (%v)", kubeadmFails, p, err)
+				t.Errorf("kubeadm %s: %s left behind (%v)", kubeadm, p, err)
 			}
 		}
 		if fi, err := tree.Stat(APIServerKey); err != nil || fi.Mode().Perm() != 0o600 {
-			t.Errorf("kubeadm fails %t: key mode %v, %v", kubeadmFails, fi.Mode(), err)
+			t.Errorf("kubeadm %s: key mode %v, %v", kubeadm, fi.Mode(), err)
 		}
 	}
 }

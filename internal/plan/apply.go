@@ -50,6 +50,20 @@ func Apply(ctx context.Context, sys system.System, log *logline.Logger, actions 
 	return nil
 }
 
+// created checks the files a run that exited 0 must have written.
+func created(sys system.System, a Action) error {
+	for _, p := range a.Creates {
+		fi, err := sys.Stat(p)
+		switch {
+		case err != nil:
+			return fmt.Errorf("%s exited 0 without writing %s: %w", a.Argv[0], p, err)
+		case !fi.Mode().IsRegular() || fi.Size() == 0:
+			return fmt.Errorf("%s exited 0 but left %s empty or not a regular file (%s)", a.Argv[0], p, fi.Mode().Type())
+		}
+	}
+	return nil
+}
+
 func failMsg(a Action, err error) string {
 	if a.FailMsg != "" {
 		return a.FailMsg
@@ -80,7 +94,10 @@ func do(ctx context.Context, sys system.System, log *logline.Logger, a Action) e
 	case OpRun:
 		stdout, stderr, err := sys.Run(ctx, a.Argv, a.Stdin, a.Timeout)
 		forward(log, a, stdout, stderr)
-		return err
+		if err != nil {
+			return err
+		}
+		return created(sys, a)
 	case OpSync:
 		sys.Sync()
 		return nil

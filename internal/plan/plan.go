@@ -80,9 +80,12 @@ type Action struct {
 	Timeout time.Duration     // run
 	// DropStdout: a run's standard output is not logged (see Apply).
 	DropStdout bool
-	Level      logline.Level // log
-	Reason     string        // why, one line, shown by --dry-run
-	OnFail     Policy
+	// Creates are the files a run must leave behind, regular and not
+	// empty: a command that exits 0 without them has failed all the same.
+	Creates []string
+	Level   logline.Level // log
+	Reason  string        // why, one line, shown by --dry-run
+	OnFail  Policy
 	// FailMsg is logged when a failure is tolerated (Warn, TolerateInUserNS,
 	// LogError).
 	FailMsg string
@@ -142,6 +145,12 @@ func (a Action) WithRollback(rollback ...Action) Action { a.Rollback = rollback;
 // WithoutStdout keeps a run's standard output out of the log, where the
 // script sends it to /dev/null.
 func (a Action) WithoutStdout() Action { a.DropStdout = true; return a }
+
+// Creating makes a run that exits 0 but leaves any of paths missing or
+// empty a failure (its policy and Rollback then apply): whoever removes a
+// file for a command to write it anew must not take the exit code alone as
+// proof that it did.
+func (a Action) Creating(paths ...string) Action { a.Creates = paths; return a }
 
 // OrIgnore makes a failure of a silent.
 func (a Action) OrIgnore() Action { a.OnFail = Ignore; return a }

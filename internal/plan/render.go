@@ -64,6 +64,9 @@ func (a Action) String() string {
 			b.WriteString(" >/dev/null")
 		}
 		fmt.Fprintf(&b, " (timeout %s)", a.Timeout)
+		if len(a.Creates) > 0 {
+			fmt.Fprintf(&b, " (must write %s)", strings.Join(a.Creates, ", "))
+		}
 	}
 	if a.Op != OpLog && a.OnFail != Fatal {
 		fmt.Fprintf(&b, " [on failure: %s", a.OnFail)
@@ -149,6 +152,7 @@ type jsonAction struct {
 	TimeoutMS   int64  `json:"timeout_ms,omitempty"`
 	// DropStdout: the run's standard output is not logged.
 	DropStdout bool     `json:"drop_stdout,omitempty"`
+	Creates    []string `json:"creates,omitempty"`
 	Level      string   `json:"level,omitempty"`
 	Reason     string   `json:"reason,omitempty"`
 	OnFail     string   `json:"on_fail,omitempty"`
@@ -161,7 +165,7 @@ func (a Action) MarshalJSON() ([]byte, error) {
 	j := jsonAction{
 		Op: a.Op, Path: a.Path, Source: a.Source, FSType: a.FSType,
 		Data: string(a.Data), Argv: a.Argv, Stdin: string(a.Stdin),
-		TimeoutMS: a.Timeout.Milliseconds(), DropStdout: a.DropStdout, Level: string(a.Level), Reason: a.Reason, FailMsg: a.FailMsg,
+		TimeoutMS: a.Timeout.Milliseconds(), DropStdout: a.DropStdout, Creates: a.Creates, Level: string(a.Level), Reason: a.Reason, FailMsg: a.FailMsg,
 		Rollback: a.Rollback,
 	}
 	if !utf8.Valid(a.Data) {
