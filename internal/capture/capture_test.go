@@ -500,8 +500,16 @@ func TestRecorder(t *testing.T) {
 // TestExtractRefuses: names that leave the directory, and writing through
 // a symlink, are refused.
 func TestExtractRefuses(t *testing.T) {
+	// outside is a directory next to the one extracted into, whose mode a
+	// directory entry over a symlink to it would change.
+	outside := t.TempDir()
+	if err := os.Chmod(outside, 0o755); err != nil {
+		t.Fatal(err)
+	}
 	for name, entries := range map[string][]tar.Header{
-		"dot-dot":        {{Name: "../x", Typeflag: tar.TypeReg}},
+		"dot-dot": {{Name: "../x", Typeflag: tar.TypeReg}},
+		"dir over a link": {{Name: "a", Typeflag: tar.TypeSymlink, Linkname: outside},
+			{Name: "a", Typeflag: tar.TypeDir, Mode: 0o700}},
 		"absolute":       {{Name: "/etc/x", Typeflag: tar.TypeReg}},
 		"through a link": {{Name: "a", Typeflag: tar.TypeSymlink, Linkname: "/tmp"}, {Name: "a/x", Typeflag: tar.TypeReg}},
 		"device":         {{Name: "dev/null", Typeflag: tar.TypeChar}},
@@ -522,6 +530,9 @@ func TestExtractRefuses(t *testing.T) {
 		}
 		if _, err := os.Stat(filepath.Join(dir, "..", "x")); !errors.Is(err, fs.ErrNotExist) {
 			t.Errorf("%s: wrote outside the directory", name)
+		}
+		if fi, err := os.Stat(outside); err != nil || fi.Mode().Perm() != 0o755 {
+			t.Fatalf("%s: the directory outside is now %v (%v), want 0755", name, fi.Mode(), err)
 		}
 	}
 }

@@ -16,8 +16,8 @@ import (
 // Extract unpacks an archive made by Archive into dir, as
 // `tar -xzpf FILE -C DIR` does as root: modes with their setuid bits, and
 // owners when run as root (the mount binaries' owner is a fact). Names that
-// would leave dir, and anything but directories, regular files and
-// symlinks, are refused.
+// would leave dir, entries below or over a symlink the archive made, and
+// anything but directories, regular files and symlinks, are refused.
 func Extract(r io.Reader, dir string) error {
 	zr, err := gzip.NewReader(r)
 	if err != nil {
@@ -60,6 +60,11 @@ func Extract(r io.Reader, dir string) error {
 		}
 		switch h.Typeflag {
 		case tar.TypeDir:
+			// MkdirAll takes a symlink to a directory for the directory,
+			// and the mode applied at the end would follow it out of dir.
+			if fi, err := os.Lstat(target); err == nil && fi.Mode()&fs.ModeSymlink != 0 {
+				return fmt.Errorf("extract: refusing directory %q: the archive made a symlink there", h.Name)
+			}
 			if err := os.MkdirAll(target, 0o755); err != nil {
 				return err
 			}
