@@ -16,9 +16,11 @@ import (
 // kube-system pod Running and ready, and a pod resolving the kubernetes
 // service's name and the node container's name (Docker's embedded DNS).
 //
-// CLUSTER_TIME_SCALE stretches every time limit, and kubeadm gets the same
-// stretch for the control plane to come up: under emulation the API server
-// takes minutes where it takes seconds on the host.
+// CLUSTER_TIME_SCALE stretches every time limit of the test, and the same
+// factor goes on the limits of Kubernetes itself that the VM met (kubeadm's
+// wait for the control plane, leader election, etcd's request limit, the
+// kubelet's runtime calls): under emulation the API server takes minutes
+// where it takes seconds on the host.
 func TestVMOneNode(t *testing.T) {
 	slow, err := strconv.Atoi(os.Getenv("CLUSTER_TIME_SCALE"))
 	if err != nil || slow < 1 {
