@@ -32,7 +32,7 @@
 # or kvm; default auto), VM_CPUS (2), VM_MEMORY (MiB, 4096; cluster 6144),
 # VM_TIME_SCALE (cluster: the factor on the cluster test's time limits,
 # default 4), VM_CLUSTERS (cluster: which daemons get a cluster, of
-# "root rootless", the default; one alone saves 20-40 minutes),
+# "root rootless", the default; one alone saves 10-15 minutes),
 # VM_BOOT_LIMIT (seconds a node may take to reach `running`, default 180),
 # VM_EXIT_LIMIT (seconds a failing node may take to exit, default 120),
 # VM_PODMAN (0: without the rootless-podman scenario; default 1),
