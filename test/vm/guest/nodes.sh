@@ -86,6 +86,31 @@ check_booted() {
   fi
 }
 
+# boot_node NAME USERNS: docker run of a node as kind runs it, then what
+# every booted node must show: systemd running (check_booted), `detected
+# cgroup v2` in its log, and `running in a user namespace` logged exactly
+# when USERNS is 1. Sets log to the node's log; returns non-zero (the
+# scenario failed) only when the node does not come up.
+boot_node() {
+  local name=$1 userns=$2 t=$SECONDS userns_line="INFO: running in a user namespace (experimental)"
+  log=
+  if ! kind_run "$name"; then
+    fail "docker run failed"
+    return 1
+  fi
+  say "$name: docker run took $((SECONDS - t))s"
+  wait_running "$name" || return 1
+  log=$(node_logs "$name")
+  has_line "$log" "INFO: detected cgroup v2" || fail "no line 'INFO: detected cgroup v2' in the log"
+  if ((userns)); then
+    has_line "$log" "$userns_line" || fail "no line '$userns_line' in the log"
+  elif has_line "$log" "$userns_line"; then
+    fail "'running in a user namespace' logged by a node of root Docker"
+  fi
+  check_booted "$name"
+  return 0 # up: the scenario's own checks run, whatever check_booted found
+}
+
 # check_dmi: the node's DMI product files are its own (a VM has real ones).
 check_dmi() {
   local name=$1 got uuid
@@ -123,21 +148,10 @@ host_scenario
 node=kind-vm-default
 if ((ready)); then
   begin default-node
-  t=$SECONDS
-  if kind_run "$node"; then
-    say "$node: docker run took $((SECONDS - t))s"
-    if wait_running "$node"; then
-      log=$(node_logs "$node")
-      has_line "$log" "INFO: detected cgroup v2" || fail "no line 'INFO: detected cgroup v2' in the log"
-      ! has_line "$log" "INFO: running in a user namespace (experimental)" \
-        || fail "'running in a user namespace' logged by a node of root Docker"
-      check_booted "$node"
-      check_dmi "$node"
-      node_sys=$(sys_options "$(dk exec "$node" cat /proc/1/mountinfo)")
-      [[ $node_sys == ro,* ]] || fail "the node's /sys is not read-only: '$node_sys'"
-    fi
-  else
-    fail "docker run failed"
+  if boot_node "$node" 0; then
+    check_dmi "$node"
+    node_sys=$(sys_options "$(dk exec "$node" cat /proc/1/mountinfo)")
+    [[ $node_sys == ro,* ]] || fail "the node's /sys is not read-only: '$node_sys'"
   fi
   collect "$node"
   end
@@ -211,46 +225,35 @@ rootless_docker_scenario
 node=kind-vm-rootless
 if ((rootless_ready)); then
   begin rootless-node
-  t=$SECONDS
-  if kind_run "$node"; then
-    say "$node: docker run took $((SECONDS - t))s"
-    if wait_running "$node"; then
-      log=$(node_logs "$node")
-      has_line "$log" "INFO: running in a user namespace (experimental)" \
-        || fail "no line 'INFO: running in a user namespace (experimental)' in the log"
-      has_line "$log" "INFO: detected cgroup v2" || fail "no line 'INFO: detected cgroup v2' in the log"
-      check_booted "$node"
-      # what validate_userns requires, as the node sees it
-      controllers=$(dk exec "$node" cat /sys/fs/cgroup/cgroup.controllers 2>&1)
-      for c in cpu memory pids; do
-        [[ " $controllers " == *" $c "* ]] || fail "no $c in the node's cgroup.controllers '$controllers'"
-      done
-      config=$(dk exec "$node" cat /etc/containerd/config.toml 2>&1)
-      grep -qE '^[[:space:]]*restrict_oom_score_adj = true$' <<< "$config" \
-        || fail "no 'restrict_oom_score_adj = true' in /etc/containerd/config.toml"
-      # The snapshotter the log announces is the one in config.toml; the
-      # default stays only when overlayfs works in the user namespace.
-      want=overlayfs
-      if change=$(grep -oE '^INFO: changing snapshotter from "[^"]*" to "[^"]*"' <<< "$log"); then
-        want=${change%\"}
-        want=${want##*\"}
-      elif has_line "$log" "INFO: UserNS: kernel does not seem to support overlayfs."; then
-        fail "overlayfs judged unusable, but no 'changing snapshotter' line"
-      fi
-      say "$node: snapshotter $want"
-      grep -qE "^[[:space:]]*snapshotter = \"$want\"\$" <<< "$config" \
-        || fail "no 'snapshotter = \"$want\"' in /etc/containerd/config.toml"
-      # /sys: the read-only remount either worked or its failure was
-      # tolerated, as in a user namespace it may be.
-      node_sys=$(sys_options "$(dk exec "$node" cat /proc/1/mountinfo)")
-      if has_line "$log" "INFO: UserNS: ignoring mount fail"; then
-        say "$node: /sys remount failed, tolerated (/sys: $node_sys)"
-      elif [[ $node_sys != ro,* ]]; then
-        fail "/sys neither read-only ('$node_sys') nor 'INFO: UserNS: ignoring mount fail' logged"
-      fi
+  if boot_node "$node" 1; then
+    # what validate_userns requires, as the node sees it
+    controllers=$(dk exec "$node" cat /sys/fs/cgroup/cgroup.controllers 2>&1)
+    for c in cpu memory pids; do
+      [[ " $controllers " == *" $c "* ]] || fail "no $c in the node's cgroup.controllers '$controllers'"
+    done
+    config=$(dk exec "$node" cat /etc/containerd/config.toml 2>&1)
+    grep -qE '^[[:space:]]*restrict_oom_score_adj = true$' <<< "$config" \
+      || fail "no 'restrict_oom_score_adj = true' in /etc/containerd/config.toml"
+    # The snapshotter the log announces is the one in config.toml; the
+    # default stays only when overlayfs works in the user namespace.
+    want=overlayfs
+    if change=$(grep -oE '^INFO: changing snapshotter from "[^"]*" to "[^"]*"' <<< "$log"); then
+      want=${change%\"}
+      want=${want##*\"}
+    elif has_line "$log" "INFO: UserNS: kernel does not seem to support overlayfs."; then
+      fail "overlayfs judged unusable, but no 'changing snapshotter' line"
     fi
-  else
-    fail "docker run failed"
+    say "$node: snapshotter $want"
+    grep -qE "^[[:space:]]*snapshotter = \"$want\"\$" <<< "$config" \
+      || fail "no 'snapshotter = \"$want\"' in /etc/containerd/config.toml"
+    # /sys: the read-only remount either worked or its failure was
+    # tolerated, as in a user namespace it may be.
+    node_sys=$(sys_options "$(dk exec "$node" cat /proc/1/mountinfo)")
+    if has_line "$log" "INFO: UserNS: ignoring mount fail"; then
+      say "$node: /sys remount failed, tolerated (/sys: $node_sys)"
+    elif [[ $node_sys != ro,* ]]; then
+      fail "/sys neither read-only ('$node_sys') nor 'INFO: UserNS: ignoring mount fail' logged"
+    fi
   fi
   collect "$node"
   end
