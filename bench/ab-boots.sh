@@ -6,7 +6,7 @@
 # "INFO: starting init" - StartedAt and of "pre-init finished in N ms".
 # Alternating spreads the machine's other load over both; still, on our
 # shared 2-core machines two runs of 40 boots can disagree by 2-3 ms, so
-# run it more than once. The README's numbers ("Performance") come from
+# run it more than once. The numbers of docs/performance.md come from
 # ROUNDS=40 runs of bin/entrypoint against a build that skipped the syncs
 # of the files rederived every start, and against one that planned no
 # iptables-restore. Not part of make bench. Needs root and what

@@ -3,7 +3,7 @@
 # boots PARALLEL nodes at once (kind's docker run flags, --tty), ROUNDS
 # times per settle value, with LOAD busy loops on the machine, and counts
 # the nodes whose `docker logs` lacks one of the entrypoint's lines. The
-# numbers in the README ("The last lines on a tty") come from
+# numbers in docs/performance.md ("The last lines on a tty") come from
 #   LOAD=4 bench/lost-lines.sh 0 2ms 10ms 30ms 100ms   (2 cores, load ~9)
 #   LOAD=0 bench/lost-lines.sh 0 10ms                   (load ~2)
 # Not part of make bench (it takes minutes per value). Needs root and what

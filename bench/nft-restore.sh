@@ -12,7 +12,7 @@
 # CPU (user+sys) of the last run. In an image with strace (IMAGE=
 # kind-entrypoint-bench/strace:dev, which make bench builds) it also times,
 # three times, the full restore's commit against the close of its netfilter
-# socket. The README's restore numbers ("Performance") come from this.
+# socket. The restore numbers of docs/performance.md come from this.
 #
 # usage: bench/nft-restore.sh   (env N=15, IMAGE: default the node image of
 # test/e2e/run.sh --build-only); needs root and Docker.

@@ -373,7 +373,7 @@ func writeSteps(w io.Writer, ers []result) {
 		return
 	}
 	fmt.Fprintf(w, "## Where the binary's time goes (BenchmarkBootSteps)\n\n")
-	fmt.Fprintf(w, "%d nodes of our binary with `--log-format json`, no tty: each step's median duration (its \"step finished\" line). enable_network_magic's iptables-restore starts before step 1 (README, \"The steps\"), so the step's time is only what it still had to wait for.\n\n| step | median |\n|---|---|\n", r.n)
+	fmt.Fprintf(w, "%d nodes of our binary with `--log-format json`, no tty: each step's median duration (its \"step finished\" line). enable_network_magic's iptables-restore starts before step 1 (docs/performance.md), so the step's time is only what it still had to wait for.\n\n| step | median |\n|---|---|\n", r.n)
 	sum := 0.0
 	for _, st := range stepOrder {
 		if v, ok := r.metrics[st+"-median-ms"]; ok {
@@ -496,7 +496,7 @@ func writeDefinitions(w io.Writer) {
 - **init's first line**: the first non-blank line after `+"`INFO: starting init`"+`, i.e. systemd's banner ("systemd 252... running in system mode"); if `+"`INFO: starting init`"+` was lost (systemd's tcflush of /dev/console drops what Docker has not read yet), systemd's banner line. Only with `+"`--tty`"+`: without a console, systemd as PID 1 in a container prints nothing to the container's log (its early messages are not in the journal either), so without a tty init's start is taken as the entrypoint's last line, `+"`INFO: starting init`"+`, written just before the execve.
 - **start-up overhead**: with `+"`--tty`"+`, the median of (init's first line − StartedAt) less the same median with /sbin/init as the container's entrypoint (no entrypoint at all); without a tty, the median of ("INFO: starting init" − StartedAt).
 - **pre-init**: the binary's own "INFO: pre-init finished in N ms" (from the start of main to the end of the last step).
-- **tty settle**: `+"`--tty-settle`"+` (default logline.TTYSettle, 0), the time the binary waits after its last line before the execve when its log is a terminal, so that systemd's tcflush of /dev/console cannot drop the last lines (README, "The last lines on a tty"). Without a tty it does not wait.
+- **tty settle**: `+"`--tty-settle`"+` (default logline.TTYSettle, 0), the time the binary waits after its last line before the execve when its log is a terminal, so that systemd's tcflush of /dev/console cannot drop the last lines (docs/performance.md, "The last lines on a tty"). Without a tty it does not wait.
 - **line kind waits for**: kind's CLI regexp `+"`Reached target .*Multi-User System.*|detected cgroup v1`"+`.
 - **nodes with lost lines**: nodes whose log lacks "INFO: starting init" or the line kind waits for.
 - **programs**: successful execve calls in `+"`strace -D -f`"+` of the node's entrypoint after its own execve and before the execve of /sbin/init (strace -D keeps the entrypoint, and then init, PID 1). **processes**: clone/clone3 without CLONE_THREAD, fork and vfork before init's execve (ours has one more than programs: Go's os package starts a child that exits at once to learn whether the kernel has pidfds).

@@ -21,7 +21,7 @@ import (
 	"github.com/kind-entrypoint/entrypoint/internal/system/nstest"
 )
 
-// untar extracts an archive the way the README says.
+// untar extracts an archive the way docs/troubleshooting.md says.
 func untar(t *testing.T, archive string) string {
 	t.Helper()
 	dir := t.TempDir()

@@ -46,7 +46,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	var o options
 	settle := fl.Duration("tty-settle", logline.TTYSettle,
-		"when the log is a terminal, how long the last line must have been out before init starts: systemd's console flush can drop the last lines (see README)")
+		"when the log is a terminal, how long the last line must have been out before init starts: systemd's console flush can drop the last lines (see docs/performance.md)")
 	if code, done := o.parse(fl, args, stdout); done {
 		return code
 	}

@@ -26,8 +26,8 @@ import (
 
 // The differential tier boots kind v0.23.0's script and our binary in the
 // same node image, under the same scenario, and diffs what they leave:
-// every difference must be a row of the README's "Differences from the
-// script", normalised away by an entry of differentialList that names it.
+// every difference must be a row of docs/differences.md ("Differences from
+// the script"), normalised away by an entry of differentialList that names it.
 // Anything else fails.
 //
 // The reference is never copied into the repository: it is read from kind's
@@ -151,7 +151,7 @@ func TestDifferential(t *testing.T) {
 				}
 				for _, side := range []string{"ours", "script"} {
 					o := sc.opts
-					// Without a tty no line is lost (README, "The last
+					// Without a tty no line is lost (docs/performance.md, "The last
 					// lines on a tty"): the logs compare line for line.
 					o.noTTY = true
 					if side == "script" {
@@ -174,7 +174,7 @@ func TestDifferential(t *testing.T) {
 						ours := normalize(list, used, &mu, aspect, "ours", states["ours"][aspect])
 						script := normalize(list, used, &mu, aspect, "script", states["script"][aspect])
 						if diff := cmp.Diff(script, ours); diff != "" {
-							t.Errorf("%s: %s differs from the script's, and no README row covers it (-script +ours):\n%s",
+							t.Errorf("%s: %s differs from the script's, and no row of docs/differences.md covers it (-script +ours):\n%s",
 								name, aspect, diff)
 						}
 					}
@@ -516,7 +516,7 @@ func natNoise(save string) string {
 
 // normalization is one entry of differentialList: in aspect, on side (ours,
 // script or both), each match of re is replaced by repl (with ${1}...);
-// a line that becomes empty is dropped. row names the README row that
+// a line that becomes empty is dropped. row names the docs/differences.md row that
 // documents the difference.
 type normalization struct {
 	line   int
@@ -542,7 +542,7 @@ func readNormalizations(path string) ([]normalization, error) {
 		return nil, err
 	}
 	defer f.Close()
-	readme, err := os.ReadFile("../../README.md")
+	differences, err := os.ReadFile("../../docs/differences.md")
 	if err != nil {
 		return nil, err
 	}
@@ -558,8 +558,8 @@ func readNormalizations(path string) ([]normalization, error) {
 			return nil, fmt.Errorf("%s:%d: want ROW | ASPECT | SIDE | REGEXP | REPLACEMENT [| only HOST,...], got %q", path, n, line)
 		}
 		e := normalization{line: n, row: fields[0], aspect: fields[1], side: fields[2], repl: fields[4]}
-		if !strings.Contains(string(readme), "| **"+e.row+"** |") {
-			return nil, fmt.Errorf("%s:%d: row %q is not in the README's Differences from the script", path, n, e.row)
+		if !strings.Contains(string(differences), "| **"+e.row+"** |") {
+			return nil, fmt.Errorf("%s:%d: row %q is not in docs/differences.md", path, n, e.row)
 		}
 		if e.side != "ours" && e.side != "script" && e.side != "both" {
 			return nil, fmt.Errorf("%s:%d: side %q: want ours, script or both", path, n, e.side)

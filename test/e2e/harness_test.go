@@ -206,7 +206,7 @@ func (n *node) readFile(path string) string {
 // (reset_terminal_fd ends with tcflush(TCIOFLUSH)); on a pty that discards
 // what the kernel has not handed to Docker's reader yet. Seen with
 // -parallel 4 on 2 cores for the reference bash script and for our binary
-// (README, "The last lines on a tty": only the last two lines, and the
+// (docs/performance.md, "The last lines on a tty": only the last two lines, and the
 // default --tty-settle=0 does not wait for them; checkClosingLines allows
 // exactly that). kind itself waits for "detected cgroup v1" in that log.
 // The tests that assert log lines run sequentially, before the parallel

@@ -288,7 +288,7 @@ func hasPrefixed(list []string, prefix string) bool {
 // checkClosingLines: the entrypoint's lines end with "INFO: pre-init
 // finished in N ms" and then "INFO: starting init". With the default
 // --tty-settle=0, systemd's console flush may drop the last one or both
-// (README, "The last lines on a tty"): only those, and only from the end.
+// (docs/performance.md, "The last lines on a tty"): only those, and only from the end.
 func checkClosingLines(t *testing.T, lines []string) {
 	t.Helper()
 	preInit := func(l string) bool {

@@ -201,8 +201,8 @@ if [[ $suite == nodes ]]; then
   # kind v0.23.0's scripts out of kind's Go module.
   CGO_ENABLED=0 go test -c -tags e2e -trimpath -o "$work/in/e2e.test" ./test/e2e \
     || die "building the e2e test binary failed"
-  mkdir -p "$work/in/repo/test/e2e/testdata"
-  cp README.md "$work/in/repo/"
+  mkdir -p "$work/in/repo/test/e2e/testdata" "$work/in/repo/docs"
+  cp docs/differences.md "$work/in/repo/docs/"
   cp test/e2e/testdata/differential-normalize.txt "$work/in/repo/test/e2e/testdata/"
   kind_mod=$(go mod download -json sigs.k8s.io/kind@v0.23.0 | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')
   [[ -n $kind_mod ]] || die "go mod download sigs.k8s.io/kind@v0.23.0 failed"

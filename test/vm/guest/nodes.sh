@@ -126,7 +126,7 @@ check_dmi() {
 # differential runs the differential tier (test/e2e, TestDifferential; the
 # compiled test binary from the data disk) against the daemon DOCKER_HOST
 # names: kind v0.23.0's script and our binary in the same node image, their
-# states diffed after the README's documented normalisations. The test
+# states diffed after the normalisations docs/differences.md documents. The test
 # picks the scenarios of this host (cgroup v2, root or rootless Docker).
 differential() {
   local out=$res/$scenario/go-test.txt
