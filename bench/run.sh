@@ -29,8 +29,9 @@ out=${BENCH_OUT:-bench/results.md}
 state=${E2E_STATE_DIR:-/var/cache/kind-entrypoint-e2e}
 label=kind-entrypoint-bench
 
-log() { printf '%s bench: %s\n' "$(date +%T)" "$*" >&2; }
-die() { log "ERROR: $*"; exit 1; }
+# shellcheck source=test/lib.sh
+source test/lib.sh
+tier_name=bench # not tier_init: the Go benchmarks need no root
 
 [[ -d /usr/local/go/bin ]] && export PATH="$PATH:/usr/local/go/bin"
 command -v go > /dev/null || die "go not found (Go 1.26 is expected at /usr/local/go)"
@@ -52,8 +53,7 @@ if [[ ${BENCH_E2E:-1} != 0 ]]; then
   [[ $(id -u) == 0 ]] || die "the end-to-end benchmarks need root (as test/e2e/run.sh); BENCH_E2E=0 skips them"
   if [[ -z ${E2E_BENCH_REFERENCE:-} ]]; then
     # kind's module holds its node image's files, the entrypoint among them.
-    kind_dir=$(go mod download -json sigs.k8s.io/kind@v0.23.0 | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')
-    [[ -n $kind_dir ]] || die "go mod download sigs.k8s.io/kind@v0.23.0 failed (or set E2E_BENCH_REFERENCE)"
+    kind_dir=$(module_dir sigs.k8s.io/kind@v0.23.0) || die "go mod download sigs.k8s.io/kind@v0.23.0 failed (or set E2E_BENCH_REFERENCE)"
     export E2E_BENCH_REFERENCE=$kind_dir/images/base/files/usr/local/bin/entrypoint
   fi
   [[ -s $E2E_BENCH_REFERENCE ]] || die "no reference script at $E2E_BENCH_REFERENCE"
@@ -67,8 +67,7 @@ if [[ ${BENCH_E2E:-1} != 0 ]]; then
   ((${#stale[@]} == 0)) || docker network rm "${stale[@]}" > /dev/null
 
   log "end-to-end benchmarks, $nodes nodes each (waiting for the e2e lock if a tier runs)"
-  exec 9> "$state/lock"
-  flock -w 1800 9 || die "another e2e run still holds $state/lock after 30 minutes"
+  tier_lock "$state/lock"
   E2E_BENCH_DETAILS="$work/details.json" \
     go test -tags e2ebench -run '^$' -bench . -benchtime "${nodes}x" -timeout 60m ./test/e2e/ 9>&- \
     | tee "$work/e2e.txt"

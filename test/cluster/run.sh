@@ -35,18 +35,14 @@ log_dir=/var/log/kind-entrypoint-cluster
 label=kind-entrypoint-cluster # on every image this tier makes
 export DOCKER_BUILDKIT=0
 
-log() { printf '%s cluster: %s\n' "$(date +%T)" "$*" >&2; }
-die() { log "ERROR: $*"; exit 1; }
-since() { echo "$(( $(date +%s) - $1 ))s"; }
-
-[[ $(id -u) == 0 ]] || die "must run as root (runs dockerd and node containers)"
-[[ -d /usr/local/go/bin ]] && export PATH="$PATH:/usr/local/go/bin"
+# shellcheck source=test/lib.sh
+source test/lib.sh
+tier_init cluster
 mkdir -p "$state" "$e2e_state" "$log_dir"
 
 # The e2e tier's lock, for this whole run: both tiers tag images and drive
 # the same dockerd.
-exec 9> "$e2e_state/lock"
-flock -w 1800 9 || die "another run still holds $e2e_state/lock after 30 minutes"
+tier_lock "$e2e_state/lock"
 export E2E_LOCK_HELD=1
 
 # shellcheck source=versions
@@ -165,8 +161,7 @@ docker build -q -t "$cluster_image" --label "$label=1" --build-arg NODE_IMAGE="$
 # release's scripts, from its Go module, in place of our binary.
 build_reference() {
   local kind_dir ctx=$work/ref-$1
-  kind_dir=$(go mod download -json "sigs.k8s.io/kind@$1" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')
-  [[ -n $kind_dir ]] || die "go mod download sigs.k8s.io/kind@$1 failed"
+  kind_dir=$(module_dir "sigs.k8s.io/kind@$1") || die "go mod download sigs.k8s.io/kind@$1 failed"
   mkdir -p "$ctx/kind-bin"
   cp "$kind_dir/images/base/files/usr/local/bin/entrypoint" "$ctx/entrypoint"
   cp "$kind_dir/images/base/files/kind/bin/"*.sh "$ctx/kind-bin/"

@@ -41,23 +41,15 @@ pkg_image=kind-entrypoint:e2e
 node_image=kind-entrypoint-e2e/node:dev
 export DOCKER_BUILDKIT=0 # the classic builder needs no buildx plugin
 
-log() { printf '%s e2e: %s\n' "$(date +%T)" "$*" >&2; }
-die() { log "ERROR: $*"; exit 1; }
-since() { echo "$(( $(date +%s) - $1 ))s"; }
-
-[[ $(id -u) == 0 ]] || die "must run as root (installs packages, runs dockerd)"
-export DEBIAN_FRONTEND=noninteractive
-[[ -d /usr/local/go/bin ]] && export PATH="$PATH:/usr/local/go/bin"
-command -v go > /dev/null || die "go not found (Go 1.26 is expected at /usr/local/go)"
-mkdir -p "$state" "$log_dir" "$(dirname "$shim")"
+# shellcheck source=test/lib.sh
+source test/lib.sh
+tier_init e2e
+mkdir -p "$state" "$log_dir"
 
 # One run at a time: two runs would fight over dockerd and image tags. A
 # tier that builds on this one (test/cluster/run.sh) holds the lock for its
 # whole run and says so with E2E_LOCK_HELD=1.
-if [[ ${E2E_LOCK_HELD:-} != 1 ]]; then
-  exec 9> "$state/lock"
-  flock -w 1800 9 || die "another run still holds $state/lock after 30 minutes"
-fi
+[[ ${E2E_LOCK_HELD:-} == 1 ]] || tier_lock "$state/lock"
 
 # --- 1. packages -------------------------------------------------------------
 missing=()
@@ -65,27 +57,16 @@ command -v dockerd > /dev/null || missing+=(docker.io)
 command -v debootstrap > /dev/null || missing+=(debootstrap)
 command -v iptables > /dev/null || missing+=(iptables)
 [[ -e /etc/ssl/certs/ca-certificates.crt ]] || missing+=(ca-certificates)
-if ((${#missing[@]})); then
-  t=$(date +%s)
-  log "installing ${missing[*]}"
-  apt-get update -q > "$log_dir/apt.log" 2>&1 || { tail -n 20 "$log_dir/apt.log" >&2; die "apt-get update failed"; }
-  apt-get install -y -q --no-install-recommends "${missing[@]}" >> "$log_dir/apt.log" 2>&1 \
-    || { tail -n 20 "$log_dir/apt.log" >&2; die "apt-get install failed"; }
-  log "packages installed in $(since "$t")"
-fi
+apt_install "$log_dir/apt.log" "${missing[@]}"
 # Docker's own client wins if an older one is first on PATH: both are fine,
 # the daemon's API (1.41) is what the tests use.
 
 # --- 2. the --privileged runtime shim ----------------------------------------
-cap_last=$(cat /proc/sys/kernel/cap_last_cap)
-full_mask=$(( (1 << (cap_last + 1)) - 1 ))
-bounding=$(( 16#$(awk '/^CapBnd:/ {print $2}' /proc/self/status) ))
 need_shim=0
-if (( (bounding & full_mask) != full_mask )); then
+if capabilities_short; then
   need_shim=1
-  log "capability bounding set is short (missing mask $(printf '%#x' $(( full_mask & ~bounding )))): using the runtime shim"
-  go build -trimpath -o "$shim.new" ./test/e2e/runtimeshim
-  if cmp -s "$shim.new" "$shim"; then rm "$shim.new"; else mv "$shim.new" "$shim"; fi
+  log "capability bounding set is short (missing mask $cap_missing_mask): using the runtime shim"
+  build_runtime_shim "$shim"
   daemon_json=/etc/docker/daemon.json
   want_json="{
   \"runtimes\": { \"$shim_runtime\": { \"path\": \"$shim\" } },

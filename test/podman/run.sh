@@ -38,47 +38,26 @@ containers_conf=/etc/containers/containers.conf
 image_repo=localhost/kind-entrypoint-podman/node
 prefix=kind-ep-podman-
 
-log() { printf '%s podman: %s\n' "$(date +%T)" "$*" >&2; }
-die() { log "ERROR: $*"; exit 1; }
-since() { echo "$(( $(date +%s) - $1 ))s"; }
-
-[[ $(id -u) == 0 ]] || die "must run as root (installs packages, runs rootful podman)"
-export DEBIAN_FRONTEND=noninteractive
-[[ -d /usr/local/go/bin ]] && export PATH="$PATH:/usr/local/go/bin"
-command -v go > /dev/null || die "go not found (Go 1.26 is expected at /usr/local/go)"
-mkdir -p "$state" "$log_dir" "$(dirname "$shim")"
-
-# One run at a time: two runs would fight over the image tag and leftovers.
-exec 9> "$state/lock"
-flock -w 1800 9 || die "another run still holds $state/lock after 30 minutes"
+# shellcheck source=test/lib.sh
+source test/lib.sh
+tier_init podman
+mkdir -p "$state" "$log_dir"
+tier_lock "$state/lock"
 
 # --- 1. packages -------------------------------------------------------------
 missing=()
 command -v podman > /dev/null || missing+=(podman)
 [[ -x /usr/lib/podman/netavark ]] || missing+=(netavark)
 [[ -x /usr/lib/podman/aardvark-dns ]] || missing+=(aardvark-dns)
-if ((${#missing[@]})); then
-  t=$(date +%s)
-  log "installing ${missing[*]}"
-  # Lock::Timeout: another session's apt may hold the dpkg lock for a while.
-  apt-get -o DPkg::Lock::Timeout=600 update -q > "$log_dir/apt.log" 2>&1 \
-    || { tail -n 20 "$log_dir/apt.log" >&2; die "apt-get update failed"; }
-  apt-get -o DPkg::Lock::Timeout=600 install -y -q --no-install-recommends "${missing[@]}" >> "$log_dir/apt.log" 2>&1 \
-    || { tail -n 20 "$log_dir/apt.log" >&2; die "apt-get install failed"; }
-  log "packages installed in $(since "$t")"
-fi
+apt_install "$log_dir/apt.log" "${missing[@]}"
 podman_version=$(podman version --format '{{.Client.Version}}') || die "podman does not answer"
 
 # --- 2. the runtime wrapper --------------------------------------------------
-cap_last=$(cat /proc/sys/kernel/cap_last_cap)
-full_mask=$(( (1 << (cap_last + 1)) - 1 ))
-bounding=$(( 16#$(awk '/^CapBnd:/ {print $2}' /proc/self/status) ))
 want_runtime=
-if (( (bounding & full_mask) != full_mask )); then
+if capabilities_short; then
   want_runtime=$shim_runtime
-  log "capability bounding set is short (missing mask $(printf '%#x' $(( full_mask & ~bounding )))): podman runs nodes through the runtime wrapper"
-  go build -trimpath -o "$shim.new" ./test/e2e/runtimeshim
-  if cmp -s "$shim.new" "$shim"; then rm "$shim.new"; else mv "$shim.new" "$shim"; fi
+  log "capability bounding set is short (missing mask $cap_missing_mask): podman runs nodes through the runtime wrapper"
+  build_runtime_shim "$shim"
   want_conf="[engine]
 runtime = \"$shim_runtime\"
 

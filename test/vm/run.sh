@@ -84,17 +84,11 @@ case $suite in
   *) printf 'vm: VM_SUITE must be nodes or cluster, not %s\n' "$suite" >&2; exit 2 ;;
 esac
 
-log() { printf '%s vm: %s\n' "$(date +%T)" "$*" >&2; }
-die() { log "ERROR: $*"; exit 1; }
-since() { echo "$(( $(date +%s) - $1 ))s"; }
-
-[[ $(id -u) == 0 ]] || die "must run as root (installs packages, builds images and disks)"
-export DEBIAN_FRONTEND=noninteractive
+# shellcheck source=test/lib.sh
+source test/lib.sh
+tier_init vm
 mkdir -p "$state" "$log_root"
-[[ -d /usr/local/go/bin ]] && export PATH="$PATH:/usr/local/go/bin"
-
-exec 9> "$state/lock"
-flock -w 1800 9 || die "another run still holds $state/lock after 30 minutes"
+tier_lock "$state/lock"
 
 # --- 1. packages -------------------------------------------------------------
 missing=()
@@ -102,14 +96,7 @@ command -v qemu-system-x86_64 > /dev/null || missing+=(qemu-system-x86)
 command -v qemu-img > /dev/null || missing+=(qemu-utils)
 command -v debootstrap > /dev/null || missing+=(debootstrap)
 command -v mkfs.ext4 > /dev/null || missing+=(e2fsprogs)
-if ((${#missing[@]})); then
-  t=$(date +%s)
-  log "installing ${missing[*]}"
-  apt-get update -q > "$log_root/apt.log" 2>&1 || { tail -n 20 "$log_root/apt.log" >&2; die "apt-get update failed"; }
-  apt-get install -y -q --no-install-recommends "${missing[@]}" >> "$log_root/apt.log" 2>&1 \
-    || { tail -n 20 "$log_root/apt.log" >&2; die "apt-get install failed"; }
-  log "packages installed in $(since "$t")"
-fi
+apt_install "$log_root/apt.log" "${missing[@]}"
 
 # --- 2. the node image -------------------------------------------------------
 t=$(date +%s)
@@ -204,8 +191,7 @@ if [[ $suite == nodes ]]; then
   mkdir -p "$work/in/repo/test/e2e/testdata" "$work/in/repo/docs"
   cp docs/differences.md "$work/in/repo/docs/"
   cp test/e2e/testdata/differential-normalize.txt "$work/in/repo/test/e2e/testdata/"
-  kind_mod=$(go mod download -json sigs.k8s.io/kind@v0.23.0 | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')
-  [[ -n $kind_mod ]] || die "go mod download sigs.k8s.io/kind@v0.23.0 failed"
+  kind_mod=$(module_dir sigs.k8s.io/kind@v0.23.0) || die "go mod download sigs.k8s.io/kind@v0.23.0 failed"
   for f in usr/local/bin/entrypoint kind/bin/create-kubelet-cgroup-v2.sh; do
     install -D -m 0755 "$kind_mod/images/base/files/$f" "$work/in/kind-v0.23.0/images/base/files/$f"
   done

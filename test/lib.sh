@@ -1,0 +1,79 @@
+# shellcheck shell=bash
+# Shared by the tiers' run.sh scripts: source it, then call tier_init NAME.
+# It only defines functions and sets no option; each script keeps its own
+# `set -o errexit -o nounset -o pipefail`.
+
+# tier_init NAME: log lines are prefixed with NAME; the tier must run as root
+# and find Go (at /usr/local/go, as on a new machine here).
+tier_init() {
+  tier_name=$1
+  [[ $(id -u) == 0 ]] || die "must run as root (installs packages, runs container engines)"
+  export DEBIAN_FRONTEND=noninteractive
+  [[ -d /usr/local/go/bin ]] && export PATH="$PATH:/usr/local/go/bin"
+  command -v go > /dev/null || die "go not found (Go 1.26 is expected at /usr/local/go)"
+}
+
+log() { printf '%s %s: %s\n' "$(date +%T)" "${tier_name:-tier}" "$*" >&2; }
+die() {
+  log "ERROR: $*"
+  exit 1
+}
+# since START: seconds from START (a `date +%s`) to now, as "Ns".
+since() { echo "$(($(date +%s) - $1))s"; }
+
+# tier_lock FILE [SECONDS]: hold FILE's lock on descriptor 9 for the rest of
+# the script (a child that must not hold it gets `9>&-`). One run at a time:
+# two would fight over the engine's daemon, image tags and leftovers.
+tier_lock() {
+  local file=$1 wait=${2:-1800}
+  exec 9> "$file"
+  flock -w "$wait" 9 || die "another run still holds $file after ${wait}s"
+}
+
+# apt_install LOG PACKAGE...: install the packages with Debian's apt, its
+# output in LOG. DPkg::Lock::Timeout: another job's apt may hold the dpkg
+# lock for a while.
+apt_install() {
+  local apt_log=$1 t
+  shift
+  (($#)) || return 0
+  t=$(date +%s)
+  log "installing $*"
+  apt-get -o DPkg::Lock::Timeout=600 update -q > "$apt_log" 2>&1 \
+    || { tail -n 20 "$apt_log" >&2; die "apt-get update failed"; }
+  apt-get -o DPkg::Lock::Timeout=600 install -y -q --no-install-recommends "$@" >> "$apt_log" 2>&1 \
+    || { tail -n 20 "$apt_log" >&2; die "apt-get install failed"; }
+  log "packages installed in $(since "$t")"
+}
+
+# capabilities_short: true when this machine's capability bounding set lacks
+# a capability the kernel knows, so that an engine's --privileged container
+# cannot be given it (ENV.md: CAP_SYS_RESOURCE here). Sets cap_missing_mask.
+capabilities_short() {
+  local cap_last full bounding
+  cap_last=$(cat /proc/sys/kernel/cap_last_cap)
+  full=$(((1 << (cap_last + 1)) - 1))
+  bounding=$((16#$(awk '/^CapBnd:/ {print $2}' /proc/self/status)))
+  # shellcheck disable=SC2034 # read by the caller
+  cap_missing_mask=$(printf '%#x' $((full & ~bounding)))
+  (((bounding & full) != full))
+}
+
+# build_runtime_shim PATH: the OCI runtime wrapper (test/e2e/runtimeshim)
+# that drops what this machine cannot grant, built to PATH; PATH is replaced
+# only when the build differs, so a running engine keeps a stable binary.
+build_runtime_shim() {
+  local shim=$1
+  mkdir -p "$(dirname "$shim")"
+  go build -trimpath -o "$shim.new" ./test/e2e/runtimeshim
+  if cmp -s "$shim.new" "$shim"; then rm "$shim.new"; else mv "$shim.new" "$shim"; fi
+}
+
+# module_dir MODULE@VERSION: the directory of that Go module in the module
+# cache, downloaded from the module proxy when missing (kind's node image
+# files, Kubernetes' sources). Empty output and status 1 when it cannot be had.
+module_dir() {
+  local dir
+  dir=$(go mod download -json "$1" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')
+  [[ -n $dir ]] && printf '%s\n' "$dir"
+}
