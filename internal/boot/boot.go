@@ -50,9 +50,6 @@ type Host struct {
 	// ahead runs the commands steps start ahead of their turn (Step.Ahead),
 	// new for each Run; nil in a dry run.
 	ahead *plan.Ahead
-	// detected is what the running step's Detect returned (see
-	// Result.Detected); each step's Plan sets it.
-	detected any
 }
 
 // MountTable is the mount table of the last Run or DryRun on h: in a dry
@@ -138,7 +135,7 @@ type Step struct {
 	Code int
 	// Plan detects what the step needs on h and decides what to do. An error
 	// is fatal: the step cannot go on on this host.
-	Plan func(ctx context.Context, h *Host) ([]Fact, []plan.Action, error)
+	Plan func(ctx context.Context, h *Host) (Planned, error)
 	// Prefetch, when set, starts the step's slow read-only probes before
 	// step 1, so that they run while the steps before it work; Plan then
 	// takes their answers. Only for probes that nothing an earlier step
@@ -152,6 +149,17 @@ type Step struct {
 	// change, and whose effect none of them can observe. ok false: start
 	// nothing.
 	Ahead func(ctx context.Context, h *Host) (act plan.Action, ok bool)
+}
+
+// Planned is what a step's Plan found and decided: the facts a dry run
+// shows, the actions, and what its Detect returned, typed
+// (containerd.Facts, cgroupfix.V1Facts, network.IptablesFacts, ...; nil
+// when the step detected nothing), which check builds its rows from. A Plan
+// that fails returns the actions that come before the failure.
+type Planned struct {
+	Facts    []Fact
+	Actions  []plan.Action
+	Detected any
 }
 
 // StepError is a fatal failure of one step.
@@ -193,8 +201,8 @@ func Run(ctx context.Context, h *Host, steps []Step, log *logline.Logger) error 
 		slog := log.Step(s.Name)
 		// A plan that fails returns the actions that come before the
 		// failure (its log lines): they are applied, then the step stops.
-		_, actions, err := s.Plan(ctx, h)
-		if applyErr := plan.Apply(ctx, h.applySys(s), slog, actions, h.UserNS); err == nil {
+		p, err := s.Plan(ctx, h)
+		if applyErr := plan.Apply(ctx, h.applySys(s), slog, p.Actions, h.UserNS); err == nil {
 			err = applyErr
 		}
 		if err != nil {
@@ -232,13 +240,12 @@ func dryRun(ctx context.Context, h *Host, steps []Step, every bool) ([]Result, e
 	var results []Result
 	var first error
 	for _, s := range steps {
-		h.detected = nil
-		facts, actions, err := s.Plan(ctx, h)
+		p, err := s.Plan(ctx, h)
 		if err == nil {
 			// What the apply would stop at, the dry run says.
-			err = plan.Preflight(h.Sys, actions)
+			err = plan.Preflight(h.Sys, p.Actions)
 		}
-		results = append(results, Result{Step: s.Name, Facts: facts, Actions: actions, Err: err, Detected: h.detected})
+		results = append(results, Result{Step: s.Name, Facts: p.Facts, Actions: p.Actions, Err: err, Detected: p.Detected})
 		if err != nil && first == nil {
 			first = &StepError{Step: s.Name, Code: s.Code, Err: err}
 		}

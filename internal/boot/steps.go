@@ -36,10 +36,10 @@ func Steps() []Step {
 		{Name: "fix_machine_id", Plan: fixMachineID},
 		{Name: "fix_product_name", Plan: fixProductName},
 		{Name: "fix_product_uuid", Plan: fixProductUUID},
-		{Name: "select_iptables", Plan: func(ctx context.Context, h *Host) ([]Fact, []plan.Action, error) {
+		{Name: "select_iptables", Plan: func(ctx context.Context, h *Host) (Planned, error) {
 			return selectIptables(ctx, h, &ipt)
 		}, Prefetch: func(ctx context.Context, h *Host) { h.netProbes().StartSaves(ctx) }},
-		{Name: "enable_network_magic", Plan: func(ctx context.Context, h *Host) ([]Fact, []plan.Action, error) {
+		{Name: "enable_network_magic", Plan: func(ctx context.Context, h *Host) (Planned, error) {
 			return enableNetworkMagic(ctx, h, ipt)
 		}, Prefetch: func(ctx context.Context, h *Host) { h.netProbes().StartNames(ctx) },
 			Ahead: func(ctx context.Context, h *Host) (plan.Action, bool) {
@@ -52,9 +52,9 @@ func Steps() []Step {
 	return steps
 }
 
-func validateUserNS(_ context.Context, h *Host) ([]Fact, []plan.Action, error) {
+func validateUserNS(_ context.Context, h *Host) (Planned, error) {
 	if !h.UserNS {
-		return nil, nil, nil
+		return Planned{}, nil
 	}
 	var controllers func() (string, error)
 	if h.CgroupV2 {
@@ -62,67 +62,62 @@ func validateUserNS(_ context.Context, h *Host) ([]Fact, []plan.Action, error) {
 	}
 	f, err := userns.Detect(h.Sys, controllers)
 	if err != nil {
-		return nil, nil, err
+		return Planned{}, err
 	}
-	h.detected = f
 	facts := []Fact{{"RLIMIT_NOFILE hard", strconv.FormatUint(f.NofileHard, 10)}}
 	if h.CgroupV2 {
 		facts = append(facts, Fact{"cgroup controllers", f.Controllers})
 	}
 	actions, err := userns.Plan(f)
-	return facts, actions, err
+	return Planned{facts, actions, f}, err
 }
 
-func configureContainerd(_ context.Context, h *Host) ([]Fact, []plan.Action, error) {
+func configureContainerd(_ context.Context, h *Host) (Planned, error) {
 	f, err := containerd.Detect(h.Sys, h.Getenv, h.UserNS)
 	if err != nil {
-		return nil, nil, err
+		return Planned{}, err
 	}
-	h.detected = f
 	facts := []Fact{
 		{"filesystem of /kind", f.KindFSType},
 		{"snapshotter", strings.TrimSpace(f.Snapshotter + " (" + f.SnapshotterSource + ")")},
 	}
 	actions, err := containerd.Plan(f)
-	return facts, actions, err
+	return Planned{facts, actions, f}, err
 }
 
-func configureProxy(_ context.Context, h *Host) ([]Fact, []plan.Action, error) {
+func configureProxy(_ context.Context, h *Host) (Planned, error) {
 	f, err := proxy.Detect(h.Sys, h.LookupEnv)
 	if err != nil {
-		return nil, nil, err
+		return Planned{}, err
 	}
-	h.detected = f
 	actions, err := proxy.Plan(f)
-	return nil, actions, err
+	return Planned{nil, actions, f}, err
 }
 
-func fixMount(_ context.Context, h *Host) ([]Fact, []plan.Action, error) {
+func fixMount(_ context.Context, h *Host) (Planned, error) {
 	f, err := mounts.Detect(h.Sys, h.Getenv("PATH"), h.mounts)
 	if err != nil {
-		return nil, nil, err
+		return Planned{}, err
 	}
-	h.detected = f
 	sys := "nothing mounted"
 	if f.Sys != nil {
 		sys = f.Sys.Options
 	}
 	facts := []Fact{{"mount binaries", f.Describe()}, {"/sys", sys}}
-	return facts, mounts.Plan(f), nil
+	return Planned{facts, mounts.Plan(f), f}, nil
 }
 
-func fixCgroup(_ context.Context, h *Host) ([]Fact, []plan.Action, error) {
+func fixCgroup(_ context.Context, h *Host) (Planned, error) {
 	if h.CgroupV2 {
-		return nil, cgroupfix.PlanV2(), nil
+		return Planned{Actions: cgroupfix.PlanV2()}, nil
 	}
 	f, err := cgroupfix.DetectV1(h.Sys, h.mounts)
 	if err != nil {
-		return nil, []plan.Action{cgroupfix.DetectedV1()}, err
+		return Planned{Actions: []plan.Action{cgroupfix.DetectedV1()}}, err
 	}
-	h.detected = f
 	facts := []Fact{{"current cgroup", f.Current}, {"cgroupns", strconv.FormatBool(f.Current == "/")}}
 	actions, err := cgroupfix.PlanV1(f)
-	return facts, actions, err
+	return Planned{facts, actions, f}, err
 }
 
 // random is h.Rand, or crypto/rand.
@@ -141,34 +136,31 @@ func (h *Host) probeTimeout() time.Duration {
 	return network.ProbeTimeout
 }
 
-func fixMachineID(_ context.Context, h *Host) ([]Fact, []plan.Action, error) {
+func fixMachineID(_ context.Context, h *Host) (Planned, error) {
 	f, err := identity.DetectMachineID(h.Sys, h.random())
 	if err != nil {
-		return nil, nil, err
+		return Planned{}, err
 	}
-	h.detected = f
 	dbus := f.DBus
 	if f.DBusLink != "" {
 		dbus += " -> " + f.DBusLink
 	}
-	return []Fact{{identity.DBusMachineID, dbus}}, identity.PlanMachineID(f), nil
+	return Planned{[]Fact{{identity.DBusMachineID, dbus}}, identity.PlanMachineID(f), f}, nil
 }
 
-func fixProductName(_ context.Context, h *Host) ([]Fact, []plan.Action, error) {
+func fixProductName(_ context.Context, h *Host) (Planned, error) {
 	f, err := identity.DetectProductName(h.Sys, h.mounts)
 	if err != nil {
-		return nil, nil, err
+		return Planned{}, err
 	}
-	h.detected = f
-	return []Fact{dmiFact(f.DMI)}, identity.PlanProductName(f), nil
+	return Planned{[]Fact{dmiFact(f.DMI)}, identity.PlanProductName(f), f}, nil
 }
 
-func fixProductUUID(_ context.Context, h *Host) ([]Fact, []plan.Action, error) {
+func fixProductUUID(_ context.Context, h *Host) (Planned, error) {
 	f, err := identity.DetectProductUUID(h.Sys, h.random(), h.mounts)
 	if err != nil {
-		return nil, nil, err
+		return Planned{}, err
 	}
-	h.detected = f
 	current := "missing"
 	if f.Current != nil {
 		current = strconv.Quote(string(f.Current))
@@ -177,7 +169,7 @@ func fixProductUUID(_ context.Context, h *Host) ([]Fact, []plan.Action, error) {
 	for _, d := range f.DMI {
 		facts = append(facts, dmiFact(d))
 	}
-	return facts, identity.PlanProductUUID(f), nil
+	return Planned{facts, identity.PlanProductUUID(f), f}, nil
 }
 
 func dmiFact(d identity.DMIFile) Fact {
@@ -194,12 +186,11 @@ func dmiFact(d identity.DMIFile) Fact {
 	return Fact{d.Path, v}
 }
 
-func selectIptables(ctx context.Context, h *Host, ipt *network.IptablesFacts) ([]Fact, []plan.Action, error) {
+func selectIptables(ctx context.Context, h *Host, ipt *network.IptablesFacts) (Planned, error) {
 	f, err := h.netProbes().DetectIptables(ctx)
 	if err != nil {
-		return nil, nil, err
+		return Planned{}, err
 	}
-	h.detected = f
 	*ipt = f
 	facts := []Fact{
 		{"legacy", f.Describe(network.Legacy)},
@@ -212,19 +203,18 @@ func selectIptables(ctx context.Context, h *Host, ipt *network.IptablesFacts) ([
 		}
 		facts = append(facts, Fact{"alternative " + name, link})
 	}
-	return facts, network.PlanIptables(f), nil
+	return Planned{facts, network.PlanIptables(f), f}, nil
 }
 
-func enableNetworkMagic(ctx context.Context, h *Host, ipt network.IptablesFacts) ([]Fact, []plan.Action, error) {
+func enableNetworkMagic(ctx context.Context, h *Host, ipt network.IptablesFacts) (Planned, error) {
 	f, err := h.netProbes().DetectMagic(ctx, h.LookupEnv, ipt)
 	if err != nil {
-		return nil, nil, err
+		return Planned{}, err
 	}
-	h.detected = f
 	var facts []Fact
 	for _, d := range f.Describe() {
 		facts = append(facts, Fact{d[0], d[1]})
 	}
 	actions, err := network.PlanMagic(f)
-	return facts, actions, err
+	return Planned{facts, actions, f}, err
 }

@@ -75,7 +75,10 @@ func Lookup(name string) (Command, bool) {
 
 func one(name string, p func(context.Context, *boot.Host) ([]boot.Fact, []plan.Action, error)) func(io.Reader) []boot.Step {
 	return func(io.Reader) []boot.Step {
-		return []boot.Step{{Name: name, Code: ExitCode, Plan: p}}
+		return []boot.Step{{Name: name, Code: ExitCode, Plan: func(ctx context.Context, h *boot.Host) (boot.Planned, error) {
+			facts, actions, err := p(ctx, h)
+			return boot.Planned{Facts: facts, Actions: actions}, err
+		}}}
 	}
 }
 
