@@ -1,6 +1,3 @@
-// Package boot runs the entrypoint's steps, in the reference's order, on a
-// host: detect, plan, then apply (or, for --dry-run, print) each step before
-// detecting the next.
 package boot
 
 import (

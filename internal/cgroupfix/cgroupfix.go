@@ -1,11 +1,3 @@
-// Package cgroupfix prepares the node's cgroups for systemd and the kubelet.
-//
-// On cgroup v2 nothing is needed before init (the kubelet's cgroup is made
-// once systemd has moved every process out of the root cgroup: see the
-// create-kubelet-cgroup-v2 command). On v1 the kubelet gets its own cgroup
-// roots, /kubelet and /kubelet.slice, in every hierarchy, and without a
-// cgroup namespace the container's cgroup mounts are made to look like the
-// host's again.
 package cgroupfix
 
 import (

@@ -1,8 +1,3 @@
-// Package companion holds the node's other scripts as commands of the one
-// binary: kind's image runs them once systemd is up (undo-mount-hacks,
-// create-kubelet-cgroup-v2) or as containerd's createContainer hook
-// (mount-product-files). Each is one step, detected, planned and applied
-// like the entrypoint's own (so --dry-run works for them too).
 package companion
 
 import (

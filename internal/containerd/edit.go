@@ -1,8 +1,6 @@
-// Package containerd implements the configure_containerd step of the node
-// entrypoint. This file holds the pure part: a TOML-aware edit of
-// /etc/containerd/config.toml that changes only the bytes of the values it
-// sets, so that comments and layout written by the image author survive.
 package containerd
+
+// This file holds the pure part: the edit itself, on bytes.
 
 import (
 	"bytes"

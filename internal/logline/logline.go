@@ -1,7 +1,3 @@
-// Package logline writes the entrypoint's log: the reference script's
-// "INFO: msg" lines (kind's CLI matches "INFO: detected cgroup v1" in the
-// container log, so the text form must not change), or one JSON object per
-// line for machines.
 package logline
 
 import (

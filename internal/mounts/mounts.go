@@ -1,5 +1,3 @@
-// Package mounts prepares the node's mount table for systemd and the
-// kubelet: usable mount/umount binaries, a read-only /sys, shared mounts.
 package mounts
 
 import (

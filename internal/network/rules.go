@@ -1,8 +1,3 @@
-// Package network holds the text transformations behind the entrypoint's
-// select_iptables and enable_network_magic steps: iptables-save output,
-// resolv.conf, the node's Kubernetes config files and /proc/net/route.
-// Everything in these files is a pure function of its arguments; reading and
-// writing the system happens in the step that calls them.
 package network
 
 import (

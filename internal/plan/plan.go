@@ -1,9 +1,3 @@
-// Package plan holds the actions a step decides on, renders them for
-// --dry-run, and applies them through a system.System.
-//
-// Actions are plain values. A step's Plan function returns them in the order
-// they must happen; log lines are actions too, so that the dry-run shows
-// exactly what a real run would print, where it would print it.
 package plan
 
 import (

@@ -1,5 +1,3 @@
-// Package proxy hands the node's proxy settings to every systemd unit, by a
-// DefaultEnvironment= drop-in for the system manager.
 package proxy
 
 import (

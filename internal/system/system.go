@@ -1,10 +1,3 @@
-// Package system is the one seam between the entrypoint and the kernel.
-//
-// Every step reads files and asks the kernel questions through a System, and
-// every change it makes goes through one too. Paths are always the absolute
-// paths the node sees ("/proc/self/uid_map"); an implementation maps them onto
-// its own root. Linux is the real host; Tree is a directory that stands in for
-// one, used to replay a captured host (--dry-run --root) and in tests.
 package system
 
 import (

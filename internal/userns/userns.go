@@ -1,6 +1,3 @@
-// Package userns detects a user namespace (rootless Docker or Podman) and
-// validates what a node needs there: enough file descriptors and the cgroup
-// controllers the kubelet uses.
 package userns
 
 import (

@@ -1,7 +1,3 @@
-// Package tier holds what the tiers that drive a real container engine
-// share: test/e2e (Docker) and test/podman (podman). Running the engine's
-// CLI with a time limit, the tier's time budget, and what `kind create
-// cluster` must print with a node image that has no kubeadm.
 package tier
 
 import (

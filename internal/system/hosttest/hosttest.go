@@ -1,5 +1,3 @@
-// Package hosttest holds what tests share to lay out fake hosts and compare
-// output with golden files; only tests import it.
 package hosttest
 
 import (
