@@ -8,7 +8,7 @@ STATICCHECK_VERSION ?= v0.8.2
 
 export CGO_ENABLED := 0
 
-.PHONY: all build test unit e2e e2e-podman e2e-cluster e2e-vm e2e-vm-cluster run bench fuzz lint image clean
+.PHONY: all build vet test unit e2e e2e-podman e2e-cluster e2e-vm e2e-vm-cluster run bench fuzz lint image clean
 
 all: build
 
@@ -22,8 +22,11 @@ build:
 # a VM.
 test: unit e2e e2e-podman e2e-cluster e2e-vm
 
-unit:
+# vet is its own target so that `make unit lint` runs it once.
+vet:
 	$(GO) vet ./...
+
+unit: vet
 	$(GO) test -count=1 ./...
 
 # A dry run of the plan for this host: prints facts and plan, changes nothing.
@@ -70,9 +73,8 @@ fuzz:
 	  done; \
 	done
 
-lint:
+lint: vet
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt:"; echo "$$out"; exit 1; fi
-	$(GO) vet ./...
 	@$(GO) mod tidy -diff || { echo "go.mod/go.sum are not tidy: run go mod tidy"; exit 1; }
 	$(GO) run honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION) ./...
 
