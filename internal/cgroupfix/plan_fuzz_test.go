@@ -15,6 +15,7 @@ import (
 	"github.com/kind-entrypoint/entrypoint/internal/logline"
 	"github.com/kind-entrypoint/entrypoint/internal/plan"
 	"github.com/kind-entrypoint/entrypoint/internal/system"
+	"github.com/kind-entrypoint/entrypoint/internal/system/hosttest"
 )
 
 // FuzzPlanV1 drives fix_cgroup's choice of cgroup mounts with arbitrary
@@ -180,7 +181,7 @@ func checkV1Converges(t *testing.T, f V1Facts) {
 	var table strings.Builder
 	for _, m := range f.Mounts {
 		table.WriteString(system.FormatMountinfo(m) + "\n")
-		if err := os.MkdirAll(tree.Path(m.Mountpoint), 0o755); err != nil {
+		if err := hosttest.Files(t, tree).MkdirAll(m.Mountpoint, 0o755); err != nil {
 			return // a name the filesystem refuses
 		}
 	}
@@ -194,16 +195,16 @@ func checkV1Converges(t *testing.T, f V1Facts) {
 		files[mp+"/cpuset.mems"] = "0\n"
 	}
 	for p, content := range files {
-		if err := os.MkdirAll(filepath.Dir(tree.Path(p)), 0o755); err != nil {
+		if err := hosttest.Files(t, tree).MkdirAll(path.Dir(p), 0o755); err != nil {
 			return
 		}
-		if err := os.WriteFile(tree.Path(p), []byte(content), 0o644); err != nil {
+		if err := hosttest.Files(t, tree).WriteFile(p, []byte(content), 0o644); err != nil {
 			return
 		}
 	}
-	os.MkdirAll(tree.Path("/kind"), 0o755)
+	hosttest.Files(t, tree).MkdirAll("/kind", 0o755)
 	if f.MiscDir {
-		os.MkdirAll(tree.Path(miscDir), 0o755)
+		hosttest.Files(t, tree).MkdirAll(miscDir, 0o755)
 	} else if fi, err := os.Stat(tree.Path(miscDir)); err == nil && fi.IsDir() {
 		return // misc is mounted there after all
 	}

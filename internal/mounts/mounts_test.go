@@ -14,6 +14,7 @@ import (
 
 	"github.com/kind-entrypoint/entrypoint/internal/plan"
 	"github.com/kind-entrypoint/entrypoint/internal/system"
+	"github.com/kind-entrypoint/entrypoint/internal/system/hosttest"
 )
 
 func parseMounts(t *testing.T, lines ...string) []*mountinfo.Info {
@@ -357,11 +358,11 @@ func TestDetectOwner(t *testing.T) {
 		t.Skip("chown to another owner needs root")
 	}
 	tr := tree(t, map[string]fs.FileMode{"usr/bin/mount": setuidRoot, "usr/bin/umount": setuidRoot}, rootLine+"\n", nil)
-	if err := os.Lchown(tr.Path("/usr/bin/mount"), 65534, 65534); err != nil {
+	if err := hosttest.Files(t, tr).Lchown("/usr/bin/mount", 65534, 65534); err != nil {
 		t.Fatal(err)
 	}
 	// chown clears the setuid bit; the image had it and the owner.
-	if err := os.Chmod(tr.Path("/usr/bin/mount"), os.ModeSetuid|0o755); err != nil {
+	if err := hosttest.Files(t, tr).Chmod("/usr/bin/mount", os.ModeSetuid|0o755); err != nil {
 		t.Fatal(err)
 	}
 	f, err := Detect(tr, "", nil)
@@ -389,7 +390,7 @@ func TestDetectErrors(t *testing.T) {
 	if _, err := Detect(tr, "", nil); err == nil || !strings.Contains(err.Error(), "/proc/self/mountinfo") {
 		t.Errorf("Detect with a garbage mountinfo: %v, want an error naming /proc/self/mountinfo", err)
 	}
-	if err := os.Remove(tr.Path("/proc/self/mountinfo")); err != nil {
+	if err := hosttest.Files(t, tr).Remove("/proc/self/mountinfo"); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := Detect(tr, "", nil); err == nil || err.Error() != "open /proc/self/mountinfo: no such file or directory" {

@@ -62,6 +62,11 @@ type Tree struct {
 		file *os.File
 		path string
 	}
+	// files is Root, open to write (tree_write.go).
+	files struct {
+		w    *TreeFiles
+		path string
+	}
 	changes []string
 	ran     [][]string
 	binds   map[string]string // file bind mounts: target -> source
@@ -346,21 +351,12 @@ func (t *Tree) WriteFile(p string, data []byte, perm fs.FileMode) error {
 		// rename(2) over a mount point fails; the kernel says EBUSY.
 		return &fs.PathError{Op: "rename", Path: p, Err: unix.EBUSY}
 	}
-	real := t.Path(p)
-	f, err := os.CreateTemp(filepath.Dir(real), "."+filepath.Base(real)+".tmp-")
+	w, err := t.Files()
 	if err != nil {
-		return t.nodeErr(err)
+		return err
 	}
-	tmp := f.Name()
-	_, werr := f.Write(data)
-	cerr := f.Close()
-	if err := errors.Join(werr, cerr, os.Chmod(tmp, perm), t.fail("rename", p)); err != nil {
-		os.Remove(tmp)
-		return t.nodeErr(err)
-	}
-	if err := os.Rename(tmp, real); err != nil {
-		os.Remove(tmp)
-		return t.nodeErr(err)
+	if err := w.writeFile(p, data, perm, func() error { return t.fail("rename", p) }); err != nil {
+		return err
 	}
 	t.record("write %s %#o %s", p, perm.Perm(), describe(data))
 	return nil
@@ -370,8 +366,12 @@ func (t *Tree) WriteFileInPlace(p string, data []byte) error {
 	if err := t.fail("write-in-place", p); err != nil {
 		return err
 	}
-	if err := writeInPlace(t.Path(t.resolve(p)), data); err != nil {
-		return t.nodeErr(err)
+	w, err := t.Files()
+	if err != nil {
+		return err
+	}
+	if err := w.WriteInPlace(t.resolve(p), data); err != nil {
+		return err
 	}
 	t.record("write-in-place %s %s", p, describe(data))
 	return nil
@@ -392,8 +392,12 @@ func (t *Tree) MkdirAll(p string, perm fs.FileMode) error {
 	if fi, err := t.Stat(p); err == nil && fi.IsDir() {
 		return nil
 	}
-	if err := os.MkdirAll(t.Path(p), perm); err != nil {
-		return t.nodeErr(err)
+	w, err := t.Files()
+	if err != nil {
+		return err
+	}
+	if err := w.MkdirAll(p, perm); err != nil {
+		return err
 	}
 	t.record("mkdir %s", p)
 	return nil
@@ -406,31 +410,22 @@ func (t *Tree) Remove(p string) error {
 	if t.isMountpoint(p) {
 		return &fs.PathError{Op: "remove", Path: p, Err: unix.EBUSY}
 	}
+	w, err := t.Files()
+	if err != nil {
+		return err
+	}
 	t.mu.Lock()
 	wasMount := t.unmounted[path.Clean(p)]
 	t.mu.Unlock()
 	if wasMount {
-		if err := removeContents(t.Path(p)); err != nil {
-			return t.nodeErr(err)
-		}
-	}
-	if err := os.Remove(t.Path(p)); err != nil {
-		return t.nodeErr(err)
-	}
-	t.record("remove %s", p)
-	return nil
-}
-
-func removeContents(dir string) error {
-	entries, err := os.ReadDir(dir)
-	if err != nil {
-		return err
-	}
-	for _, e := range entries {
-		if err := os.RemoveAll(filepath.Join(dir, e.Name())); err != nil {
+		if err := w.removeContents(p); err != nil {
 			return err
 		}
 	}
+	if err := w.Remove(p); err != nil {
+		return err
+	}
+	t.record("remove %s", p)
 	return nil
 }
 
@@ -438,8 +433,12 @@ func (t *Tree) Symlink(target, p string) error {
 	if err := t.fail("symlink", p); err != nil {
 		return err
 	}
-	if err := os.Symlink(target, t.Path(p)); err != nil {
-		return t.nodeErr(err)
+	w, err := t.Files()
+	if err != nil {
+		return err
+	}
+	if err := w.Symlink(target, p); err != nil {
+		return err
 	}
 	t.record("symlink %s -> %s", p, target)
 	return nil
@@ -451,12 +450,16 @@ func (t *Tree) Chown(p string, uid, gid int) error {
 	if err := t.fail("chown", p); err != nil {
 		return err
 	}
-	if _, err := os.Stat(t.Path(p)); err != nil {
-		return t.nodeErr(err)
+	w, err := t.Files()
+	if err != nil {
+		return err
+	}
+	if _, err := w.Stat(p); err != nil {
+		return err
 	}
 	if os.Geteuid() == 0 {
-		if err := os.Chown(t.Path(p), uid, gid); err != nil {
-			return t.nodeErr(err)
+		if err := w.Chown(p, uid, gid); err != nil {
+			return err
 		}
 	}
 	t.record("chown %s %d:%d", p, uid, gid)
@@ -467,8 +470,12 @@ func (t *Tree) Chmod(p string, mode fs.FileMode) error {
 	if err := t.fail("chmod", p); err != nil {
 		return err
 	}
-	if err := os.Chmod(t.Path(p), mode); err != nil {
-		return t.nodeErr(err)
+	w, err := t.Files()
+	if err != nil {
+		return err
+	}
+	if err := w.Chmod(p, mode); err != nil {
+		return err
 	}
 	t.record("chmod %s %s", p, mode)
 	return nil
