@@ -191,7 +191,7 @@ func TestEntrypointBinary(t *testing.T) {
 	t.Run("dry-run of the fake host matches its golden plan", func(t *testing.T) {
 		root := copyScenarioRoot(t)
 		// The golden was rendered with the test randomness (boot's testSeed).
-		if err := os.WriteFile(filepath.Join(root, system.ProbeDir, "random"), []byte("kind"), 0o644); err != nil {
+		if err := hosttest.WriteFiles(root, map[string]string{system.ProbeDir + "/random": "kind"}); err != nil {
 			t.Fatal(err)
 		}
 		want, err := os.ReadFile(filepath.Join(scenarioDir, "plan.golden"))

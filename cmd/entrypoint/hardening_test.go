@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path"
 	"path/filepath"
 	"regexp"
 	"runtime/debug"
@@ -21,9 +22,8 @@ import (
 	"testing"
 	"time"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/kind-entrypoint/entrypoint/internal/outputtest"
+	"github.com/kind-entrypoint/entrypoint/internal/system"
 	"github.com/kind-entrypoint/entrypoint/internal/system/hosttest"
 )
 
@@ -140,19 +140,25 @@ func hardCases() []hardCase {
 	return cases
 }
 
-// fixTree lays out a case's files over the scenario's copy in root.
+// fixTree lays out a case's files over the scenario's copy in root, every
+// change through the root (system.TreeFiles): the links a case lays out
+// never lead a later change out of it.
 func fixTree(t *testing.T, root, out string, c hardCase) {
 	t.Helper()
+	w, err := system.OpenTreeFiles(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
 	for _, p := range c.remove {
-		if err := os.RemoveAll(filepath.Join(root, p)); err != nil {
+		if err := w.RemoveAll(p); err != nil {
 			t.Fatal(err)
 		}
 	}
 	for p, content := range c.files {
-		full := filepath.Join(root, p)
 		if rest, ok := strings.CutPrefix(content, "REPLACE "); ok {
 			old, nw, _ := strings.Cut(rest, " ")
-			b, err := os.ReadFile(full)
+			b, err := system.NewTree(root).ReadFile(p, system.LimitTable)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -161,26 +167,22 @@ func fixTree(t *testing.T, root, out string, c hardCase) {
 			}
 			content = strings.ReplaceAll(string(b), old, nw)
 		}
-		if err := os.RemoveAll(full); err != nil {
+		if err := w.RemoveAll(p); err != nil {
 			t.Fatal(err)
 		}
-		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
+		if err := w.MkdirAll(path.Dir(path.Clean("/"+p)), 0o755); err != nil {
 			t.Fatal(err)
 		}
 		switch {
 		case content == "FIFO":
-			if err := unix.Mkfifo(full, 0o644); err != nil {
-				t.Fatal(err)
-			}
+			err = w.Mkfifo(p, 0o644)
 		case strings.HasPrefix(content, "->"):
-			target := strings.ReplaceAll(content[2:], "OUT", strings.TrimPrefix(out, "/"))
-			if err := os.Symlink(target, full); err != nil {
-				t.Fatal(err)
-			}
+			err = w.Symlink(strings.ReplaceAll(content[2:], "OUT", strings.TrimPrefix(out, "/")), p)
 		default:
-			if err := os.WriteFile(full, []byte(content), 0o644); err != nil {
-				t.Fatal(err)
-			}
+			err = w.WriteFile(p, []byte(content), 0o644)
+		}
+		if err != nil {
+			t.Fatal(err)
 		}
 	}
 }

@@ -5,14 +5,11 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
-	"os"
-	"path/filepath"
+	"path"
 	"runtime"
 	"strings"
 	"testing"
 	"time"
-
-	"golang.org/x/sys/unix"
 
 	"github.com/kind-entrypoint/entrypoint/internal/boot"
 	"github.com/kind-entrypoint/entrypoint/internal/outputtest"
@@ -81,23 +78,25 @@ func fuzzHost(t *testing.T, out string, contents []string, kinds uint32) {
 		if err := hosttest.WriteFiles(root, base); err != nil {
 			t.Fatal(err)
 		}
+		tree := system.NewTree(root)
+		w := hosttest.Files(t, tree)
 		for i, content := range contents {
-			p := filepath.Join(root, fuzzFiles[i])
-			if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			p := fuzzFiles[i]
+			if err := w.MkdirAll(path.Dir(path.Clean("/"+p)), 0o755); err != nil {
 				t.Fatal(err)
 			}
 			var err error
 			switch (kinds >> (2 * i)) & 3 {
 			case 0:
 				if content != "" || i < 4 {
-					err = os.WriteFile(p, []byte(content), 0o644)
+					err = w.WriteFile(p, []byte(content), 0o644)
 				}
 			case 1:
-				err = os.Symlink(out+"/secret", p)
+				err = w.Symlink(out+"/secret", p)
 			case 2:
-				err = os.Symlink(up+"/secret", p)
+				err = w.Symlink(up+"/secret", p)
 			case 3:
-				err = unix.Mkfifo(p, 0o644)
+				err = w.Mkfifo(p, 0o644)
 			}
 			if err != nil {
 				t.Fatal(err)
@@ -105,13 +104,14 @@ func fuzzHost(t *testing.T, out string, contents []string, kinds uint32) {
 		}
 		if kinds&(1<<30) != 0 {
 			// A directory on the way leads out.
-			os.RemoveAll(filepath.Join(root, "sys/class/dmi/id"))
-			if err := os.Symlink(out+"/dir", filepath.Join(root, "sys/class/dmi/id")); err != nil {
+			if err := w.RemoveAll("sys/class/dmi/id"); err != nil {
+				t.Fatal(err)
+			}
+			if err := w.Symlink(out+"/dir", "sys/class/dmi/id"); err != nil {
 				t.Fatal(err)
 			}
 		}
 
-		tree := system.NewTree(root)
 		env, _ := tree.Environ()
 		var before, after runtime.MemStats
 		runtime.ReadMemStats(&before)

@@ -3,7 +3,7 @@ package mounts
 import (
 	"io/fs"
 	"os"
-	"path/filepath"
+	"path"
 	"slices"
 	"strings"
 	"testing"
@@ -217,25 +217,23 @@ func TestSysReadOnly(t *testing.T) {
 func tree(t *testing.T, files map[string]fs.FileMode, mountinfo string, extra map[string]string) *system.Tree {
 	t.Helper()
 	dir := t.TempDir()
+	tr := system.NewTree(dir)
+	w := hosttest.Files(t, tr)
 	write := func(p, content string, mode fs.FileMode) {
-		full := filepath.Join(dir, p)
-		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
+		if err := w.MkdirAll(path.Dir(path.Clean("/"+p)), 0o755); err != nil {
 			t.Fatal(err)
 		}
 		if mode.IsDir() {
-			if err := os.MkdirAll(full, mode.Perm()); err != nil {
+			if err := w.MkdirAll(p, mode.Perm()); err != nil {
 				t.Fatal(err)
 			}
 			return
-		}
-		if err := os.WriteFile(full, []byte(content), 0o644); err != nil {
-			t.Fatal(err)
 		}
 		m := mode.Perm()
 		if mode&fs.ModeSetuid != 0 {
 			m |= os.ModeSetuid
 		}
-		if err := os.Chmod(full, m); err != nil {
+		if err := w.WriteFile(p, []byte(content), m); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -246,7 +244,7 @@ func tree(t *testing.T, files map[string]fs.FileMode, mountinfo string, extra ma
 		write(p, content, 0o644)
 	}
 	write("proc/self/mountinfo", mountinfo, 0o444)
-	return system.NewTree(dir)
+	return tr
 }
 
 func TestDetect(t *testing.T) {
