@@ -124,6 +124,39 @@ func hardCases() []hardCase {
 		hardCase{name: "root/missing/companion", args: []string{"undo-mount-hacks", "--dry-run", "--root", "ROOT/nonexistent"}, code: 2, want: []string{"not a directory"}},
 	)
 
+	// 9. Replays fail closed (issue 24): a .host file that is there but
+	// cannot be read is an error naming it, in every command; without
+	// .host/environ the environment is empty, never this machine's
+	// (TestHardening sets a proxy holding the secret in it).
+	for kind, content := range map[string]string{
+		"fifo": "FIFO", "link-out": "->/OUT/secret", "loop": "->environ",
+		"big": strings.Repeat("A=b\n", 300_000),
+	} {
+		files := map[string]string{"/.host/environ": content}
+		cases = append(cases,
+			hardCase{name: "environ/" + kind + "/dry-run", scenario: v2, files: files, args: dry, code: 2, want: []string{"/.host/environ"}, not: []string{"step 1"}},
+			hardCase{name: "environ/" + kind + "/check", scenario: v2, files: files, args: chk, code: 3, want: []string{"/.host/environ"}},
+			hardCase{name: "environ/" + kind + "/capture", scenario: v2, files: files, args: capt, code: 2, want: []string{"/.host/environ"}},
+			hardCase{name: "environ/" + kind + "/companion", scenario: v2, files: files, args: []string{"undo-mount-hacks", "--dry-run", "--root", "ROOT"}, code: 2, want: []string{"/.host/environ"}},
+		)
+	}
+	each("environ/absent", v2, nil, 0, []string{"HTTP_PROXY=\\\" \\\"HTTPS_PROXY=\\\""}, nil)
+	cases[len(cases)-3].remove = []string{"/.host/environ"}
+	cases[len(cases)-2].remove = []string{"/.host/environ"}
+	cases[len(cases)-1].remove = []string{"/.host/environ"}
+	for kind, content := range map[string]string{
+		"fifo": "FIFO", "link-out": "->/OUT/secret", "dir": "", "big": strings.Repeat("x", 5000),
+	} {
+		files := map[string]string{"/.host/random": content}
+		if kind == "dir" {
+			files = map[string]string{"/.host/random/x": "x"}
+		}
+		cases = append(cases,
+			hardCase{name: "random/" + kind + "/dry-run", scenario: v2, files: files, args: dry, code: -1, want: []string{"/.host/random"}},
+			hardCase{name: "random/" + kind + "/capture", scenario: v2, files: files, args: capt, code: -1, want: []string{"/.host/random"}},
+		)
+	}
+
 	// 8. Lower severity.
 	for _, a := range []string{"0.0.0.0", "255.255.255.255"} {
 		each("host.docker.internal/"+a, v2, map[string]string{"/.host/hosts": "kind-control-plane 172.18.0.2\nhost.docker.internal " + a + "\n"}, 0,
@@ -254,6 +287,9 @@ func archived(t *testing.T, path string) string {
 }
 
 func TestHardening(t *testing.T) {
+	// This machine's environment holds the secret: a replay that fell
+	// back to it would plan it into the proxy drop-in.
+	t.Setenv("HTTP_PROXY", "http://"+secret+":1")
 	for _, c := range hardCases() {
 		t.Run(c.name, func(t *testing.T) {
 			out := outsideDir(t)

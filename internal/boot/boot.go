@@ -177,8 +177,10 @@ func Detect(sys system.System, lookupEnv func(string) (string, bool)) (*Host, er
 	h := &Host{Sys: sys, LookupEnv: lookupEnv, UserNS: in, CgroupV2: v2}
 	// A replayed host (system.Tree) may fix its randomness, so that its
 	// plan shows the same new identities every time.
-	if r, ok := sys.(interface{ Rand() (io.Reader, bool) }); ok {
-		h.Rand, _ = r.Rand()
+	if r, ok := sys.(interface{ Rand() (io.Reader, error) }); ok {
+		if h.Rand, err = r.Rand(); err != nil {
+			return nil, err
+		}
 	}
 	return h, nil
 }

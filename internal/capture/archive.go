@@ -13,9 +13,7 @@ import (
 	"io"
 	"io/fs"
 	"maps"
-	"os"
 	"path"
-	"path/filepath"
 	"regexp"
 	"slices"
 	"strconv"
@@ -518,7 +516,15 @@ func (b *builder) environ(env map[string]*string) error {
 // that every replay of the archive draws the same identities.
 func (b *builder) random() error {
 	if t, ok := b.sys.(*system.Tree); ok {
-		if seed, err := os.ReadFile(filepath.Join(t.Root, system.ProbeDir, "random")); err == nil {
+		// Through the tree's rooted, bounded reader: a seed that is
+		// there but cannot be read is an error naming it, never a
+		// link followed out of the root, a FIFO waited on, or a new
+		// seed in its place.
+		seed, ok, err := t.Probe("random", system.LimitValue)
+		if err != nil {
+			return err
+		}
+		if ok {
 			b.probeFile("random", seed, "the replayed host's random seed")
 			return nil
 		}

@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"path"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -35,6 +36,9 @@ var fuzzFiles = []string{
 	"/.host/run/iptables-nft-save",
 	"/.host/run/iptables-legacy-save.fail",
 }
+
+// environIndex is .host/environ's place in fuzzFiles.
+var environIndex = slices.Index(fuzzFiles, "/.host/environ")
 
 // FuzzHost builds a host from its input (the files above; kinds says, two
 // bits a file, whether each is a file, a symlink out of the root, absolute
@@ -112,7 +116,18 @@ func fuzzHost(t *testing.T, out string, contents []string, kinds uint32) {
 			}
 		}
 
-		env, _ := tree.Environ()
+		env, err := tree.Environ()
+		if err != nil {
+			// A replay fails closed: an environ that is there but
+			// cannot be read is an error naming it, never absent.
+			if (kinds>>(2*environIndex))&3 == 0 || !strings.Contains(err.Error(), "/.host/environ") {
+				t.Fatalf("environ of kind %d: %v", (kinds>>(2*environIndex))&3, err)
+			}
+			return
+		}
+		if (kinds>>(2*environIndex))&3 != 0 {
+			t.Fatalf("an environ of kind %d (not a regular file) was read", (kinds>>(2*environIndex))&3)
+		}
 		var before, after runtime.MemStats
 		runtime.ReadMemStats(&before)
 		done := make(chan string, 1)

@@ -195,11 +195,20 @@ func (t *Tree) nodeErr(err error) error {
 	return err
 }
 
-// probe reads the probe file .host/NAME (at most limit bytes); ok is
-// false when it cannot be read.
-func (t *Tree) probe(name string, limit int) ([]byte, bool) {
-	b, err := t.readIn("/"+ProbeDir+"/"+name, limit, nil)
-	return b, err == nil
+// Probe reads the probe file .host/NAME (at most limit bytes); ok is
+// false when there is none. One that exists but cannot be read (a named
+// pipe, a directory, a device, a symlink, one over limit) is an error
+// naming it: a replay never takes it as absent, which would answer from
+// the replaying machine or as if the node had said nothing.
+func (t *Tree) Probe(name string, limit int) (b []byte, ok bool, err error) {
+	b, err = t.readInFlags("/"+ProbeDir+"/"+name, limit, nil, unix.O_NOFOLLOW)
+	switch {
+	case err == nil:
+		return b, true, nil
+	case errors.Is(err, fs.ErrNotExist):
+		return nil, false, nil
+	}
+	return nil, false, err
 }
 
 func (t *Tree) FSType(p string) (string, error) {
@@ -210,7 +219,11 @@ func (t *Tree) FSType(p string) (string, error) {
 	if _, err := t.Stat(p); err != nil {
 		return "", &fs.PathError{Op: "statfs", Path: p, Err: fs.ErrNotExist}
 	}
-	if b, ok := t.probe("statfs", LimitConfig); ok {
+	b, ok, err := t.Probe("statfs", LimitConfig)
+	if err != nil {
+		return "", fmt.Errorf("statfs %s: %w", p, err)
+	}
+	if ok {
 		best, bestType := "", ""
 		for line := range strings.Lines(string(b)) {
 			f, ok := twoFields(line)
@@ -233,7 +246,10 @@ func (t *Tree) FSType(p string) (string, error) {
 }
 
 func (t *Tree) NofileHard() (uint64, error) {
-	b, ok := t.probe("nofile", LimitValue)
+	b, ok, err := t.Probe("nofile", LimitValue)
+	if err != nil {
+		return 0, err
+	}
 	if !ok {
 		return 1 << 20, nil
 	}
@@ -249,7 +265,10 @@ func (t *Tree) NofileHard() (uint64, error) {
 }
 
 func (t *Tree) OverlayTrial() error {
-	b, ok := t.probe("overlay", LimitValue)
+	b, ok, err := t.Probe("overlay", LimitValue)
+	if err != nil {
+		return err
+	}
 	if !ok {
 		return nil
 	}
@@ -260,7 +279,10 @@ func (t *Tree) OverlayTrial() error {
 }
 
 func (t *Tree) LookupIP(ctx context.Context, network, host string) ([]netip.Addr, error) {
-	b, _ := t.probe("hosts", LimitConfig)
+	b, _, err := t.Probe("hosts", LimitConfig)
+	if err != nil {
+		return nil, err
+	}
 	var out []netip.Addr
 	for line := range strings.Lines(string(b)) {
 		// "NAME ADDR...", or "NAME hang".
@@ -326,19 +348,23 @@ func (t *Tree) run(ctx context.Context, argv []string, stdin []byte, timeout tim
 		return out, err
 	}
 	name := "run/" + path.Base(argv[0])
-	if _, ok := t.probe(name+".hang", LimitValue); ok {
+	if _, ok, err := t.Probe(name+".hang", LimitValue); err != nil {
+		return nil, fmt.Errorf("%s: %w", argv[0], err)
+	} else if ok {
 		<-ctx.Done()
 		return nil, &TimeoutError{What: argv[0], After: timeout}
 	}
-	if b, ok := t.probe(name+".fail", LimitConfig); ok {
+	if b, ok, err := t.Probe(name+".fail", LimitConfig); err != nil {
+		return nil, fmt.Errorf("%s: %w", argv[0], err)
+	} else if ok {
 		return nil, fmt.Errorf("%s: %s", argv[0], strings.TrimSpace(string(b)))
 	}
-	b, err := t.readIn("/"+ProbeDir+"/"+name, LimitOutput, nil)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, &NotInstalledError{Name: argv[0]}
-	}
+	b, ok, err := t.Probe(name, LimitOutput)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", argv[0], err)
+	}
+	if !ok {
+		return nil, &NotInstalledError{Name: argv[0]}
 	}
 	return b, nil
 }
@@ -484,15 +510,16 @@ func (t *Tree) Chmod(p string, mode fs.FileMode) error {
 func (t *Tree) Sync() { t.record("sync") }
 
 // Environ returns the environment recorded in Root/.host/environ (one
-// KEY=VALUE a line, or NUL-separated as in /proc/PID/environ), and whether
-// that file exists.
-func (t *Tree) Environ() (lookup func(string) (string, bool), ok bool) {
-	b, ok := t.probe("environ", LimitConfig)
-	if !ok {
-		return func(string) (string, bool) { return "", false }, false
+// KEY=VALUE a line, or NUL-separated as in /proc/PID/environ): without
+// that file, an empty one, never the replaying machine's. A file there
+// that cannot be read is an error naming it.
+func (t *Tree) Environ() (lookup func(string) (string, bool), err error) {
+	b, _, err := t.Probe("environ", LimitConfig)
+	if err != nil {
+		return nil, err
 	}
 	env := ParseEnviron(b)
-	return func(k string) (string, bool) { v, ok := env[k]; return v, ok }, true
+	return func(k string) (string, bool) { v, ok := env[k]; return v, ok }, nil
 }
 
 // ParseEnviron parses KEY=VALUE entries separated by NUL bytes, or by
@@ -518,14 +545,14 @@ func ParseEnviron(b []byte) map[string]string {
 
 // Rand returns the randomness recorded for this tree: a deterministic
 // stream seeded from Root/.host/random, so that a replayed plan (new
-// machine-id, product_uuid) is the same every time; ok is false without
-// that file.
-func (t *Tree) Rand() (r io.Reader, ok bool) {
-	b, ok := t.probe("random", LimitValue)
-	if !ok {
-		return nil, false
+// machine-id, product_uuid) is the same every time; nil without that
+// file. A file there that cannot be read is an error naming it.
+func (t *Tree) Rand() (io.Reader, error) {
+	b, ok, err := t.Probe("random", LimitValue)
+	if !ok || err != nil {
+		return nil, err
 	}
-	return SeededRand(strings.TrimSpace(string(b))), true
+	return SeededRand(strings.TrimSpace(string(b))), nil
 }
 
 // SeededRand is a deterministic random stream: ChaCha8 keyed with the first

@@ -149,7 +149,7 @@ func enterSandbox(hostNS string) error {
 	// The temporary files in memory: the tests that copy trees hundreds
 	// of times are slow on a disk, and nothing of them outlives the run.
 	tmp := os.Getenv("TMPDIR")
-	if err := unix.Mount("tmpfs", tmp, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, "mode=0700"); err != nil {
+	if err := unix.Mount("tmpfs", tmp, "tmpfs", unix.MS_NOSUID, "mode=0700"); err != nil {
 		return fmt.Errorf("mount a tmpfs on %s: %w", tmp, err)
 	}
 	rw := &unix.MountAttr{Attr_clr: unix.MOUNT_ATTR_RDONLY}
