@@ -13,6 +13,7 @@ import (
 	"io"
 	"io/fs"
 	"maps"
+	"net/netip"
 	"path"
 	"regexp"
 	"slices"
@@ -450,6 +451,10 @@ func (b *builder) probes(p Probes) error {
 	var hosts strings.Builder
 	for _, host := range slices.Sorted(maps.Keys(p.Lookups)) {
 		var addrs []string
+		// A set beside the list (which keeps the order): a host may
+		// answer 130k addresses, and searching the list for each made
+		// capture quadratic (issue 24).
+		seen := map[netip.Addr]bool{}
 		hung := false
 		for _, network := range []string{"ip4", "ip6", "ip"} {
 			a, ok := p.Lookups[host][network]
@@ -457,8 +462,9 @@ func (b *builder) probes(p Probes) error {
 				continue
 			}
 			for _, ip := range a.Value {
-				if s := ip.String(); !slices.Contains(addrs, s) {
-					addrs = append(addrs, s)
+				if !seen[ip] {
+					seen[ip] = true
+					addrs = append(addrs, ip.String())
 				}
 			}
 			hung = hung || errors.Is(a.Err, context.DeadlineExceeded)
