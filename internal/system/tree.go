@@ -162,39 +162,6 @@ func (t *Tree) ReadDir(p string) ([]fs.DirEntry, error) { return t.readDirIn(p) 
 
 func (t *Tree) Readlink(p string) (string, error) { return t.readlinkIn(p) }
 
-// nodeErr names the node path rather than the tree path in errors, so that
-// messages read the same as on a real host.
-func (t *Tree) nodeErr(err error) error {
-	if err == nil {
-		return nil
-	}
-	// Errors of the os functions are a *fs.PathError itself: asserting
-	// that first spares errors.As its allocation (its target escapes) on
-	// every missing file a step looks for.
-	pe, ok := err.(*fs.PathError)
-	if !ok {
-		var wrapped *fs.PathError
-		if !errors.As(err, &wrapped) {
-			return err
-		}
-		pe = wrapped
-	}
-	// What Path made by concatenation: cut the root off again, without
-	// filepath.Rel's allocations.
-	if rest, ok := strings.CutPrefix(pe.Path, t.Root); ok && plainRoot(t.Root) &&
-		len(rest) > 1 && rest[0] == '/' && !strings.HasPrefix(rest, "/..") && path.Clean(rest) == rest {
-		pe.Path = rest
-		return err
-	}
-	if rel, rerr := filepath.Rel(t.Root, pe.Path); rerr == nil && !strings.HasPrefix(rel, "..") {
-		pe.Path = "/" + filepath.ToSlash(rel)
-		if pe.Path == "/." {
-			pe.Path = "/"
-		}
-	}
-	return err
-}
-
 // Probe reads the probe file .host/NAME (at most limit bytes); ok is
 // false when there is none. One that exists but cannot be read (a named
 // pipe, a directory, a device, a symlink, one over limit) is an error

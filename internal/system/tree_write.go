@@ -59,7 +59,7 @@ func (t *Tree) Files() (*TreeFiles, error) {
 	return w, nil
 }
 
-// nodeErr names node path p in err, an error of os.Root (which names the
+// nodePathErr names node path p in err, an error of os.Root (which names the
 // relative path it was given).
 func nodePathErr(err error, p string) error {
 	var pe *fs.PathError
