@@ -43,7 +43,10 @@ func runCapture(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	log := logline.New(stderr, logline.Text)
-	sys, lookupEnv := hostSystem(*root)
+	sys, lookupEnv, ok := hostSystem("entrypoint capture", *root, stderr)
+	if !ok {
+		return 2
+	}
 	rec := capture.NewRecorder(sys)
 	env := rec.Env(lookupEnv)
 	ctx := context.Background()

@@ -53,7 +53,7 @@ func TestCaptureBinary(t *testing.T) {
 			if err := hosttest.CopyScenario(filepath.Join("../../testdata/hosts", host, "root"), src); err != nil {
 				t.Fatal(err)
 			}
-			if err := os.WriteFile(filepath.Join(src, system.ProbeDir, "random"), []byte("kind"), 0o644); err != nil {
+			if err := hosttest.WriteFiles(src, map[string]string{system.ProbeDir + "/random": "kind"}); err != nil {
 				t.Fatal(err)
 			}
 			archive := filepath.Join(t.TempDir(), "node.tar.gz")

@@ -97,7 +97,10 @@ func runCheck(args []string, stdout, stderr io.Writer) int {
 	if !checkRoot("entrypoint check", *root, stderr) {
 		return check.ExitUsage
 	}
-	sys, lookupEnv := hostSystem(*root)
+	sys, lookupEnv, ok := hostSystem("entrypoint check", *root, stderr)
+	if !ok {
+		return check.ExitUsage
+	}
 	o := check.Options{Sys: sys, LookupEnv: lookupEnv, Live: *root == ""}
 	if *root == "" && !*noPodNet {
 		status, _ := os.ReadFile("/proc/self/status")

@@ -32,24 +32,38 @@ import (
 	"github.com/kind-entrypoint/entrypoint/internal/system/nstest"
 )
 
-func TestMain(m *testing.M) { nstest.Main(m) }
+// TestMain runs these tests, which run the built binary on trees (and on
+// this machine, with --dry-run), where they cannot change the machine:
+// see nstest.Sandbox. The binary is built first, outside, where the go
+// command can write its cache.
+func TestMain(m *testing.M) {
+	nstest.Sandbox(m, func(dir string) error {
+		return goBuild(filepath.Join(dir, "entrypoint"))
+	})
+}
 
 // scenarioDir is the fake host whose golden plan the binary must print.
 const scenarioDir = "../../testdata/hosts/docker-v1-cgroupns"
 
-// buildEntrypoint builds the static binary, as the image does.
-func buildEntrypoint(t *testing.T) string {
-	t.Helper()
+// goBuild builds the static binary at bin, as the image does.
+func goBuild(bin string) error {
 	goTool, err := exec.LookPath("go")
 	if err != nil {
-		t.Fatalf("the go command is needed to build the binary: %v", err)
+		return fmt.Errorf("the go command is needed to build the binary: %w", err)
 	}
-	bin := filepath.Join(t.TempDir(), "entrypoint")
 	cmd := exec.Command(goTool, "build", "-trimpath", "-o", bin, ".")
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
+		return fmt.Errorf("go build: %w\n%s", err, out)
 	}
+	return nil
+}
+
+// buildEntrypoint returns the binary TestMain built, after checking that
+// it is static.
+func buildEntrypoint(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(os.Getenv(nstest.SandboxDirEnv), "entrypoint")
 	f, err := elf.Open(bin)
 	if err != nil {
 		t.Fatal(err)
@@ -94,8 +108,16 @@ func sandboxed(t *testing.T, ctx context.Context, bin string, args ...string) re
 	if err := os.WriteFile(filepath.Join(root, "entrypoint"), b, 0o755); err != nil {
 		t.Fatal(err)
 	}
+	// A copy of the sandbox's mount namespace, which is private: nothing
+	// the binary mounts propagates to another namespace.
+	if !nstest.InSandbox() {
+		t.Fatal("sandboxed runs the binary as root in a chroot: only from the sandbox's private mount namespace (nstest.Sandbox)")
+	}
 	cmd := exec.CommandContext(ctx, "/entrypoint", args...)
 	cmd.Path = "/entrypoint"
+	// Dir "/": the working directory, inside the chroot, not the test's
+	// outside it.
+	cmd.Dir = "/"
 	cmd.SysProcAttr = &syscall.SysProcAttr{Chroot: root, Cloneflags: syscall.CLONE_NEWNS | syscall.CLONE_NEWNET}
 	cmd.Env = []string{}
 	r := runCmd(t, cmd)
@@ -191,7 +213,7 @@ func TestEntrypointBinary(t *testing.T) {
 	t.Run("dry-run of the fake host matches its golden plan", func(t *testing.T) {
 		root := copyScenarioRoot(t)
 		// The golden was rendered with the test randomness (boot's testSeed).
-		if err := os.WriteFile(filepath.Join(root, system.ProbeDir, "random"), []byte("kind"), 0o644); err != nil {
+		if err := hosttest.WriteFiles(root, map[string]string{system.ProbeDir + "/random": "kind"}); err != nil {
 			t.Fatal(err)
 		}
 		want, err := os.ReadFile(filepath.Join(scenarioDir, "plan.golden"))
@@ -227,6 +249,17 @@ func TestEntrypointBinary(t *testing.T) {
 		r := sandboxed(t, ctx, bin, "--root", "/", "/sbin/init")
 		if r.code != 2 || !strings.Contains(r.stderr, "--root") {
 			t.Errorf("exit %d, stderr %q; want 2 and a message naming --root", r.code, r.stderr)
+		}
+	})
+
+	t.Run("chroot keeps the working directory inside", func(t *testing.T) {
+		// A relative --root resolves from the working directory: the
+		// package's, outside the chroot, unless the run starts in "/".
+		// Before Dir was set this printed the scenario's plan, read
+		// from outside the chroot.
+		r := sandboxed(t, ctx, bin, "--dry-run", "--root", scenarioDir+"/root")
+		if r.code == 0 || strings.Contains(r.stdout, "facts:") {
+			t.Errorf("exit %d: the chrooted run read %s outside its root:\n%.300s", r.code, scenarioDir, r.stdout)
 		}
 	})
 

@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path"
 	"path/filepath"
 	"regexp"
 	"runtime/debug"
@@ -21,9 +22,8 @@ import (
 	"testing"
 	"time"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/kind-entrypoint/entrypoint/internal/outputtest"
+	"github.com/kind-entrypoint/entrypoint/internal/system"
 	"github.com/kind-entrypoint/entrypoint/internal/system/hosttest"
 )
 
@@ -124,6 +124,39 @@ func hardCases() []hardCase {
 		hardCase{name: "root/missing/companion", args: []string{"undo-mount-hacks", "--dry-run", "--root", "ROOT/nonexistent"}, code: 2, want: []string{"not a directory"}},
 	)
 
+	// 9. Replays fail closed (issue 24): a .host file that is there but
+	// cannot be read is an error naming it, in every command; without
+	// .host/environ the environment is empty, never this machine's
+	// (TestHardening sets a proxy holding the secret in it).
+	for kind, content := range map[string]string{
+		"fifo": "FIFO", "link-out": "->/OUT/secret", "loop": "->environ",
+		"big": strings.Repeat("A=b\n", 300_000),
+	} {
+		files := map[string]string{"/.host/environ": content}
+		cases = append(cases,
+			hardCase{name: "environ/" + kind + "/dry-run", scenario: v2, files: files, args: dry, code: 2, want: []string{"/.host/environ"}, not: []string{"step 1"}},
+			hardCase{name: "environ/" + kind + "/check", scenario: v2, files: files, args: chk, code: 3, want: []string{"/.host/environ"}},
+			hardCase{name: "environ/" + kind + "/capture", scenario: v2, files: files, args: capt, code: 2, want: []string{"/.host/environ"}},
+			hardCase{name: "environ/" + kind + "/companion", scenario: v2, files: files, args: []string{"undo-mount-hacks", "--dry-run", "--root", "ROOT"}, code: 2, want: []string{"/.host/environ"}},
+		)
+	}
+	each("environ/absent", v2, nil, 0, []string{"HTTP_PROXY=\\\" \\\"HTTPS_PROXY=\\\""}, nil)
+	cases[len(cases)-3].remove = []string{"/.host/environ"}
+	cases[len(cases)-2].remove = []string{"/.host/environ"}
+	cases[len(cases)-1].remove = []string{"/.host/environ"}
+	for kind, content := range map[string]string{
+		"fifo": "FIFO", "link-out": "->/OUT/secret", "dir": "", "big": strings.Repeat("x", 5000),
+	} {
+		files := map[string]string{"/.host/random": content}
+		if kind == "dir" {
+			files = map[string]string{"/.host/random/x": "x"}
+		}
+		cases = append(cases,
+			hardCase{name: "random/" + kind + "/dry-run", scenario: v2, files: files, args: dry, code: -1, want: []string{"/.host/random"}},
+			hardCase{name: "random/" + kind + "/capture", scenario: v2, files: files, args: capt, code: -1, want: []string{"/.host/random"}},
+		)
+	}
+
 	// 8. Lower severity.
 	for _, a := range []string{"0.0.0.0", "255.255.255.255"} {
 		each("host.docker.internal/"+a, v2, map[string]string{"/.host/hosts": "kind-control-plane 172.18.0.2\nhost.docker.internal " + a + "\n"}, 0,
@@ -140,19 +173,25 @@ func hardCases() []hardCase {
 	return cases
 }
 
-// fixTree lays out a case's files over the scenario's copy in root.
+// fixTree lays out a case's files over the scenario's copy in root, every
+// change through the root (system.TreeFiles): the links a case lays out
+// never lead a later change out of it.
 func fixTree(t *testing.T, root, out string, c hardCase) {
 	t.Helper()
+	w, err := system.OpenTreeFiles(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
 	for _, p := range c.remove {
-		if err := os.RemoveAll(filepath.Join(root, p)); err != nil {
+		if err := w.RemoveAll(p); err != nil {
 			t.Fatal(err)
 		}
 	}
 	for p, content := range c.files {
-		full := filepath.Join(root, p)
 		if rest, ok := strings.CutPrefix(content, "REPLACE "); ok {
 			old, nw, _ := strings.Cut(rest, " ")
-			b, err := os.ReadFile(full)
+			b, err := system.NewTree(root).ReadFile(p, system.LimitTable)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -161,26 +200,22 @@ func fixTree(t *testing.T, root, out string, c hardCase) {
 			}
 			content = strings.ReplaceAll(string(b), old, nw)
 		}
-		if err := os.RemoveAll(full); err != nil {
+		if err := w.RemoveAll(p); err != nil {
 			t.Fatal(err)
 		}
-		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
+		if err := w.MkdirAll(path.Dir(path.Clean("/"+p)), 0o755); err != nil {
 			t.Fatal(err)
 		}
 		switch {
 		case content == "FIFO":
-			if err := unix.Mkfifo(full, 0o644); err != nil {
-				t.Fatal(err)
-			}
+			err = w.Mkfifo(p, 0o644)
 		case strings.HasPrefix(content, "->"):
-			target := strings.ReplaceAll(content[2:], "OUT", strings.TrimPrefix(out, "/"))
-			if err := os.Symlink(target, full); err != nil {
-				t.Fatal(err)
-			}
+			err = w.Symlink(strings.ReplaceAll(content[2:], "OUT", strings.TrimPrefix(out, "/")), p)
 		default:
-			if err := os.WriteFile(full, []byte(content), 0o644); err != nil {
-				t.Fatal(err)
-			}
+			err = w.WriteFile(p, []byte(content), 0o644)
+		}
+		if err != nil {
+			t.Fatal(err)
 		}
 	}
 }
@@ -252,6 +287,9 @@ func archived(t *testing.T, path string) string {
 }
 
 func TestHardening(t *testing.T) {
+	// This machine's environment holds the secret: a replay that fell
+	// back to it would plan it into the proxy drop-in.
+	t.Setenv("HTTP_PROXY", "http://"+secret+":1")
 	for _, c := range hardCases() {
 		t.Run(c.name, func(t *testing.T) {
 			out := outsideDir(t)

@@ -61,7 +61,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 
-	sys, lookupEnv := hostSystem(o.root)
+	sys, lookupEnv, ok := hostSystem("entrypoint", o.root, stderr)
+	if !ok {
+		return 2
+	}
 	ctx := context.Background()
 	if o.dryRun {
 		return printDryRun(stdout, stderr, log, format, boot.DryRunOn(ctx, sys, lookupEnv, boot.Steps(), boot.DryRunOptions{}), 1)

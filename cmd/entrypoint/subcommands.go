@@ -116,16 +116,20 @@ func checkRoot(cmd, root string, stderr io.Writer) bool {
 }
 
 // hostSystem is the system the flags select: this machine, or with --root
-// a captured or fake host (and the environment recorded with it).
-func hostSystem(root string) (system.System, func(string) (string, bool)) {
+// a captured or fake host and the environment recorded with it (never
+// this machine's). ok is false, the reason printed for cmd, when the
+// recorded environment cannot be read.
+func hostSystem(cmd, root string, stderr io.Writer) (sys system.System, lookupEnv func(string) (string, bool), ok bool) {
 	if root == "" {
-		return system.Linux{}, os.LookupEnv
+		return system.Linux{}, os.LookupEnv, true
 	}
 	tree := system.NewTree(root)
-	if env, ok := tree.Environ(); ok {
-		return tree, env
+	env, err := tree.Environ()
+	if err != nil {
+		fmt.Fprintf(stderr, "%s: --root %s: %v\n", cmd, root, err)
+		return nil, nil, false
 	}
-	return tree, os.LookupEnv
+	return tree, env, true
 }
 
 // rootUsable is the usage check of --root, the same for the entrypoint
@@ -188,7 +192,10 @@ func runCommand(cmd companion.Command, o options, args []string, stdin io.Reader
 		return 2
 	}
 	log := logline.New(stderr, lf)
-	sys, lookupEnv := hostSystem(o.root)
+	sys, lookupEnv, ok := hostSystem("entrypoint "+cmd.Name, o.root, stderr)
+	if !ok {
+		return 2
+	}
 	ctx := context.Background()
 	steps := cmd.Steps(stdin)
 	if o.dryRun {

@@ -5,12 +5,11 @@ package main
 
 import (
 	"bytes"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/kind-entrypoint/entrypoint/internal/system/hosttest"
 )
 
 func TestCommandFor(t *testing.T) {
@@ -58,14 +57,8 @@ func TestCommandFor(t *testing.T) {
 func fakeRoot(t *testing.T, files map[string]string) string {
 	t.Helper()
 	dir := t.TempDir()
-	for p, content := range files {
-		full := filepath.Join(dir, p)
-		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(full, []byte(content), 0o644); err != nil {
-			t.Fatal(err)
-		}
+	if err := hosttest.WriteFiles(dir, files); err != nil {
+		t.Fatal(err)
 	}
 	return dir
 }

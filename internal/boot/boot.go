@@ -1,11 +1,11 @@
 package boot
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
 	"io"
-	"strings"
 	"time"
 
 	"github.com/moby/sys/mountinfo"
@@ -182,8 +182,10 @@ func Detect(sys system.System, lookupEnv func(string) (string, bool)) (*Host, er
 	h := &Host{Sys: sys, LookupEnv: lookupEnv, UserNS: in, CgroupV2: v2}
 	// A replayed host (system.Tree) may fix its randomness, so that its
 	// plan shows the same new identities every time.
-	if r, ok := sys.(interface{ Rand() (io.Reader, bool) }); ok {
-		h.Rand, _ = r.Rand()
+	if r, ok := sys.(interface{ Rand() (io.Reader, error) }); ok {
+		if h.Rand, err = r.Rand(); err != nil {
+			return nil, err
+		}
 	}
 	return h, nil
 }
@@ -325,24 +327,25 @@ func FactsOf[T any](results []Result, step string) (T, error) {
 // Render prints a dry run: the shared facts, then each step with its facts
 // and its actions, one per line.
 func Render(w io.Writer, h *Host, results []Result) error {
-	var b strings.Builder
-	fmt.Fprintf(&b, "facts:\n  user namespace: %t\n  cgroup: %s\n", h.UserNS, cgroupName(h.CgroupV2))
+	// Buffered, not built whole: the plan of a host of 50k cgroup mounts
+	// is hundreds of MiB of text to hold (issue 24).
+	b := bufio.NewWriterSize(w, 64<<10)
+	fmt.Fprintf(b, "facts:\n  user namespace: %t\n  cgroup: %s\n", h.UserNS, cgroupName(h.CgroupV2))
 	for i, r := range results {
-		fmt.Fprintf(&b, "step %d %s:\n", i+1, r.Step)
+		fmt.Fprintf(b, "step %d %s:\n", i+1, r.Step)
 		for _, f := range r.Facts {
-			fmt.Fprintf(&b, "  fact %s: %s\n", logline.Escape(f.Name), factValue(f.Value))
+			fmt.Fprintf(b, "  fact %s: %s\n", logline.Escape(f.Name), factValue(f.Value))
 		}
 		for _, a := range r.Actions {
-			fmt.Fprintf(&b, "  %s\n", a)
+			fmt.Fprintf(b, "  %s\n", a)
 		}
 		if r.Err != nil {
-			fmt.Fprintf(&b, "  FATAL: %s\n", logline.Escape(r.Err.Error()))
+			fmt.Fprintf(b, "  FATAL: %s\n", logline.Escape(r.Err.Error()))
 		} else if len(r.Actions) == 0 {
 			b.WriteString("  (nothing to do)\n")
 		}
 	}
-	_, err := io.WriteString(w, b.String())
-	return err
+	return b.Flush()
 }
 
 // maxFact is the longest fact value a dry run prints in full.

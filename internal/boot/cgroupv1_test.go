@@ -3,12 +3,12 @@ package boot
 import (
 	"bytes"
 	"context"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/kind-entrypoint/entrypoint/internal/logline"
+	"github.com/kind-entrypoint/entrypoint/internal/system/hosttest"
 )
 
 // TestCgroupV1LineBeforeFailing: kind's CLI waits for "detected cgroup v1"
@@ -29,9 +29,9 @@ func TestCgroupV1LineBeforeFailing(t *testing.T) {
 			tree := copyRoot(t, s)
 			var err error
 			if content == nil {
-				err = os.Remove(tree.Path(selfCgroup))
+				err = hosttest.Files(t, tree).Remove(selfCgroup)
 			} else {
-				err = os.WriteFile(tree.Path(selfCgroup), []byte(*content), 0o644)
+				err = hosttest.Files(t, tree).WriteFile(selfCgroup, []byte(*content), 0o644)
 			}
 			if err != nil {
 				t.Fatal(err)

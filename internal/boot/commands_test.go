@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"os"
 	"path"
 	"path/filepath"
 	"slices"
@@ -65,7 +64,11 @@ func fakeCommands(tree *system.Tree) func(ctx context.Context, argv []string, st
 			return nil, fakeUpdateAlternatives(tree, argv)
 		case strings.HasPrefix(name, "iptables-") && strings.HasSuffix(name, "-restore"):
 			save := strings.TrimSuffix(name, "-restore") + "-save"
-			return nil, writeAtomic(probe(save), stdin, 0o644)
+			w, err := tree.Files()
+			if err != nil {
+				return nil, err
+			}
+			return nil, w.WriteFile("/"+system.ProbeDir+"/run/"+save, stdin, 0o644)
 		case name == "kubeadm":
 			return fakeKubeadm(tree, argv)
 		}
@@ -83,17 +86,21 @@ func fakeUpdateAlternatives(tree *system.Tree, argv []string) error {
 	if len(argv) != 4 || argv[1] != "--set" {
 		return fmt.Errorf("update-alternatives: unexpected arguments %q", argv[1:])
 	}
-	link := tree.Path(network.AlternativesDir + "/" + argv[2])
-	if err := os.MkdirAll(filepath.Dir(link), 0o755); err != nil {
+	w, err := tree.Files()
+	if err != nil {
+		return err
+	}
+	link := network.AlternativesDir + "/" + argv[2]
+	if err := w.MkdirAll(network.AlternativesDir, 0o755); err != nil {
 		return err
 	}
 	// Like update-alternatives: a new link renamed over the old one.
 	tmp := link + ".dpkg-tmp"
-	os.Remove(tmp)
-	if err := os.Symlink(argv[3], tmp); err != nil {
+	w.Remove(tmp)
+	if err := w.Symlink(argv[3], tmp); err != nil {
 		return err
 	}
-	return os.Rename(tmp, link)
+	return w.Rename(tmp, link)
 }
 
 // fakeKubeadm handles the certificate renewal, printing what kubeadm
@@ -102,26 +109,22 @@ func fakeKubeadm(tree *system.Tree, argv []string) ([]byte, error) {
 	if !slices.Equal(argv, network.KubeadmCertsArgv) {
 		return nil, fmt.Errorf("kubeadm: unexpected arguments %q", argv[1:])
 	}
-	if _, err := os.Stat(tree.Path(network.KubeadmConfig)); err != nil {
+	w, err := tree.Files()
+	if err != nil {
+		return nil, err
+	}
+	if _, err := w.Stat(network.KubeadmConfig); err != nil {
 		return nil, fmt.Errorf("kubeadm: %w", err)
 	}
 	for _, p := range []string{network.APIServerCert, network.APIServerKey} {
-		if _, err := os.Stat(tree.Path(p)); err == nil {
+		if _, err := w.Stat(p); err == nil {
 			return nil, fmt.Errorf("kubeadm: exit status 1: [certs] %s exists and is not valid for this configuration", p)
 		}
 	}
-	if err := writeAtomic(tree.Path(network.APIServerKey), []byte("-----BEGIN RSA PRIVATE KEY-----\n(new apiserver key)\n-----END RSA PRIVATE KEY-----\n"), 0o600); err != nil {
+	if err := w.WriteFile(network.APIServerKey, []byte("-----BEGIN RSA PRIVATE KEY-----\n(new apiserver key)\n-----END RSA PRIVATE KEY-----\n"), 0o600); err != nil {
 		return nil, err
 	}
 	out := "[certs] Generating \"apiserver\" certificate and key\n" +
 		"[certs] apiserver serving cert is signed for DNS names [kind-control-plane kubernetes kubernetes.default kubernetes.default.svc kubernetes.default.svc.cluster.local localhost] and IPs [10.96.0.1 172.18.0.4 127.0.0.1]\n"
-	return []byte(out), writeAtomic(tree.Path(network.APIServerCert), []byte("-----BEGIN CERTIFICATE-----\n(new apiserver certificate)\n-----END CERTIFICATE-----\n"), 0o644)
-}
-
-func writeAtomic(p string, data []byte, perm fs.FileMode) error {
-	tmp := p + ".fake-tmp"
-	if err := os.WriteFile(tmp, data, perm); err != nil {
-		return err
-	}
-	return os.Rename(tmp, p)
+	return []byte(out), w.WriteFile(network.APIServerCert, []byte("-----BEGIN CERTIFICATE-----\n(new apiserver certificate)\n-----END CERTIFICATE-----\n"), 0o644)
 }

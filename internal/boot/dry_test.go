@@ -4,13 +4,13 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"os"
 	"path/filepath"
 	"testing"
 
 	"github.com/kind-entrypoint/entrypoint/internal/containerd"
 	"github.com/kind-entrypoint/entrypoint/internal/network"
 	"github.com/kind-entrypoint/entrypoint/internal/system"
+	"github.com/kind-entrypoint/entrypoint/internal/system/hosttest"
 	"github.com/kind-entrypoint/entrypoint/internal/userns"
 )
 
@@ -19,7 +19,7 @@ import (
 // still has the typed facts of every later step.
 func TestDryRunEvery(t *testing.T) {
 	tree := copyRoot(t, scenario{"rootless-v2-missing-cpu-pids", filepath.Join(hostsDir, "rootless-v2-missing-cpu-pids")})
-	if err := os.WriteFile(tree.Path("/"+system.ProbeDir+"/random"), []byte("kind"), 0o644); err != nil {
+	if err := hosttest.Files(t, tree).WriteFile("/"+system.ProbeDir+"/random", []byte("kind"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	env, _ := tree.Environ()

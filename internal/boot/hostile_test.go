@@ -18,6 +18,7 @@ import (
 	"github.com/kind-entrypoint/entrypoint/internal/logline"
 	"github.com/kind-entrypoint/entrypoint/internal/plan"
 	"github.com/kind-entrypoint/entrypoint/internal/system"
+	"github.com/kind-entrypoint/entrypoint/internal/system/hosttest"
 )
 
 // hostileCase breaks one input of a scenario: a file or probe of its tree,
@@ -442,12 +443,12 @@ func runHostile(t *testing.T, c hostileCase) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := os.WriteFile(tree.Path(p), content(old), 0o644); err != nil {
+		if err := hosttest.Files(t, tree).WriteFile(p, content(old), 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
 	for name, content := range c.probes {
-		if err := os.WriteFile(filepath.Join(tree.Root, system.ProbeDir, name), []byte(content), 0o644); err != nil {
+		if err := hosttest.Files(t, tree).WriteFile("/"+system.ProbeDir+"/"+name, []byte(content), 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -59,18 +59,10 @@ func copyRoot(t *testing.T, s scenario) *system.Tree {
 	return tree
 }
 
-// fastTempDir is a temp dir in memory when /dev/shm is there: the fault
-// injection tests copy every tree hundreds of times, and our CI disk is
-// slow at metadata (10x measured).
-func fastTempDir(t *testing.T) string {
-	t.Helper()
-	dir, err := os.MkdirTemp("/dev/shm", "entrypoint-test-")
-	if err != nil {
-		return t.TempDir()
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	return dir
-}
+// fastTempDir is a temp dir in memory: the fault injection tests copy
+// every tree hundreds of times, and our CI disk is slow at metadata (10x
+// measured). The sandbox (sandbox_test.go) keeps TMPDIR on a tmpfs.
+func fastTempDir(t *testing.T) string { return t.TempDir() }
 
 func detect(t *testing.T, tree *system.Tree) *Host {
 	t.Helper()

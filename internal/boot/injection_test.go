@@ -18,6 +18,7 @@ import (
 	"github.com/kind-entrypoint/entrypoint/internal/plan"
 	"github.com/kind-entrypoint/entrypoint/internal/proxy"
 	"github.com/kind-entrypoint/entrypoint/internal/system"
+	"github.com/kind-entrypoint/entrypoint/internal/system/hosttest"
 )
 
 // marker is a value no scenario holds, to find where a variable ends up.
@@ -87,7 +88,7 @@ func TestNoEnvironmentInCommands(t *testing.T) {
 				for k, v := range env {
 					environ.WriteString(k + "=" + v + "\x00")
 				}
-				if err := os.WriteFile(filepath.Join(tree.Root, system.ProbeDir, "environ"), environ.Bytes(), 0o644); err != nil {
+				if err := hosttest.Files(t, tree).WriteFile("/"+system.ProbeDir+"/"+"environ", environ.Bytes(), 0o644); err != nil {
 					t.Fatal(err)
 				}
 

@@ -13,9 +13,8 @@ import (
 	"io"
 	"io/fs"
 	"maps"
-	"os"
+	"net/netip"
 	"path"
-	"path/filepath"
 	"regexp"
 	"slices"
 	"strconv"
@@ -135,6 +134,10 @@ type builder struct {
 	// credentials are the proxy passwords of the environment and of the
 	// drop-in, each in every form an archived file can quote it in.
 	credentials []string
+	// resolved memoizes resolveDir of a directory reached without a
+	// symlink hop: every path below it would resolve it again, each
+	// level an lstat, which made capture quadratic in depth (issue 24).
+	resolved map[string]string
 }
 
 // scrub removes private keys and URL credentials from an extra file (the
@@ -220,6 +223,21 @@ func (b *builder) resolveDir(d string, hops int) (string, error) {
 	if d == "/" {
 		return "/", nil
 	}
+	if r, ok := b.resolved[d]; ok && hops == 0 {
+		return r, nil
+	}
+	r, err := b.resolveDirOnce(d, hops)
+	if err == nil && hops == 0 {
+		if b.resolved == nil {
+			b.resolved = map[string]string{}
+		}
+		b.resolved[d] = r
+	}
+	return r, err
+}
+
+// resolveDirOnce is resolveDir of a clean d other than "/", not memoized.
+func (b *builder) resolveDirOnce(d string, hops int) (string, error) {
 	parent, err := b.resolveDir(path.Dir(d), hops)
 	if err != nil {
 		return "", err
@@ -433,6 +451,10 @@ func (b *builder) probes(p Probes) error {
 	var hosts strings.Builder
 	for _, host := range slices.Sorted(maps.Keys(p.Lookups)) {
 		var addrs []string
+		// A set beside the list (which keeps the order): a host may
+		// answer 130k addresses, and searching the list for each made
+		// capture quadratic (issue 24).
+		seen := map[netip.Addr]bool{}
 		hung := false
 		for _, network := range []string{"ip4", "ip6", "ip"} {
 			a, ok := p.Lookups[host][network]
@@ -440,8 +462,9 @@ func (b *builder) probes(p Probes) error {
 				continue
 			}
 			for _, ip := range a.Value {
-				if s := ip.String(); !slices.Contains(addrs, s) {
-					addrs = append(addrs, s)
+				if !seen[ip] {
+					seen[ip] = true
+					addrs = append(addrs, ip.String())
 				}
 			}
 			hung = hung || errors.Is(a.Err, context.DeadlineExceeded)
@@ -518,7 +541,15 @@ func (b *builder) environ(env map[string]*string) error {
 // that every replay of the archive draws the same identities.
 func (b *builder) random() error {
 	if t, ok := b.sys.(*system.Tree); ok {
-		if seed, err := os.ReadFile(filepath.Join(t.Root, system.ProbeDir, "random")); err == nil {
+		// Through the tree's rooted, bounded reader: a seed that is
+		// there but cannot be read is an error naming it, never a
+		// link followed out of the root, a FIFO waited on, or a new
+		// seed in its place.
+		seed, ok, err := t.Probe("random", system.LimitValue)
+		if err != nil {
+			return err
+		}
+		if ok {
 			b.probeFile("random", seed, "the replayed host's random seed")
 			return nil
 		}
@@ -596,5 +627,19 @@ var urlUserinfo = regexp.MustCompile(`([A-Za-z][A-Za-z0-9+.-]*://)[^/\s"'@]*(?:@
 // RedactURLCredentials replaces the user and password of every URL in s:
 // http://user:pass@host -> http://REDACTED@host.
 func RedactURLCredentials(s string) string {
-	return urlUserinfo.ReplaceAllString(s, "${1}REDACTED@")
+	// A match never spans a line (it holds no space): only the lines
+	// with "://" and "@" go through the regexp, which made capturing a
+	// host of 70k mounts spend seconds on its plan's text.
+	if !strings.Contains(s, "://") || !strings.Contains(s, "@") {
+		return s
+	}
+	var b strings.Builder
+	b.Grow(len(s))
+	for line := range strings.Lines(s) {
+		if strings.Contains(line, "://") && strings.Contains(line, "@") {
+			line = urlUserinfo.ReplaceAllString(line, "${1}REDACTED@")
+		}
+		b.WriteString(line)
+	}
+	return b.String()
 }

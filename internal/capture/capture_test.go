@@ -40,7 +40,7 @@ func copyHost(t *testing.T, name string) string {
 	if err := hosttest.CopyScenario(filepath.Join(hostsDir, name, "root"), dst); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(dst, system.ProbeDir, "random"), []byte("kind"), 0o644); err != nil {
+	if err := hosttest.WriteFiles(dst, map[string]string{system.ProbeDir + "/random": "kind"}); err != nil {
 		t.Fatal(err)
 	}
 	return dst
@@ -303,14 +303,14 @@ func TestProxyCredentials(t *testing.T) {
 // drop-in (a booted node's), and returns the archive's entries.
 func captureWithDropIn(t *testing.T, src string, content []byte) map[string]tarEntry {
 	t.Helper()
-	p := filepath.Join(src, proxy.DropIn)
-	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(p, content, 0o644); err != nil {
-		t.Fatal(err)
-	}
 	tree := system.NewTree(src)
+	w := hosttest.Files(t, tree)
+	if err := w.MkdirAll(path.Dir(proxy.DropIn), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.WriteFile(proxy.DropIn, content, 0o644); err != nil {
+		t.Fatal(err)
+	}
 	env, _ := tree.Environ()
 	_, _, archive, _, _ := captureTree(t, tree, env)
 	return readArchive(t, archive)
@@ -351,7 +351,7 @@ func TestProxyCredentialsAnyForm(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if err := os.WriteFile(environ, append(old, "HTTP_PROXY="+value+"\n"...), 0o644); err != nil {
+			if err := hosttest.WriteFiles(src, map[string]string{system.ProbeDir + "/environ": string(old) + "HTTP_PROXY=" + value + "\n"}); err != nil {
 				t.Fatal(err)
 			}
 			// The drop-in of an earlier boot, with another password
@@ -542,8 +542,7 @@ func TestExtractRefuses(t *testing.T) {
 // is the line's end.
 func TestEnvironCR(t *testing.T) {
 	src := copyHost(t, "docker-v1-cgroupns")
-	p := filepath.Join(src, system.ProbeDir, "environ")
-	if err := os.WriteFile(p, []byte("KIND_DNS_SEARCH=a\r\x00PATH=/usr/bin\x00"), 0o644); err != nil {
+	if err := hosttest.WriteFiles(src, map[string]string{system.ProbeDir + "/environ": "KIND_DNS_SEARCH=a\r\x00PATH=/usr/bin\x00"}); err != nil {
 		t.Fatal(err)
 	}
 	tree := system.NewTree(src)

@@ -204,11 +204,11 @@ func (r *Recorder) Mount(_, target, _ string, _ system.MountFlags, _ string) err
 
 // Rand passes on the randomness a replayed host (system.Tree) records, so
 // that boot.Detect finds it through the Recorder too.
-func (r *Recorder) Rand() (io.Reader, bool) {
-	if rs, ok := r.sys.(interface{ Rand() (io.Reader, bool) }); ok {
+func (r *Recorder) Rand() (io.Reader, error) {
+	if rs, ok := r.sys.(interface{ Rand() (io.Reader, error) }); ok {
 		return rs.Rand()
 	}
-	return nil, false
+	return nil, nil
 }
 
 // Env wraps lookupEnv, recording every variable looked up through it.

@@ -1,8 +1,6 @@
 package cgroupfix
 
 import (
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -12,6 +10,7 @@ import (
 
 	"github.com/kind-entrypoint/entrypoint/internal/plan"
 	"github.com/kind-entrypoint/entrypoint/internal/system"
+	"github.com/kind-entrypoint/entrypoint/internal/system/hosttest"
 )
 
 // emptyIsNil: the plan constructors leave some []byte fields empty rather
@@ -480,14 +479,8 @@ func TestPlanV2(t *testing.T) {
 func writeTree(t *testing.T, files map[string]string) *system.Tree {
 	t.Helper()
 	dir := t.TempDir()
-	for p, content := range files {
-		full := filepath.Join(dir, p)
-		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(full, []byte(content), 0o644); err != nil {
-			t.Fatal(err)
-		}
+	if err := hosttest.WriteFiles(dir, files); err != nil {
+		t.Fatal(err)
 	}
 	return system.NewTree(dir)
 }

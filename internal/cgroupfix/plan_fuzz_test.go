@@ -15,6 +15,7 @@ import (
 	"github.com/kind-entrypoint/entrypoint/internal/logline"
 	"github.com/kind-entrypoint/entrypoint/internal/plan"
 	"github.com/kind-entrypoint/entrypoint/internal/system"
+	"github.com/kind-entrypoint/entrypoint/internal/system/hosttest"
 )
 
 // FuzzPlanV1 drives fix_cgroup's choice of cgroup mounts with arbitrary
@@ -171,7 +172,9 @@ func checkV1Actions(t *testing.T, f V1Facts, actions []plan.Action) {
 // checkV1Converges applies the plan to a fake host holding the table and
 // plans again.
 func checkV1Converges(t *testing.T, f V1Facts) {
-	dir, err := os.MkdirTemp(fuzzTempRoot(), "plan-v1-")
+	// The sandbox keeps TMPDIR in memory (nstest.Sandbox): each run
+	// makes a tree.
+	dir, err := os.MkdirTemp("", "plan-v1-")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -180,7 +183,7 @@ func checkV1Converges(t *testing.T, f V1Facts) {
 	var table strings.Builder
 	for _, m := range f.Mounts {
 		table.WriteString(system.FormatMountinfo(m) + "\n")
-		if err := os.MkdirAll(tree.Path(m.Mountpoint), 0o755); err != nil {
+		if err := hosttest.Files(t, tree).MkdirAll(m.Mountpoint, 0o755); err != nil {
 			return // a name the filesystem refuses
 		}
 	}
@@ -194,16 +197,16 @@ func checkV1Converges(t *testing.T, f V1Facts) {
 		files[mp+"/cpuset.mems"] = "0\n"
 	}
 	for p, content := range files {
-		if err := os.MkdirAll(filepath.Dir(tree.Path(p)), 0o755); err != nil {
+		if err := hosttest.Files(t, tree).MkdirAll(path.Dir(p), 0o755); err != nil {
 			return
 		}
-		if err := os.WriteFile(tree.Path(p), []byte(content), 0o644); err != nil {
+		if err := hosttest.Files(t, tree).WriteFile(p, []byte(content), 0o644); err != nil {
 			return
 		}
 	}
-	os.MkdirAll(tree.Path("/kind"), 0o755)
+	hosttest.Files(t, tree).MkdirAll("/kind", 0o755)
 	if f.MiscDir {
-		os.MkdirAll(tree.Path(miscDir), 0o755)
+		hosttest.Files(t, tree).MkdirAll(miscDir, 0o755)
 	} else if fi, err := os.Stat(tree.Path(miscDir)); err == nil && fi.IsDir() {
 		return // misc is mounted there after all
 	}
@@ -240,12 +243,4 @@ func checkV1Converges(t *testing.T, f V1Facts) {
 func readFile(tree *system.Tree, p string) string {
 	b, _ := tree.ReadFile(p, system.LimitTable)
 	return string(b)
-}
-
-// fuzzTempRoot is memory when there is some: each run makes a tree.
-func fuzzTempRoot() string {
-	if fi, err := os.Stat("/dev/shm"); err == nil && fi.IsDir() {
-		return "/dev/shm"
-	}
-	return os.TempDir()
 }

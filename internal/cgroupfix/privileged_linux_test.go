@@ -28,7 +28,7 @@ import (
 	"github.com/kind-entrypoint/entrypoint/internal/system/nstest"
 )
 
-func TestMain(m *testing.M) { nstest.Main(m) }
+func TestMain(m *testing.M) { nstest.Sandbox(m, nil) }
 
 // v1Hierarchy picks a cgroup v1 hierarchy of the mount table: cpuset when
 // mounted (its kubelet roots need cpus and mems copied), else the first.
@@ -70,6 +70,8 @@ func TestKubeletRootsOnV1Hierarchy(t *testing.T) {
 		t.Fatal("no cgroup v1 hierarchy is mounted (no fstype cgroup in /proc/thread-self/mountinfo): this test needs a cgroup v1 or hybrid host, as CI is")
 	}
 	cpuset := hasOption(h.VFSOptions, "cpuset")
+	// The sandbox made it read-only; the test's cgroup is made there.
+	nstest.Writable(t, h.Mountpoint)
 	name := fmt.Sprintf("entrypoint-test-%d", os.Getpid())
 	child := filepath.Join(h.Mountpoint, name)
 	if err := os.Mkdir(child, 0o755); err != nil {

@@ -37,11 +37,7 @@ func host(t *testing.T, name string, change func(dir string)) string {
 
 func write(t *testing.T, dir, p, content string) {
 	t.Helper()
-	p = filepath.Join(dir, p)
-	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+	if err := hosttest.WriteFiles(dir, map[string]string{p: content}); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -60,7 +56,12 @@ func editMountinfo(t *testing.T, dir string, edit func(line string) string) {
 			out = append(out, l)
 		}
 	}
-	if err := os.WriteFile(p, []byte(strings.Join(out, "\n")), 0o444); err != nil {
+	w, err := system.OpenTreeFiles(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	if err := w.WriteFile("/proc/self/mountinfo", []byte(strings.Join(out, "\n")), 0o444); err != nil {
 		t.Fatal(err)
 	}
 }

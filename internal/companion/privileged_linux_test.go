@@ -17,7 +17,7 @@ import (
 	"github.com/kind-entrypoint/entrypoint/internal/system/nstest"
 )
 
-func TestMain(m *testing.M) { nstest.Main(m) }
+func TestMain(m *testing.M) { nstest.Sandbox(m, nil) }
 
 // kernelTree reads and writes files below a directory, as a Tree does, but
 // mounts for real: the bind mounts of the hook are made by the kernel, in

@@ -203,6 +203,9 @@ func (e *positionError) Error() string {
 }
 
 func decode(b []byte) (map[string]any, error) {
+	if err := checkTableKeys(b); err != nil {
+		return nil, err
+	}
 	var doc map[string]any
 	if err := toml.Unmarshal(b, &doc); err != nil {
 		var de *toml.DecodeError

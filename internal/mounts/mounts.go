@@ -90,13 +90,20 @@ func lookBinary(sys system.System, name, searchPath string) (Binary, error) {
 		searchPath = DefaultPath
 	}
 	b := Binary{Name: name}
-	for _, dir := range strings.Split(searchPath, ":") {
+	// Each directory looked in once: a PATH of a megabyte may name one
+	// directory hundreds of thousands of times (issue 24).
+	seen := map[string]bool{}
+	for dir := range strings.SplitSeq(searchPath, ":") {
 		if !path.IsAbs(dir) {
 			// A relative PATH entry means the working directory; an
 			// entrypoint must not depend on it.
 			continue
 		}
 		p := path.Join(dir, name)
+		if seen[p] {
+			continue
+		}
+		seen[p] = true
 		fi, err := sys.Stat(p)
 		if system.NotExist(err) {
 			continue

@@ -3,7 +3,7 @@ package mounts
 import (
 	"io/fs"
 	"os"
-	"path/filepath"
+	"path"
 	"slices"
 	"strings"
 	"testing"
@@ -14,6 +14,7 @@ import (
 
 	"github.com/kind-entrypoint/entrypoint/internal/plan"
 	"github.com/kind-entrypoint/entrypoint/internal/system"
+	"github.com/kind-entrypoint/entrypoint/internal/system/hosttest"
 )
 
 func parseMounts(t *testing.T, lines ...string) []*mountinfo.Info {
@@ -216,25 +217,23 @@ func TestSysReadOnly(t *testing.T) {
 func tree(t *testing.T, files map[string]fs.FileMode, mountinfo string, extra map[string]string) *system.Tree {
 	t.Helper()
 	dir := t.TempDir()
+	tr := system.NewTree(dir)
+	w := hosttest.Files(t, tr)
 	write := func(p, content string, mode fs.FileMode) {
-		full := filepath.Join(dir, p)
-		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
+		if err := w.MkdirAll(path.Dir(path.Clean("/"+p)), 0o755); err != nil {
 			t.Fatal(err)
 		}
 		if mode.IsDir() {
-			if err := os.MkdirAll(full, mode.Perm()); err != nil {
+			if err := w.MkdirAll(p, mode.Perm()); err != nil {
 				t.Fatal(err)
 			}
 			return
-		}
-		if err := os.WriteFile(full, []byte(content), 0o644); err != nil {
-			t.Fatal(err)
 		}
 		m := mode.Perm()
 		if mode&fs.ModeSetuid != 0 {
 			m |= os.ModeSetuid
 		}
-		if err := os.Chmod(full, m); err != nil {
+		if err := w.WriteFile(p, []byte(content), m); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -245,7 +244,7 @@ func tree(t *testing.T, files map[string]fs.FileMode, mountinfo string, extra ma
 		write(p, content, 0o644)
 	}
 	write("proc/self/mountinfo", mountinfo, 0o444)
-	return system.NewTree(dir)
+	return tr
 }
 
 func TestDetect(t *testing.T) {
@@ -357,11 +356,11 @@ func TestDetectOwner(t *testing.T) {
 		t.Skip("chown to another owner needs root")
 	}
 	tr := tree(t, map[string]fs.FileMode{"usr/bin/mount": setuidRoot, "usr/bin/umount": setuidRoot}, rootLine+"\n", nil)
-	if err := os.Lchown(tr.Path("/usr/bin/mount"), 65534, 65534); err != nil {
+	if err := hosttest.Files(t, tr).Lchown("/usr/bin/mount", 65534, 65534); err != nil {
 		t.Fatal(err)
 	}
 	// chown clears the setuid bit; the image had it and the owner.
-	if err := os.Chmod(tr.Path("/usr/bin/mount"), os.ModeSetuid|0o755); err != nil {
+	if err := hosttest.Files(t, tr).Chmod("/usr/bin/mount", os.ModeSetuid|0o755); err != nil {
 		t.Fatal(err)
 	}
 	f, err := Detect(tr, "", nil)
@@ -389,7 +388,7 @@ func TestDetectErrors(t *testing.T) {
 	if _, err := Detect(tr, "", nil); err == nil || !strings.Contains(err.Error(), "/proc/self/mountinfo") {
 		t.Errorf("Detect with a garbage mountinfo: %v, want an error naming /proc/self/mountinfo", err)
 	}
-	if err := os.Remove(tr.Path("/proc/self/mountinfo")); err != nil {
+	if err := hosttest.Files(t, tr).Remove("/proc/self/mountinfo"); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := Detect(tr, "", nil); err == nil || err.Error() != "open /proc/self/mountinfo: no such file or directory" {

@@ -24,7 +24,7 @@ import (
 	"github.com/kind-entrypoint/entrypoint/internal/system/nstest"
 )
 
-func TestMain(m *testing.M) { nstest.Main(m) }
+func TestMain(m *testing.M) { nstest.Sandbox(m, nil) }
 
 // threadLinux is the real system, except that /proc/self/mountinfo is the
 // mount table of the calling thread's namespace: /proc/self names the main

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"net/netip"
-	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -211,7 +210,7 @@ func TestLegacySaveNotRunWithoutTables(t *testing.T) {
 		t.Errorf("legacy facts %q", got)
 	}
 	// No list: the save runs (ip_tables not loaded, or an older capture).
-	if err := os.Remove(tree.Path("/proc/net/ip_tables_names")); err != nil {
+	if err := hosttest.Files(t, tree).Remove("/proc/net/ip_tables_names"); err != nil {
 		t.Fatal(err)
 	}
 	if f, _ = DetectIptables(t.Context(), tree, 2*time.Second); f.Saves[0].NotRun != "" || f.Saves[0].Rules != 1 {

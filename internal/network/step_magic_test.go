@@ -16,6 +16,7 @@ import (
 	"github.com/kind-entrypoint/entrypoint/internal/logline"
 	"github.com/kind-entrypoint/entrypoint/internal/plan"
 	"github.com/kind-entrypoint/entrypoint/internal/system"
+	"github.com/kind-entrypoint/entrypoint/internal/system/hosttest"
 )
 
 // Docker 24's rules as iptables-nft-save prints them in a node, and as the
@@ -516,7 +517,7 @@ func TestCertRenewalApply(t *testing.T) {
 			APIServerCert: oldCrt,
 			APIServerKey:  oldKey,
 		})
-		if err := os.Chmod(tree.Path(APIServerKey), 0o600); err != nil {
+		if err := hosttest.Files(t, tree).Chmod(APIServerKey, 0o600); err != nil {
 			t.Fatal(err)
 		}
 		tree.Exec = func(_ context.Context, argv []string, _ []byte) ([]byte, error) {
@@ -531,10 +532,10 @@ func TestCertRenewalApply(t *testing.T) {
 			case "writes nothing":
 				return nil, nil
 			}
-			if err := os.WriteFile(tree.Path(APIServerCert), []byte("new certificate\n"), 0o644); err != nil || kubeadm != "writes" {
+			if err := hosttest.Files(t, tree).WriteFile(APIServerCert, []byte("new certificate\n"), 0o644); err != nil || kubeadm != "writes" {
 				return nil, err
 			}
-			return nil, os.WriteFile(tree.Path(APIServerKey), []byte("new key\n"), 0o600)
+			return nil, hosttest.Files(t, tree).WriteFile(APIServerKey, []byte("new key\n"), 0o600)
 		}
 		f := MagicFacts{Hostname: "n", IPv4: netip.MustParseAddr("172.18.0.4"), OldIPv4: str("172.18.0.3")}
 		var err error

@@ -109,6 +109,18 @@ func Changes(actions []Action) []Action {
 	return out
 }
 
+// CountChanges is len(Changes(actions)), without copying them: a plan of
+// a host with 150k cgroup mounts holds hundreds of thousands of actions.
+func CountChanges(actions []Action) int {
+	n := 0
+	for _, a := range actions {
+		if a.Mutates() {
+			n++
+		}
+	}
+	return n
+}
+
 // Converged reports whether actions hold no change beyond the ones made on
 // every boot by design: what planning an already-fixed host must give.
 func Converged(actions []Action) bool {

@@ -3,6 +3,7 @@ package plan
 import (
 	"io/fs"
 	"path"
+	"strings"
 	"syscall"
 
 	"github.com/kind-entrypoint/entrypoint/internal/system"
@@ -16,10 +17,16 @@ import (
 // that its apply would stop at. Directories the plan makes itself (Mkdir)
 // count as there, paths it removes as gone.
 func Preflight(sys system.System, actions []Action) error {
-	made := map[string]bool{}
+	// made holds the directories the plan makes, each with the
+	// generation it was marked in: a Mkdir marks its ancestors up to one
+	// already marked in this generation (they are marked up to "/"
+	// already), so that deep paths cost their length once, not once per
+	// level (issue 24). A Remove starts a new generation.
+	made := map[string]int{}
+	gen := 1
 	removed := map[string]bool{}
 	isDir := func(p string) (exists, dir bool) {
-		if made[p] {
+		if made[p] > 0 {
 			return true, true
 		}
 		if removed[p] {
@@ -33,7 +40,7 @@ func Preflight(sys system.System, actions []Action) error {
 	}
 	// parentOK: the nearest existing ancestor of p is a directory.
 	parentOK := func(p string) bool {
-		for d := path.Dir(p); ; d = path.Dir(d) {
+		for d := parentOf(p); ; d = parentOf(d) {
 			if exists, dir := isDir(d); exists {
 				return dir
 			}
@@ -64,7 +71,7 @@ func Preflight(sys system.System, actions []Action) error {
 			}
 			// symlink(2) replaces nothing, a link (dangling or not,
 			// which Stat does not see) included.
-			if a.Op == OpSymlink && (made[p] || !removed[p] && lexists(p)) {
+			if a.Op == OpSymlink && (made[p] > 0 || !removed[p] && lexists(p)) {
 				return fail(string(a.Op), p, syscall.EEXIST)
 			}
 		case OpMkdir:
@@ -74,13 +81,26 @@ func Preflight(sys system.System, actions []Action) error {
 			if !parentOK(p) {
 				return fail(string(a.Op), p, syscall.ENOTDIR)
 			}
-			for d := p; d != "/" && d != "."; d = path.Dir(d) {
-				made[d] = true
+			for d := p; d != "/" && d != "." && made[d] != gen; d = parentOf(d) {
+				made[d] = gen
 			}
 		case OpRemove:
 			removed[p] = true
 			delete(made, p)
+			gen++
 		}
 	}
 	return nil
+}
+
+// parentOf is path.Dir of a clean path, without cleaning it again (which
+// made walking up a deep path quadratic in its length).
+func parentOf(p string) string {
+	switch i := strings.LastIndexByte(p, '/'); {
+	case i > 0:
+		return p[:i]
+	case i == 0:
+		return "/"
+	}
+	return "."
 }

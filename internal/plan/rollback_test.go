@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -13,17 +12,18 @@ import (
 
 	"github.com/kind-entrypoint/entrypoint/internal/logline"
 	"github.com/kind-entrypoint/entrypoint/internal/system"
+	"github.com/kind-entrypoint/entrypoint/internal/system/hosttest"
 )
 
 func TestRollback(t *testing.T) {
 	newTree := func(t *testing.T, fail bool) *system.Tree {
 		tree := system.NewTree(t.TempDir())
-		os.WriteFile(tree.Path("/crt"), []byte("old"), 0o644)
+		hosttest.Files(t, tree).WriteFile("/crt", []byte("old"), 0o644)
 		tree.Exec = func(context.Context, []string, []byte) ([]byte, error) {
 			if fail {
 				return nil, errors.New("exit status 1")
 			}
-			return nil, os.WriteFile(tree.Path("/crt"), []byte("new"), 0o644)
+			return nil, hosttest.Files(t, tree).WriteFile("/crt", []byte("new"), 0o644)
 		}
 		return tree
 	}

@@ -26,7 +26,7 @@ func TestMain(m *testing.M) {
 	if mode, ok := os.LookupEnv(helperEnv); ok {
 		os.Exit(helperMain(mode))
 	}
-	nstest.Main(m)
+	nstest.Sandbox(m, nil)
 }
 
 // TestLinuxMount mounts, bind-remounts read-only and unmounts a tmpfs, and

@@ -1,7 +1,6 @@
 package system_test
 
 import (
-	"os"
 	"strings"
 	"testing"
 
@@ -111,7 +110,7 @@ func TestMountTable(t *testing.T) {
 	if err != nil || &a[0] != &b[0] {
 		t.Fatalf("unchanged table parsed again (%v)", err)
 	}
-	if err := os.WriteFile(tr.Path("/proc/self/mountinfo"), []byte("1 0 0:1 / / rw shared:1 - overlay overlay rw\n"), 0o644); err != nil {
+	if err := hosttest.Files(t, tr).WriteFile("/proc/self/mountinfo", []byte("1 0 0:1 / / rw shared:1 - overlay overlay rw\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	c, err := tbl.Read(tr)
@@ -123,7 +122,7 @@ func TestMountTable(t *testing.T) {
 	if err != nil || &d[0] == &c[0] || d[0].Optional != "shared:1" {
 		t.Fatalf("nil table: %+v, %v", d[0], err)
 	}
-	if err := os.WriteFile(tr.Path("/proc/self/mountinfo"), []byte("garbage\n"), 0o644); err != nil {
+	if err := hosttest.Files(t, tr).WriteFile("/proc/self/mountinfo", []byte("garbage\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := tbl.Read(tr); err == nil || !strings.Contains(err.Error(), "/proc/self/mountinfo") {
@@ -134,7 +133,7 @@ func TestMountTable(t *testing.T) {
 	if _, err := fixed.Read(tr); err == nil {
 		t.Fatal("garbage read without an error")
 	}
-	if err := os.WriteFile(tr.Path("/proc/self/mountinfo"), []byte("1 0 0:1 / / rw - overlay overlay rw\n"), 0o644); err != nil {
+	if err := hosttest.Files(t, tr).WriteFile("/proc/self/mountinfo", []byte("1 0 0:1 / / rw - overlay overlay rw\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	if mi, err := fixed.Read(tr); err == nil || mi != nil {

@@ -3,6 +3,7 @@ package system
 import (
 	"fmt"
 	"io/fs"
+	"strconv"
 
 	"golang.org/x/sys/unix"
 )
@@ -48,21 +49,63 @@ func (e *NotRegularError) Error() string {
 	return fmt.Sprintf("%s: not a regular file (%s)", e.Path, e.Type)
 }
 
-// openFlags open a file to read: O_NONBLOCK so that opening a named pipe
-// returns at once (its type is then refused), O_NOCTTY so that a terminal
-// never becomes ours.
+// openFlags open a file to read, once it is known to be a regular file:
+// O_NONBLOCK so that a named pipe swapped in meanwhile returns at once
+// (its type is then refused), O_NOCTTY so that a terminal never becomes
+// ours.
 const openFlags = unix.O_RDONLY | unix.O_CLOEXEC | unix.O_NONBLOCK | unix.O_NOCTTY
 
 // readFile reads the regular file name, at most limit bytes. Errors are
 // *fs.PathError values ("open", "read") with the errno, a
 // *NotRegularError or a *TooLargeError.
 func readFile(name string, limit int) ([]byte, error) {
-	fd, err := openRetry(func() (int, error) { return unix.Open(name, openFlags, 0) })
+	fd, err := openRegular(name, func(flags int) (int, error) {
+		return openRetry(func() (int, error) { return unix.Open(name, flags, 0) })
+	}, 0)
 	if err != nil {
-		return nil, &fs.PathError{Op: "open", Path: name, Err: err}
+		return nil, err
 	}
 	defer unix.Close(fd)
 	return readFD(fd, name, limit, nil)
+}
+
+// openRegular opens a file to read only once it is known to be a regular
+// file: open (a lookup that opens with the flags it is given) first with
+// O_PATH, which reaches no driver and no FIFO, then fstat, then the open
+// to read, of the very inode checked: through /proc/self/fd, or where
+// there is no /proc by a second lookup that must find the same inode.
+// nofollow is 0 or O_NOFOLLOW (then a symlink is refused as not regular).
+func openRegular(name string, open func(flags int) (int, error), nofollow int) (int, error) {
+	pfd, err := open(unix.O_PATH | unix.O_CLOEXEC | nofollow)
+	if err != nil {
+		return -1, &fs.PathError{Op: "open", Path: name, Err: err}
+	}
+	defer unix.Close(pfd)
+	var st unix.Stat_t
+	if err := unix.Fstat(pfd, &st); err != nil {
+		return -1, &fs.PathError{Op: "stat", Path: name, Err: err}
+	}
+	if st.Mode&unix.S_IFMT != unix.S_IFREG {
+		return -1, &NotRegularError{Path: name, Type: fileType(st.Mode)}
+	}
+	var buf [32]byte
+	proc := strconv.AppendInt(append(buf[:0], "/proc/self/fd/"...), int64(pfd), 10)
+	fd, err := openRetry(func() (int, error) { return unix.Open(string(proc), openFlags, 0) })
+	if err == unix.ENOENT {
+		// No /proc: look the name up again; it must be the same file.
+		fd, err = open(openFlags | nofollow)
+		if err == nil {
+			var again unix.Stat_t
+			if err := unix.Fstat(fd, &again); err != nil || again.Dev != st.Dev || again.Ino != st.Ino {
+				unix.Close(fd)
+				return -1, &fs.PathError{Op: "open", Path: name, Err: unix.EAGAIN}
+			}
+		}
+	}
+	if err != nil {
+		return -1, &fs.PathError{Op: "open", Path: name, Err: err}
+	}
+	return fd, nil
 }
 
 func openRetry(open func() (int, error)) (int, error) {

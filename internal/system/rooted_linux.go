@@ -75,7 +75,18 @@ func (t *Tree) openIn(op, p string, flags int) (int, error) {
 // readIn reads node path p, a regular file of at most limit bytes, into
 // buf when it has room.
 func (t *Tree) readIn(p string, limit int, buf []byte) ([]byte, error) {
-	fd, err := t.openIn("open", p, openFlags)
+	return t.readInFlags(p, limit, buf, 0)
+}
+
+// readInFlags is readIn; nofollow O_NOFOLLOW refuses a symlink at p.
+func (t *Tree) readInFlags(p string, limit int, buf []byte, nofollow int) ([]byte, error) {
+	fd, err := openRegular(p, func(flags int) (int, error) {
+		fd, err := t.openIn("open", p, flags)
+		if pe, ok := err.(*fs.PathError); ok {
+			return -1, pe.Err
+		}
+		return fd, err
+	}, nofollow)
 	if err != nil {
 		return nil, err
 	}

@@ -62,6 +62,11 @@ type Tree struct {
 		file *os.File
 		path string
 	}
+	// files is Root, open to write (tree_write.go).
+	files struct {
+		w    *TreeFiles
+		path string
+	}
 	changes []string
 	ran     [][]string
 	binds   map[string]string // file bind mounts: target -> source
@@ -157,44 +162,20 @@ func (t *Tree) ReadDir(p string) ([]fs.DirEntry, error) { return t.readDirIn(p) 
 
 func (t *Tree) Readlink(p string) (string, error) { return t.readlinkIn(p) }
 
-// nodeErr names the node path rather than the tree path in errors, so that
-// messages read the same as on a real host.
-func (t *Tree) nodeErr(err error) error {
-	if err == nil {
-		return nil
+// Probe reads the probe file .host/NAME (at most limit bytes); ok is
+// false when there is none. One that exists but cannot be read (a named
+// pipe, a directory, a device, a symlink, one over limit) is an error
+// naming it: a replay never takes it as absent, which would answer from
+// the replaying machine or as if the node had said nothing.
+func (t *Tree) Probe(name string, limit int) (b []byte, ok bool, err error) {
+	b, err = t.readInFlags("/"+ProbeDir+"/"+name, limit, nil, unix.O_NOFOLLOW)
+	switch {
+	case err == nil:
+		return b, true, nil
+	case errors.Is(err, fs.ErrNotExist):
+		return nil, false, nil
 	}
-	// Errors of the os functions are a *fs.PathError itself: asserting
-	// that first spares errors.As its allocation (its target escapes) on
-	// every missing file a step looks for.
-	pe, ok := err.(*fs.PathError)
-	if !ok {
-		var wrapped *fs.PathError
-		if !errors.As(err, &wrapped) {
-			return err
-		}
-		pe = wrapped
-	}
-	// What Path made by concatenation: cut the root off again, without
-	// filepath.Rel's allocations.
-	if rest, ok := strings.CutPrefix(pe.Path, t.Root); ok && plainRoot(t.Root) &&
-		len(rest) > 1 && rest[0] == '/' && !strings.HasPrefix(rest, "/..") && path.Clean(rest) == rest {
-		pe.Path = rest
-		return err
-	}
-	if rel, rerr := filepath.Rel(t.Root, pe.Path); rerr == nil && !strings.HasPrefix(rel, "..") {
-		pe.Path = "/" + filepath.ToSlash(rel)
-		if pe.Path == "/." {
-			pe.Path = "/"
-		}
-	}
-	return err
-}
-
-// probe reads the probe file .host/NAME (at most limit bytes); ok is
-// false when it cannot be read.
-func (t *Tree) probe(name string, limit int) ([]byte, bool) {
-	b, err := t.readIn("/"+ProbeDir+"/"+name, limit, nil)
-	return b, err == nil
+	return nil, false, err
 }
 
 func (t *Tree) FSType(p string) (string, error) {
@@ -205,7 +186,11 @@ func (t *Tree) FSType(p string) (string, error) {
 	if _, err := t.Stat(p); err != nil {
 		return "", &fs.PathError{Op: "statfs", Path: p, Err: fs.ErrNotExist}
 	}
-	if b, ok := t.probe("statfs", LimitConfig); ok {
+	b, ok, err := t.Probe("statfs", LimitConfig)
+	if err != nil {
+		return "", fmt.Errorf("statfs %s: %w", p, err)
+	}
+	if ok {
 		best, bestType := "", ""
 		for line := range strings.Lines(string(b)) {
 			f, ok := twoFields(line)
@@ -228,7 +213,10 @@ func (t *Tree) FSType(p string) (string, error) {
 }
 
 func (t *Tree) NofileHard() (uint64, error) {
-	b, ok := t.probe("nofile", LimitValue)
+	b, ok, err := t.Probe("nofile", LimitValue)
+	if err != nil {
+		return 0, err
+	}
 	if !ok {
 		return 1 << 20, nil
 	}
@@ -244,7 +232,10 @@ func (t *Tree) NofileHard() (uint64, error) {
 }
 
 func (t *Tree) OverlayTrial() error {
-	b, ok := t.probe("overlay", LimitValue)
+	b, ok, err := t.Probe("overlay", LimitValue)
+	if err != nil {
+		return err
+	}
 	if !ok {
 		return nil
 	}
@@ -255,7 +246,10 @@ func (t *Tree) OverlayTrial() error {
 }
 
 func (t *Tree) LookupIP(ctx context.Context, network, host string) ([]netip.Addr, error) {
-	b, _ := t.probe("hosts", LimitConfig)
+	b, _, err := t.Probe("hosts", LimitConfig)
+	if err != nil {
+		return nil, err
+	}
 	var out []netip.Addr
 	for line := range strings.Lines(string(b)) {
 		// "NAME ADDR...", or "NAME hang".
@@ -321,19 +315,23 @@ func (t *Tree) run(ctx context.Context, argv []string, stdin []byte, timeout tim
 		return out, err
 	}
 	name := "run/" + path.Base(argv[0])
-	if _, ok := t.probe(name+".hang", LimitValue); ok {
+	if _, ok, err := t.Probe(name+".hang", LimitValue); err != nil {
+		return nil, fmt.Errorf("%s: %w", argv[0], err)
+	} else if ok {
 		<-ctx.Done()
 		return nil, &TimeoutError{What: argv[0], After: timeout}
 	}
-	if b, ok := t.probe(name+".fail", LimitConfig); ok {
+	if b, ok, err := t.Probe(name+".fail", LimitConfig); err != nil {
+		return nil, fmt.Errorf("%s: %w", argv[0], err)
+	} else if ok {
 		return nil, fmt.Errorf("%s: %s", argv[0], strings.TrimSpace(string(b)))
 	}
-	b, err := t.readIn("/"+ProbeDir+"/"+name, LimitOutput, nil)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, &NotInstalledError{Name: argv[0]}
-	}
+	b, ok, err := t.Probe(name, LimitOutput)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", argv[0], err)
+	}
+	if !ok {
+		return nil, &NotInstalledError{Name: argv[0]}
 	}
 	return b, nil
 }
@@ -346,21 +344,12 @@ func (t *Tree) WriteFile(p string, data []byte, perm fs.FileMode) error {
 		// rename(2) over a mount point fails; the kernel says EBUSY.
 		return &fs.PathError{Op: "rename", Path: p, Err: unix.EBUSY}
 	}
-	real := t.Path(p)
-	f, err := os.CreateTemp(filepath.Dir(real), "."+filepath.Base(real)+".tmp-")
+	w, err := t.Files()
 	if err != nil {
-		return t.nodeErr(err)
+		return err
 	}
-	tmp := f.Name()
-	_, werr := f.Write(data)
-	cerr := f.Close()
-	if err := errors.Join(werr, cerr, os.Chmod(tmp, perm), t.fail("rename", p)); err != nil {
-		os.Remove(tmp)
-		return t.nodeErr(err)
-	}
-	if err := os.Rename(tmp, real); err != nil {
-		os.Remove(tmp)
-		return t.nodeErr(err)
+	if err := w.writeFile(p, data, perm, func() error { return t.fail("rename", p) }); err != nil {
+		return err
 	}
 	t.record("write %s %#o %s", p, perm.Perm(), describe(data))
 	return nil
@@ -370,8 +359,12 @@ func (t *Tree) WriteFileInPlace(p string, data []byte) error {
 	if err := t.fail("write-in-place", p); err != nil {
 		return err
 	}
-	if err := writeInPlace(t.Path(t.resolve(p)), data); err != nil {
-		return t.nodeErr(err)
+	w, err := t.Files()
+	if err != nil {
+		return err
+	}
+	if err := w.WriteInPlace(t.resolve(p), data); err != nil {
+		return err
 	}
 	t.record("write-in-place %s %s", p, describe(data))
 	return nil
@@ -392,8 +385,12 @@ func (t *Tree) MkdirAll(p string, perm fs.FileMode) error {
 	if fi, err := t.Stat(p); err == nil && fi.IsDir() {
 		return nil
 	}
-	if err := os.MkdirAll(t.Path(p), perm); err != nil {
-		return t.nodeErr(err)
+	w, err := t.Files()
+	if err != nil {
+		return err
+	}
+	if err := w.MkdirAll(p, perm); err != nil {
+		return err
 	}
 	t.record("mkdir %s", p)
 	return nil
@@ -406,31 +403,22 @@ func (t *Tree) Remove(p string) error {
 	if t.isMountpoint(p) {
 		return &fs.PathError{Op: "remove", Path: p, Err: unix.EBUSY}
 	}
+	w, err := t.Files()
+	if err != nil {
+		return err
+	}
 	t.mu.Lock()
 	wasMount := t.unmounted[path.Clean(p)]
 	t.mu.Unlock()
 	if wasMount {
-		if err := removeContents(t.Path(p)); err != nil {
-			return t.nodeErr(err)
-		}
-	}
-	if err := os.Remove(t.Path(p)); err != nil {
-		return t.nodeErr(err)
-	}
-	t.record("remove %s", p)
-	return nil
-}
-
-func removeContents(dir string) error {
-	entries, err := os.ReadDir(dir)
-	if err != nil {
-		return err
-	}
-	for _, e := range entries {
-		if err := os.RemoveAll(filepath.Join(dir, e.Name())); err != nil {
+		if err := w.removeContents(p); err != nil {
 			return err
 		}
 	}
+	if err := w.Remove(p); err != nil {
+		return err
+	}
+	t.record("remove %s", p)
 	return nil
 }
 
@@ -438,8 +426,12 @@ func (t *Tree) Symlink(target, p string) error {
 	if err := t.fail("symlink", p); err != nil {
 		return err
 	}
-	if err := os.Symlink(target, t.Path(p)); err != nil {
-		return t.nodeErr(err)
+	w, err := t.Files()
+	if err != nil {
+		return err
+	}
+	if err := w.Symlink(target, p); err != nil {
+		return err
 	}
 	t.record("symlink %s -> %s", p, target)
 	return nil
@@ -451,12 +443,16 @@ func (t *Tree) Chown(p string, uid, gid int) error {
 	if err := t.fail("chown", p); err != nil {
 		return err
 	}
-	if _, err := os.Stat(t.Path(p)); err != nil {
-		return t.nodeErr(err)
+	w, err := t.Files()
+	if err != nil {
+		return err
+	}
+	if _, err := w.Stat(p); err != nil {
+		return err
 	}
 	if os.Geteuid() == 0 {
-		if err := os.Chown(t.Path(p), uid, gid); err != nil {
-			return t.nodeErr(err)
+		if err := w.Chown(p, uid, gid); err != nil {
+			return err
 		}
 	}
 	t.record("chown %s %d:%d", p, uid, gid)
@@ -467,8 +463,12 @@ func (t *Tree) Chmod(p string, mode fs.FileMode) error {
 	if err := t.fail("chmod", p); err != nil {
 		return err
 	}
-	if err := os.Chmod(t.Path(p), mode); err != nil {
-		return t.nodeErr(err)
+	w, err := t.Files()
+	if err != nil {
+		return err
+	}
+	if err := w.Chmod(p, mode); err != nil {
+		return err
 	}
 	t.record("chmod %s %s", p, mode)
 	return nil
@@ -477,15 +477,16 @@ func (t *Tree) Chmod(p string, mode fs.FileMode) error {
 func (t *Tree) Sync() { t.record("sync") }
 
 // Environ returns the environment recorded in Root/.host/environ (one
-// KEY=VALUE a line, or NUL-separated as in /proc/PID/environ), and whether
-// that file exists.
-func (t *Tree) Environ() (lookup func(string) (string, bool), ok bool) {
-	b, ok := t.probe("environ", LimitConfig)
-	if !ok {
-		return func(string) (string, bool) { return "", false }, false
+// KEY=VALUE a line, or NUL-separated as in /proc/PID/environ): without
+// that file, an empty one, never the replaying machine's. A file there
+// that cannot be read is an error naming it.
+func (t *Tree) Environ() (lookup func(string) (string, bool), err error) {
+	b, _, err := t.Probe("environ", LimitConfig)
+	if err != nil {
+		return nil, err
 	}
 	env := ParseEnviron(b)
-	return func(k string) (string, bool) { v, ok := env[k]; return v, ok }, true
+	return func(k string) (string, bool) { v, ok := env[k]; return v, ok }, nil
 }
 
 // ParseEnviron parses KEY=VALUE entries separated by NUL bytes, or by
@@ -511,14 +512,14 @@ func ParseEnviron(b []byte) map[string]string {
 
 // Rand returns the randomness recorded for this tree: a deterministic
 // stream seeded from Root/.host/random, so that a replayed plan (new
-// machine-id, product_uuid) is the same every time; ok is false without
-// that file.
-func (t *Tree) Rand() (r io.Reader, ok bool) {
-	b, ok := t.probe("random", LimitValue)
-	if !ok {
-		return nil, false
+// machine-id, product_uuid) is the same every time; nil without that
+// file. A file there that cannot be read is an error naming it.
+func (t *Tree) Rand() (io.Reader, error) {
+	b, ok, err := t.Probe("random", LimitValue)
+	if !ok || err != nil {
+		return nil, err
 	}
-	return SeededRand(strings.TrimSpace(string(b))), true
+	return SeededRand(strings.TrimSpace(string(b))), nil
 }
 
 // SeededRand is a deterministic random stream: ChaCha8 keyed with the first

@@ -9,7 +9,6 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"os"
 	"path"
 	"slices"
 	"strconv"
@@ -187,7 +186,11 @@ func (t *Tree) writeMounts(mounts []*mountinfo.Info) error {
 		b.WriteString(FormatMountinfo(m))
 		b.WriteByte('\n')
 	}
-	return os.WriteFile(t.Path(MountinfoPath), []byte(b.String()), 0o444)
+	w, err := t.Files()
+	if err != nil {
+		return err
+	}
+	return w.WriteFile(MountinfoPath, []byte(b.String()), 0o444)
 }
 
 // FormatMountinfo renders one mountinfo line, escaping as the kernel does.

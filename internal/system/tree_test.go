@@ -258,9 +258,9 @@ func TestTreeProbes(t *testing.T) {
 	if _, _, err := tree.Run(ctx, []string{"sh"}, nil, time.Second); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("missing command = %v", err)
 	}
-	env, ok := tree.Environ()
-	if !ok {
-		t.Fatal("environ not found")
+	env, err := tree.Environ()
+	if err != nil {
+		t.Fatal(err)
 	}
 	for k, want := range map[string]string{"A": "1", "B": "", "C": "x=y"} {
 		if v, ok := env(k); !ok || v != want {

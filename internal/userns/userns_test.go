@@ -1,8 +1,6 @@
 package userns
 
 import (
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -11,6 +9,7 @@ import (
 
 	"github.com/kind-entrypoint/entrypoint/internal/plan"
 	"github.com/kind-entrypoint/entrypoint/internal/system"
+	"github.com/kind-entrypoint/entrypoint/internal/system/hosttest"
 )
 
 var uidMapTests = []struct {
@@ -174,14 +173,8 @@ func TestPlan(t *testing.T) {
 func tree(t *testing.T, files map[string]string) *system.Tree {
 	t.Helper()
 	dir := t.TempDir()
-	for p, content := range files {
-		full := filepath.Join(dir, p)
-		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(full, []byte(content), 0o644); err != nil {
-			t.Fatal(err)
-		}
+	if err := hosttest.WriteFiles(dir, files); err != nil {
+		t.Fatal(err)
 	}
 	return system.NewTree(dir)
 }

@@ -39,8 +39,17 @@ func Golden(t testing.TB, path string, got []byte) {
 }
 
 // CopyDir copies the tree at src to dst (which may exist): directories,
-// regular files with their mode bits, and symlinks as links.
+// regular files with their mode bits, and symlinks as links. Every write
+// goes through dst's root (system.TreeFiles).
 func CopyDir(src, dst string) error {
+	if err := os.MkdirAll(dst, 0o755); err != nil {
+		return err
+	}
+	w, err := system.OpenTreeFiles(dst)
+	if err != nil {
+		return err
+	}
+	defer w.Close()
 	return filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
@@ -49,29 +58,26 @@ func CopyDir(src, dst string) error {
 		if err != nil {
 			return err
 		}
-		target := filepath.Join(dst, rel)
+		target := filepath.ToSlash(rel)
 		info, err := d.Info()
 		if err != nil {
 			return err
 		}
 		switch {
 		case d.IsDir():
-			return os.MkdirAll(target, info.Mode().Perm()|0o700)
+			return w.MkdirAll(target, info.Mode().Perm()|0o700)
 		case info.Mode()&fs.ModeSymlink != 0:
 			link, err := os.Readlink(p)
 			if err != nil {
 				return err
 			}
-			return os.Symlink(link, target)
+			return w.Symlink(link, target)
 		case info.Mode().IsRegular():
 			b, err := os.ReadFile(p)
 			if err != nil {
 				return err
 			}
-			if err := os.WriteFile(target, b, info.Mode().Perm()); err != nil {
-				return err
-			}
-			return os.Chmod(target, info.Mode()&(fs.ModePerm|fs.ModeSetuid|fs.ModeSetgid|fs.ModeSticky))
+			return w.WriteFile(target, b, info.Mode()&(fs.ModePerm|fs.ModeSetuid|fs.ModeSetgid|fs.ModeSticky))
 		}
 		return fmt.Errorf("%s: cannot copy %s", p, info.Mode().Type())
 	})
@@ -110,6 +116,11 @@ func CopyScenario(src, dst string) error {
 	if err != nil {
 		return err
 	}
+	w, err := system.OpenTreeFiles(dst)
+	if err != nil {
+		return err
+	}
+	defer w.Close()
 	for i, line := range strings.Split(string(b), "\n") {
 		f := strings.Fields(line)
 		if len(f) == 0 {
@@ -123,7 +134,7 @@ func CopyScenario(src, dst string) error {
 		if err != nil || mode > 0o7777 {
 			return bad(errors.New("bad mode"))
 		}
-		p := filepath.Join(dst, filepath.FromSlash(path.Clean("/"+f[0])))
+		p := path.Clean("/" + f[0])
 		if len(f) == 3 {
 			u, g, _ := strings.Cut(f[2], ":")
 			uid, err1 := strconv.Atoi(u)
@@ -131,7 +142,7 @@ func CopyScenario(src, dst string) error {
 			if err := errors.Join(err1, err2); err != nil {
 				return bad(err)
 			}
-			if err := os.Lchown(p, uid, gid); err != nil {
+			if err := w.Lchown(p, uid, gid); err != nil {
 				return bad(err)
 			}
 		}
@@ -145,7 +156,7 @@ func CopyScenario(src, dst string) error {
 		if mode&0o1000 != 0 {
 			m |= fs.ModeSticky
 		}
-		if err := os.Chmod(p, m); err != nil {
+		if err := w.Chmod(p, m); err != nil {
 			return bad(err)
 		}
 	}
@@ -154,28 +165,45 @@ func CopyScenario(src, dst string) error {
 
 // WriteFiles lays out a small host below dir, for tests: each entry is a
 // file with that content, a directory when its path ends in "/", or a
-// symlink when its content is "->TARGET".
+// symlink when its content is "->TARGET". Every file is written through
+// the root (system.TreeFiles): a symlink laid out earlier never leads a
+// write out of dir.
 func WriteFiles(dir string, files map[string]string) error {
+	w, err := system.OpenTreeFiles(dir)
+	if err != nil {
+		return err
+	}
+	defer w.Close()
 	for p, content := range files {
-		full := filepath.Join(dir, p)
 		if strings.HasSuffix(p, "/") {
-			if err := os.MkdirAll(full, 0o755); err != nil {
+			if err := w.MkdirAll(p, 0o755); err != nil {
 				return err
 			}
 			continue
 		}
-		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
+		if err := w.MkdirAll(path.Dir(path.Clean("/"+p)), 0o755); err != nil {
 			return err
 		}
 		if target, ok := strings.CutPrefix(content, "->"); ok {
-			if err := os.Symlink(target, full); err != nil {
+			if err := w.Symlink(target, p); err != nil {
 				return err
 			}
 			continue
 		}
-		if err := os.WriteFile(full, []byte(content), 0o644); err != nil {
+		if err := w.WriteFile(p, []byte(content), 0o644); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// Files is tree.Files for a test: the writer every change a test makes to
+// a tree goes through, so that a symlink in the tree never leads it out.
+func Files(t testing.TB, tree *system.Tree) *system.TreeFiles {
+	t.Helper()
+	w, err := tree.Files()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return w
 }

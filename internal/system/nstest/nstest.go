@@ -44,7 +44,9 @@ var mountTables = []string{"/proc/self/mountinfo", "/proc/1/mountinfo"}
 
 // othersMounts are where container engines mount and unmount on their own
 // (a container of the e2e tier starting or stopping meanwhile); the tests
-// here never mount there, so those lines are left out of the comparison.
+// here never mount there, so those lines are left out of the comparison,
+// as are those below any directory named containerd (a containerd of its
+// own state directory, as a nerdctl run starts).
 var othersMounts = []string{"/var/lib/docker/", "/run/docker/", "/var/lib/containerd/", "/run/containerd/", "/run/netns/"}
 
 func snapshot() map[string]string {
@@ -59,9 +61,9 @@ func snapshot() map[string]string {
 		}
 		var keep []string
 		for _, line := range strings.Split(string(b), "\n") {
-			if f := strings.Fields(line); len(f) > 4 && slices.ContainsFunc(othersMounts, func(dir string) bool {
+			if f := strings.Fields(line); len(f) > 4 && (slices.ContainsFunc(othersMounts, func(dir string) bool {
 				return strings.HasPrefix(f[4], dir)
-			}) {
+			}) || strings.Contains(f[4], "/containerd/")) {
 				continue
 			}
 			keep = append(keep, line)

@@ -1,0 +1,11 @@
+package capture
+
+import (
+	"testing"
+
+	"github.com/kind-entrypoint/entrypoint/internal/system/nstest"
+)
+
+// TestMain runs these tests, which apply plans to fake trees, where they
+// cannot change the machine: see nstest.Sandbox.
+func TestMain(m *testing.M) { nstest.Sandbox(m, nil) }
