@@ -5,9 +5,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"path"
 	"strings"
-	"syscall"
 
 	"github.com/moby/sys/mountinfo"
 
@@ -188,7 +186,7 @@ func DetectProductName(sys system.System, tbl *system.MountTable) (ProductNameFa
 	if err != nil {
 		return f, err
 	}
-	if f.DMI, err = detectDMI(newResolver(sys), mi, DMIProductName); err != nil {
+	if f.DMI, err = detectDMI(sys, system.NewResolver(sys), mi, DMIProductName); err != nil {
 		return f, err
 	}
 	if !f.DMI.Exists {
@@ -252,9 +250,9 @@ func DetectProductUUID(sys system.System, rand io.Reader, tbl *system.MountTable
 		return f, err
 	}
 	// One resolver for both: on a real sysfs they are one file.
-	r := newResolver(sys)
+	r := system.NewResolver(sys)
 	for _, p := range []string{DMIProductUUID, DMIVirtualProductUUID} {
-		d, err := detectDMI(r, mi, p)
+		d, err := detectDMI(sys, r, mi, p)
 		if err != nil {
 			return f, err
 		}
@@ -309,9 +307,9 @@ func BindReadOnly(source, target string, inherit system.MountFlags) []plan.Actio
 }
 
 // detectDMI looks at one DMI attribute.
-func detectDMI(r *resolver, mi []*mountinfo.Info, p string) (DMIFile, error) {
+func detectDMI(sys system.System, r *system.Resolver, mi []*mountinfo.Info, p string) (DMIFile, error) {
 	d := DMIFile{Path: p, Target: p}
-	fi, err := r.sys.Stat(p)
+	fi, err := sys.Stat(p)
 	switch {
 	case system.NotExist(err):
 		return d, nil
@@ -322,7 +320,7 @@ func detectDMI(r *resolver, mi []*mountinfo.Info, p string) (DMIFile, error) {
 	if !d.Exists {
 		return d, nil
 	}
-	if d.Target, err = r.resolve(p); err != nil {
+	if d.Target, err = r.Resolve(p); err != nil {
 		return d, err
 	}
 	for _, m := range mi {
@@ -333,124 +331,13 @@ func detectDMI(r *resolver, mi []*mountinfo.Info, p string) (DMIFile, error) {
 	return d, nil
 }
 
-// Resolve resolves every symlink in the absolute path p, as the kernel does
-// for a mount target, through sys (so that a fake tree's links stay inside
-// it).
-func Resolve(sys system.System, p string) (string, error) {
-	return newResolver(sys).resolve(p)
-}
-
-// resolver resolves symlinks through a System and remembers what it has
-// looked at: the DMI attributes of one step share their directories
-// (/sys/class/dmi/id is a link into /sys/devices/virtual/dmi/id), and
-// resolving each on its own looked at the same directories again. A
-// resolver is for one detection, during which nothing changes the links.
-type resolver struct {
-	sys  system.System
-	seen []seenPath
-}
-
-// newResolver returns a resolver with room for the paths of a few DMI
-// attributes (/sys/class/dmi/id/... and /sys/devices/virtual/dmi/id/...).
-func newResolver(sys system.System) *resolver {
-	return &resolver{sys: sys, seen: make([]seenPath, 0, 16)}
-}
-
-// seenPath is a path the resolver has looked at, and the target of the
-// symlink there ("" when it is not one).
-type seenPath struct {
-	path, link string
-	isLink     bool
-}
-
-// lookup says whether p is a symlink, and to what, asking sys once per path.
-func (r *resolver) lookup(p string) (link string, isLink bool, err error) {
-	for _, s := range r.seen {
-		if s.path == p {
-			return s.link, s.isLink, nil
-		}
-	}
-	fi, err := r.sys.Lstat(p)
-	if err != nil {
-		return "", false, err
-	}
-	if isLink = fi.Mode()&fs.ModeSymlink != 0; isLink {
-		if link, err = r.sys.Readlink(p); err != nil {
-			return "", false, err
-		}
-	}
-	r.seen = append(r.seen, seenPath{p, link, isLink})
-	return link, isLink, nil
-}
-
-// resolve is Resolve. It walks s, the path still to resolve, keeping in
-// s[:n] the part resolved so far ("/" when n is 0), so that each prefix it
-// looks up is a slice of s rather than a new string; s is rebuilt only
-// where a symlink (or a "." or ".." in a link's text) breaks that.
-func (r *resolver) resolve(p string) (string, error) {
-	s := p
-	if !path.IsAbs(s) || path.Clean(s) != s {
-		s = path.Clean("/" + s)
-	}
-	n := 0
-	for hops := 0; n+1 < len(s); {
-		// s[n] is a slash; the next name runs to the next one.
-		name, _, _ := strings.Cut(s[n+1:], "/")
-		end := n + 1 + len(name)
-		switch name {
-		case "", ".":
-			s = s[:n] + s[end:]
-			continue
-		case "..":
-			// s[:n] has no symlink in it: its parent is lexical.
-			d := parentLen(s, n)
-			s, n = s[:d]+s[end:], d
-			continue
-		}
-		link, isLink, err := r.lookup(s[:end])
-		if err != nil {
-			return "", err
-		}
-		if !isLink {
-			n = end
-			continue
-		}
-		if hops++; hops > 40 {
-			return "", &fs.PathError{Op: "resolve", Path: p, Err: syscall.ELOOP}
-		}
-		// The link replaces its own name; it is relative to s[:n], or to
-		// "/" when absolute. Leading ".." go up from there lexically, as
-		// above, so that only one new string is made.
-		if path.IsAbs(link) {
-			n, link = 0, link[1:]
-		}
-		for link == ".." || strings.HasPrefix(link, "../") {
-			n, link = parentLen(s, n), strings.TrimPrefix(link[2:], "/")
-		}
-		if link == "" {
-			s = s[:n] + s[end:]
-		} else {
-			s = s[:n] + "/" + link + s[end:]
-		}
-	}
-	if n == 0 {
-		return "/", nil
-	}
-	return s[:n], nil
-}
-
-// parentLen is the length of the parent of s[:n] in s (0 for "/").
-func parentLen(s string, n int) int {
-	return max(strings.LastIndexByte(s[:n], '/'), 0)
-}
-
 // InheritedFlags returns the per-mount flags (read-only aside) of the mount
 // holding p: what a bind of p starts with, and what a read-only remount of
 // that bind must repeat.
 func InheritedFlags(mi []*mountinfo.Info, p string) system.MountFlags {
 	var best *mountinfo.Info
 	for _, m := range mi {
-		if under(p, m.Mountpoint) && (best == nil || len(m.Mountpoint) >= len(best.Mountpoint)) {
+		if system.Under(p, m.Mountpoint) && (best == nil || len(m.Mountpoint) >= len(best.Mountpoint)) {
 			best = m
 		}
 	}
@@ -458,10 +345,6 @@ func InheritedFlags(mi []*mountinfo.Info, p string) system.MountFlags {
 		return 0
 	}
 	return system.FlagsFromOptions(best.Options) &^ system.ReadOnly
-}
-
-func under(p, dir string) bool {
-	return p == dir || dir == "/" || strings.HasPrefix(p, dir+"/")
 }
 
 // readOptional reads a file that may not exist (nil, nil).

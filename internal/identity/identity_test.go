@@ -2,10 +2,8 @@ package identity
 
 import (
 	"bytes"
-	"errors"
 	"regexp"
 	"strings"
-	"syscall"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -191,30 +189,6 @@ func tree(t *testing.T, files map[string]string) *system.Tree {
 
 const mountinfoText = "1 0 0:1 / / rw,relatime shared:1 - overlay overlay rw\n" +
 	"2 1 0:2 / /sys ro,nosuid,nodev,noexec,relatime - sysfs sysfs rw\n"
-
-func TestResolve(t *testing.T) {
-	tr := tree(t, map[string]string{
-		"sys/devices/virtual/dmi/id/product_uuid": "x",
-		"sys/class/dmi/id":                        "->../../devices/virtual/dmi/id",
-		"abs/id":                                  "->/sys/devices/virtual/dmi/id",
-		"loop/a":                                  "->b",
-		"loop/b":                                  "->a",
-	})
-	for in, want := range map[string]string{
-		"/sys/class/dmi/id/product_uuid":           "/sys/devices/virtual/dmi/id/product_uuid",
-		"/abs/id/product_uuid":                     "/sys/devices/virtual/dmi/id/product_uuid",
-		"/sys/devices/virtual/dmi/id/product_uuid": "/sys/devices/virtual/dmi/id/product_uuid",
-		"/sys/class/../class/dmi/id/product_uuid":  "/sys/devices/virtual/dmi/id/product_uuid",
-	} {
-		got, err := Resolve(tr, in)
-		if err != nil || got != want {
-			t.Errorf("Resolve(%s) = %q, %v; want %q", in, got, err, want)
-		}
-	}
-	if _, err := Resolve(tr, "/loop/a"); !errors.Is(err, syscall.ELOOP) {
-		t.Errorf("Resolve of a link loop: %v, want ELOOP", err)
-	}
-}
 
 func TestDetect(t *testing.T) {
 	tr := tree(t, map[string]string{

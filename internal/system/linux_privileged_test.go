@@ -4,7 +4,7 @@ package system_test
 // in-place writes and the overlay trial with the real kernel, each in a
 // mount namespace of the test's own. TestMain checks afterwards that the
 // machine's mount table is unchanged; it also serves the helper processes
-// of exec_linux_test.go.
+// of exec_test.go.
 
 import (
 	"bytes"

@@ -88,7 +88,7 @@ func (t *Tree) Mount(source, target, fstype string, flags MountFlags, data strin
 			return mErr(unix.EINVAL)
 		}
 		for _, m := range mounts {
-			if m.Mountpoint == target || (flags&Rec != 0 && isUnder(m.Mountpoint, target)) {
+			if m.Mountpoint == target || (flags&Rec != 0 && Under(m.Mountpoint, target)) {
 				m.Optional = propagate(m.Optional, flags, mounts)
 			}
 		}
@@ -220,16 +220,12 @@ func escapeMountinfo(s string) string {
 	return b.String()
 }
 
-func isUnder(p, dir string) bool {
-	return p == dir || dir == "/" || strings.HasPrefix(p, dir+"/")
-}
-
 // containing is the mount that holds path p: the deepest mount point above
 // it, the latest one where several stack.
 func containing(mounts []*mountinfo.Info, p string) *mountinfo.Info {
 	var best *mountinfo.Info
 	for _, m := range mounts {
-		if isUnder(p, m.Mountpoint) && (best == nil || len(m.Mountpoint) >= len(best.Mountpoint)) {
+		if Under(p, m.Mountpoint) && (best == nil || len(m.Mountpoint) >= len(best.Mountpoint)) {
 			best = m
 		}
 	}

@@ -4,7 +4,7 @@ package system
 // makes to one, goes through an os.Root opened on the tree's directory: a
 // symlink met on the way, absolute or climbing out with "..", is an error,
 // never a change on the machine that runs the tree. (Reads resolve such a
-// link inside the root, as the node would; rooted_linux.go. A write
+// link inside the root, as the node would; rooted.go. A write
 // refuses it instead: what it would change on the node is not worth the
 // risk of changing it here.)
 

@@ -207,3 +207,14 @@ func Files(t testing.TB, tree *system.Tree) *system.TreeFiles {
 	}
 	return w
 }
+
+// Tree lays out files (as WriteFiles does) in a temporary directory and
+// returns the fake host rooted there.
+func Tree(t testing.TB, files map[string]string) *system.Tree {
+	t.Helper()
+	dir := t.TempDir()
+	if err := WriteFiles(dir, files); err != nil {
+		t.Fatal(err)
+	}
+	return system.NewTree(dir)
+}

@@ -1,0 +1,174 @@
+package check
+
+// This file holds the rows about the network: the iptables backend, the
+// names the node resolves and the pod-network preflight.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/kind-entrypoint/entrypoint/internal/boot"
+	"github.com/kind-entrypoint/entrypoint/internal/network"
+	"github.com/kind-entrypoint/entrypoint/internal/system"
+)
+
+// iptables is a row per backend and one for the mode chosen.
+func (c *checker) iptables() []Row {
+	f, err := boot.FactsOf[network.IptablesFacts](c.results, "select_iptables")
+	if err != nil {
+		return failRows(err, unreadableHint, "iptables-legacy", "iptables-nft", "iptables-mode")
+	}
+	var rows []Row
+	works := false
+	for _, mode := range []network.Mode{network.Legacy, network.NFT} {
+		var parts []string
+		total, ok, missing, broken := 0, 0, 0, 0
+		for _, s := range f.Saves {
+			if s.Mode != mode {
+				continue
+			}
+			switch {
+			case s.NotRun != "":
+				ok++
+				parts = append(parts, fmt.Sprintf("%s not run: %s", s.Command, s.NotRun))
+			case s.Err == nil:
+				ok++
+				total += s.Rules
+				parts = append(parts, fmt.Sprintf("%s %d", s.Command, s.Rules))
+			case system.NotInstalled(s.Err):
+				missing++
+				parts = append(parts, s.Command+" not installed")
+			default:
+				broken++
+				parts = append(parts, fmt.Sprintf("%s failed: %v", s.Command, s.Err))
+			}
+		}
+		works = works || ok > 0
+		name := "iptables-" + string(mode)
+		obs := fmt.Sprintf("%d rules (%s)", total, strings.Join(parts, "; "))
+		switch {
+		case broken > 0:
+			rows = append(rows, Row{name, Warn, obs, "a failing or hanging " + string(mode) +
+				" iptables-save (often a kernel and nftables userspace mismatch) counts 0 rules and delays every boot"})
+		case ok == 0:
+			rows = append(rows, Row{name, Warn, "not installed", "the node image ships both backends (iptables-legacy-save, iptables-nft-save)"})
+		default:
+			rows = append(rows, Row{name, Pass, obs, ""})
+		}
+	}
+	legacy, nft := f.Counts()
+	mode := f.Mode()
+	obs := fmt.Sprintf("%s (legacy %d rules, nft %d rules)", mode, legacy, nft)
+	if legacy == nft {
+		obs = fmt.Sprintf("%s (legacy %d rules, nft %d rules: legacy wins a tie)", mode, legacy, nft)
+	}
+	switch {
+	case !works:
+		rows = append(rows, Row{"iptables-mode", Fail, "no iptables-save works",
+			"kube-proxy, the CNI plugin and the entrypoint's DNS rules need iptables"})
+	case legacy > 0 && nft > 0:
+		rows = append(rows, Row{"iptables-mode", Warn, obs,
+			"both backends hold rules: the one with more is chosen, and rules written to the other are not seen by the node; make the host use one"})
+	default:
+		rows = append(rows, Row{"iptables-mode", Pass, obs, ""})
+	}
+	return rows
+}
+
+func timedOut(err error) bool {
+	return errors.Is(err, context.DeadlineExceeded) || system.TimedOut(err)
+}
+
+// names is the rows of enable_network_magic's lookups: the Docker host, the
+// node's own name, the default gateway.
+func (c *checker) names() []Row {
+	names := []string{"host-docker-internal", "node-name", "default-gateway"}
+	if _, err := boot.FactsOf[network.IptablesFacts](c.results, "select_iptables"); err != nil {
+		// enable_network_magic decides from its answers.
+		return failRows(fmt.Errorf("not looked at: %w", err), "see iptables-mode", names...)
+	}
+	f, err := boot.FactsOf[network.MagicFacts](c.results, "enable_network_magic")
+	if err != nil {
+		return failRows(err, unreadableHint, names...)
+	}
+	gw := f.Gateway.IsValid()
+	docker := network.UsableHostIP(f.DockerHost)
+	var rows []Row
+
+	const hdi = "host-docker-internal"
+	switch {
+	case errors.Is(f.DockerHostErr, network.ErrDockerHostNotNeeded):
+		rows = append(rows, Row{hdi, Pass, "not needed: the node does not use Docker's embedded DNS", ""})
+	case docker:
+		rows = append(rows, Row{hdi, Pass, f.DockerHost.String() + ": pods use the host's DNS through it", ""})
+	case timedOut(f.DockerHostErr):
+		rows = append(rows, Row{hdi, Warn, fmt.Sprintf("%v", f.DockerHostErr),
+			"the lookup delays every boot by its timeout: fix the node's DNS (/etc/resolv.conf)"})
+	case gw:
+		obs := fmt.Sprintf("not found (%v)", f.DockerHostErr)
+		if f.DockerHost.IsValid() {
+			obs = f.DockerHost.String() + " is loopback, not the host"
+			if !f.DockerHost.IsLoopback() {
+				obs = f.DockerHost.String() + " names no host"
+			}
+		}
+		rows = append(rows, Row{hdi, Pass, obs + "; the default gateway " + f.Gateway.String() + " is used instead", ""})
+	default:
+		rows = append(rows, Row{hdi, Warn, fmt.Sprintf("not usable (%v), and no default gateway", f.DockerHostErr),
+			"pods cannot reach Docker's DNS: give the node a default route, or --add-host=host.docker.internal:host-gateway"})
+	}
+
+	const nn = "node-name"
+	obs := fmt.Sprintf("%s: IPv4 %s, IPv6 %s", f.Hostname, addrOrWhy(f.IPv4.String(), f.IPv4.IsValid(), f.IPv4Err), addrOrWhy(f.IPv6.String(), f.IPv6.IsValid(), f.IPv6Err))
+	switch {
+	case f.Hostname == "":
+		rows = append(rows, Row{nn, Warn, "the node has no hostname", "kind names each node: check the container's --hostname"})
+	case !f.IPv4.IsValid() && f.OldIPv4 != nil:
+		rows = append(rows, Row{nn, Fail, fmt.Sprintf("%s; the last boot recorded IPv4 %s", obs, *f.OldIPv4),
+			"the entrypoint stops: it cannot follow the address change. The node's name must resolve to its address (Docker's embedded DNS, /etc/hosts)"})
+	case timedOut(f.IPv4Err) || timedOut(f.IPv6Err):
+		rows = append(rows, Row{nn, Warn, obs, "the lookup delays every boot by its timeout: fix the node's DNS (/etc/resolv.conf)"})
+	case !f.IPv4.IsValid() && !f.IPv6.IsValid():
+		rows = append(rows, Row{nn, Warn, obs,
+			"the node's name must resolve to its own address (not loopback) for the entrypoint to follow an address change after a restart"})
+	case !f.IPv6.IsValid() && f.OldIPv6 != nil:
+		rows = append(rows, Row{nn, Warn, fmt.Sprintf("%s; the last boot recorded IPv6 %s", obs, *f.OldIPv6),
+			"the node's files keep the old IPv6 address"})
+	default:
+		rows = append(rows, Row{nn, Pass, obs, ""})
+	}
+
+	const dg = "default-gateway"
+	switch {
+	case gw:
+		rows = append(rows, Row{dg, Pass, f.Gateway.String(), ""})
+	case docker:
+		rows = append(rows, Row{dg, Pass, fmt.Sprintf("none (%v); host.docker.internal is used", f.GatewayErr), ""})
+	default:
+		rows = append(rows, Row{dg, Warn, fmt.Sprintf("none (%v)", f.GatewayErr),
+			"without a default route (an internal network) nor host.docker.internal, the DNS rules and resolv.conf are left as they are"})
+	}
+	return rows
+}
+
+func addrOrWhy(addr string, ok bool, err error) string {
+	if ok {
+		return addr
+	}
+	if err != nil {
+		return "none (" + err.Error() + ")"
+	}
+	return "none"
+}
+
+func (c *checker) podNetwork(ctx context.Context, run func(context.Context) (string, error)) Row {
+	const name = "pod-network"
+	summary, err := run(ctx)
+	if err != nil {
+		return Row{name, Fail, err.Error(),
+			"a pod on this node would not get a working network: check the firewall (INPUT/OUTPUT), rp_filter and that the node has an address"}
+	}
+	return Row{name, Pass, summary, ""}
+}

@@ -1,0 +1,228 @@
+package network
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net/netip"
+
+	"github.com/kind-entrypoint/entrypoint/internal/plan"
+)
+
+// Names and files enable_network_magic uses.
+const (
+	// DockerHostName resolves to the Docker host where Docker provides it
+	// (Docker Desktop, or --add-host=host.docker.internal:host-gateway).
+	DockerHostName     = "host.docker.internal"
+	DNSSearchEnv       = "KIND_DNS_SEARCH"
+	ResolvConf         = "/etc/resolv.conf"
+	ResolvConfOriginal = "/etc/resolv.conf.original"
+	ProcNetRoute       = "/proc/net/route"
+	OldIPv4            = "/kind/old-ipv4"
+	OldIPv6            = "/kind/old-ipv6"
+	KubeadmConfig      = "/kind/kubeadm.conf"
+	APIServerCert      = "/etc/kubernetes/pki/apiserver.crt"
+	APIServerKey       = "/etc/kubernetes/pki/apiserver.key"
+
+	procHostname = "/proc/sys/kernel/hostname"
+	etcHostname  = "/etc/hostname"
+)
+
+// NodeConfigFiles hold the node's own address once kubeadm has run; after a
+// restart that changed it, each one present is rewritten. kubelet.conf is
+// the later upstream addition (kind after v0.23.0).
+var NodeConfigFiles = []string{
+	"/etc/kubernetes/manifests/etcd.yaml",
+	"/etc/kubernetes/manifests/kube-apiserver.yaml",
+	"/etc/kubernetes/manifests/kube-controller-manager.yaml",
+	"/etc/kubernetes/manifests/kube-scheduler.yaml",
+	"/etc/kubernetes/controller-manager.conf",
+	"/etc/kubernetes/scheduler.conf",
+	"/etc/kubernetes/kubelet.conf",
+	KubeadmConfig,
+	"/var/lib/kubelet/kubeadm-flags.env",
+}
+
+// KubeadmCertsArgv regenerates the API server's serving certificate for the
+// addresses in kind's kubeadm config.
+var KubeadmCertsArgv = []string{"kubeadm", "init", "phase", "certs", "apiserver", "--config", KubeadmConfig}
+
+// File is a file's content and permission bits.
+type File struct {
+	Path string
+	Data []byte
+	Mode fs.FileMode
+}
+
+// MagicFacts is what enable_network_magic needs.
+type MagicFacts struct {
+	// Mode is the iptables backend select_iptables chose.
+	Mode Mode
+
+	// DockerHost is the first IPv4 address of host.docker.internal.
+	DockerHost    netip.Addr
+	DockerHostErr error
+	// Gateway is the IPv4 default route's gateway.
+	Gateway    netip.Addr
+	GatewayErr error
+
+	// Rules is the output of Mode's iptables-save.
+	Rules    []byte
+	RulesErr error
+
+	// Resolv is /etc/resolv.conf, nil when it does not exist.
+	Resolv         *File
+	OriginalExists bool
+	// Search is KIND_DNS_SEARCH, nil when unset.
+	Search *string
+
+	Hostname string
+	// IPv4 and IPv6 are the node's first usable address of each family,
+	// invalid when it has none (the Err fields say why).
+	IPv4, IPv6       netip.Addr
+	IPv4Err, IPv6Err error
+	// OldIPv4 and OldIPv6 are the addresses recorded at the last boot
+	// (blanks trimmed), nil when there is no record.
+	OldIPv4, OldIPv6 *string
+
+	// Files are the NodeConfigFiles present, Cert and Key the API server's
+	// pair (nil when missing); read only when an old address is recorded.
+	Files     []File
+	Cert, Key *File
+}
+
+// DetectMagic is the package's DetectMagic on the lookups p started (or
+// starts now). It reads the facts once per Probes: the step's head start
+// (DNSRestoreAhead) and the step itself both ask for them, with the same
+// environment and saves, and nothing between them changes what is read
+// (see Probes). A call for another backend reads afresh.
+func (p *Probes) DetectMagic(ctx context.Context, lookupEnv func(string) (string, bool), ipt IptablesFacts) (MagicFacts, error) {
+	mode := ipt.Mode()
+	p.magicOnce.Do(func() {
+		p.magicMode = mode
+		p.magic, p.magicErr = p.detectMagic(ctx, lookupEnv, ipt)
+	})
+	if mode != p.magicMode {
+		return p.detectMagic(ctx, lookupEnv, ipt)
+	}
+	return p.magic, p.magicErr
+}
+
+// HostIP is the address pods reach the Docker host's DNS by, and where it
+// comes from: host.docker.internal unless that is missing or loopback (the
+// node's loopback is not the host's), else the default gateway.
+func (f MagicFacts) HostIP() (netip.Addr, string) {
+	if UsableHostIP(f.DockerHost) {
+		return f.DockerHost, DockerHostName
+	}
+	why := fmt.Sprintf("%s: %v", DockerHostName, f.DockerHostErr)
+	if f.DockerHost.IsValid() {
+		why = DockerHostName + " " + unusableWhy(f.DockerHost)
+	}
+	if f.Gateway.IsValid() {
+		return f.Gateway, "default gateway; " + why
+	}
+	return netip.Addr{}, fmt.Sprintf("%s; default gateway: %v", why, f.GatewayErr)
+}
+
+// Describe lists the facts for --dry-run.
+func (f MagicFacts) Describe() [][2]string {
+	ip, source := f.HostIP()
+	host := fmt.Sprintf("%s (%s)", show(ip), source)
+	if errors.Is(f.DockerHostErr, ErrDockerHostNotNeeded) {
+		host = "not needed (the node does not use Docker's embedded DNS)"
+	}
+	out := [][2]string{{"host IP", host}}
+	if f.RulesErr != nil {
+		out = append(out, [2]string{"iptables rules", fmt.Sprintf("%s failed: %v", f.Mode.SaveCommand(), f.RulesErr)})
+	} else {
+		out = append(out, [2]string{"iptables rules", fmt.Sprintf("%d (%s)", CountRules(f.Rules), f.Mode.SaveCommand())})
+	}
+	search := "unset"
+	if f.Search != nil {
+		search = fmt.Sprintf("%q", *f.Search)
+	}
+	out = append(out, [2]string{DNSSearchEnv, search}, [2]string{"hostname", f.Hostname})
+	for _, a := range []struct {
+		name string
+		addr netip.Addr
+		err  error
+		old  *string
+	}{{"IPv4", f.IPv4, f.IPv4Err, f.OldIPv4}, {"IPv6", f.IPv6, f.IPv6Err, f.OldIPv6}} {
+		v := show(a.addr)
+		if a.err != nil {
+			v += " (" + a.err.Error() + ")"
+		}
+		if a.old != nil {
+			v += fmt.Sprintf(", recorded %q", *a.old)
+		}
+		out = append(out, [2]string{a.name, v})
+	}
+	return out
+}
+
+func show(a netip.Addr) string {
+	if !a.IsValid() {
+		return "none"
+	}
+	return a.String()
+}
+
+// PlanMagic makes Docker's embedded DNS usable from pods and follows a
+// change of the node's address. It returns the actions decided before a
+// fatal problem along with it.
+func PlanMagic(f MagicFacts) ([]plan.Action, error) {
+	// Refused whether or not resolv.conf is rewritten on this boot: the
+	// variable is wrong, not the host.
+	if f.Search != nil {
+		if err := checkSearch(*f.Search); err != nil {
+			return nil, fmt.Errorf("%s: %w", DNSSearchEnv, err)
+		}
+	}
+	var actions []plan.Action
+	hostIP, source := f.HostIP()
+	if why, ok := noEmbeddedDNS(f); ok {
+		// No address of the Docker host is needed: only a search line
+		// may change.
+		actions = append(actions, plan.Info(why))
+		a, err := planResolvConf(f, netip.Addr{}, false)
+		actions = append(actions, a...)
+		if err != nil {
+			return actions, err
+		}
+	} else if !hostIP.IsValid() {
+		actions = append(actions, plan.Warning(fmt.Sprintf(
+			"found no address of the Docker host (%s); leaving the DNS rules and the nameservers of %s as they are", source, ResolvConf)))
+		// KIND_DNS_SEARCH is the user's, not Docker's: applied all
+		// the same (unset, it changes nothing).
+		if f.Search != nil {
+			a, err := planResolvConf(f, netip.Addr{}, false)
+			actions = append(actions, a...)
+			if err != nil {
+				return actions, err
+			}
+		}
+	} else {
+		a, served, err := planDNSRules(f, hostIP)
+		actions = append(actions, a...)
+		if err != nil {
+			return actions, err
+		}
+		a, err = planResolvConf(f, hostIP, served)
+		actions = append(actions, a...)
+		if err != nil {
+			return actions, err
+		}
+	}
+	a, err := planAddressChange(f)
+	return append(actions, a...), err
+}
+
+// clip shortens garbage for a log line.
+func clip(s string) string {
+	if len(s) > 60 {
+		return s[:60] + "..."
+	}
+	return s
+}

@@ -1,0 +1,185 @@
+package network
+
+// This file holds enable_network_magic's detection: the files it reads and
+// the lookups it waits for.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/netip"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/kind-entrypoint/entrypoint/internal/system"
+)
+
+// DetectMagic reads the facts, for the backend select_iptables chose from
+// ipt. The rules are the ones its iptables-save printed there (nothing
+// has changed them since); only when it was not run is it run again. The
+// name lookups (and that iptables-save) run concurrently, each limited to
+// timeout.
+func DetectMagic(ctx context.Context, sys system.System, lookupEnv func(string) (string, bool), ipt IptablesFacts, timeout time.Duration) (MagicFacts, error) {
+	return NewProbes(sys, timeout).DetectMagic(ctx, lookupEnv, ipt)
+}
+
+func (p *Probes) detectMagic(ctx context.Context, lookupEnv func(string) (string, bool), ipt IptablesFacts) (MagicFacts, error) {
+	p.StartNames(ctx)
+	mode := ipt.Mode()
+	f := MagicFacts{Mode: mode}
+	if v, ok := lookupEnv(DNSSearchEnv); ok {
+		f.Search = &v
+	}
+	var wg sync.WaitGroup
+	var saved bool
+	if f.Rules, f.RulesErr, saved = ipt.SavedRules(mode); !saved {
+		wg.Go(func() { f.Rules, _, f.RulesErr = p.sys.Run(ctx, []string{mode.SaveCommand()}, nil, p.timeout) })
+	}
+	err := f.readFiles(p.sys)
+	wg.Wait()
+	n := p.waitNames(ctx)
+	if n.hostnameErr != nil {
+		return f, n.hostnameErr
+	}
+	f.Hostname = n.hostname
+	f.IPv4, f.IPv4Err = n.ipv4, n.ipv4Err
+	f.IPv6, f.IPv6Err = n.ipv6, n.ipv6Err
+	if err != nil {
+		return f, err
+	}
+	if _, ok := noEmbeddedDNS(f); ok {
+		// Nothing of Docker's DNS to point at the host (podman): its
+		// address is written nowhere, so the boot does not wait for a
+		// lookup that, on a node whose DNS cannot answer it, takes the
+		// whole timeout. stopProbes ends it.
+		f.DockerHostErr = ErrDockerHostNotNeeded
+		return f, nil
+	}
+	f.DockerHost, f.DockerHostErr = p.waitDockerHost(ctx)
+	return f, nil
+}
+
+// ErrDockerHostNotNeeded is MagicFacts.DockerHostErr on a node with
+// nothing of Docker's embedded DNS (see noEmbeddedDNS).
+var ErrDockerHostNotNeeded = errors.New("not waited for: the node does not use Docker's embedded DNS")
+
+// readFiles reads what DetectMagic needs from files, while its probes run.
+func (f *MagicFacts) readFiles(sys system.System) error {
+	if route, err := sys.ReadFile(ProcNetRoute, system.LimitTable); err != nil {
+		f.GatewayErr = err
+	} else if f.Gateway, err = DefaultGatewayV4(route); err != nil {
+		f.GatewayErr = fmt.Errorf("%s: %w", ProcNetRoute, err)
+	}
+	var err error
+	if f.Resolv, err = readFile(sys, ResolvConf); err != nil {
+		return err
+	}
+	if _, err := sys.Lstat(ResolvConfOriginal); err == nil {
+		f.OriginalExists = true
+	} else if !system.NotExist(err) {
+		return err
+	}
+	if f.OldIPv4, err = readRecord(sys, OldIPv4); err != nil {
+		return err
+	}
+	if f.OldIPv6, err = readRecord(sys, OldIPv6); err != nil {
+		return err
+	}
+	if f.OldIPv4 == nil && f.OldIPv6 == nil {
+		// First boot: nothing can hold an old address yet.
+		return nil
+	}
+	for _, p := range NodeConfigFiles {
+		file, err := readFile(sys, p)
+		if err != nil {
+			return err
+		}
+		if file != nil {
+			f.Files = append(f.Files, *file)
+		}
+	}
+	if f.Cert, err = readFile(sys, APIServerCert); err != nil {
+		return err
+	}
+	f.Key, err = readFile(sys, APIServerKey)
+	return err
+}
+
+// hostname is the kernel's hostname, as hostname(1) prints it; /etc/hostname
+// when /proc does not say (a captured tree).
+func hostname(sys system.System) (string, error) {
+	for _, p := range []string{procHostname, etcHostname} {
+		b, err := sys.ReadFile(p, system.LimitValue)
+		if system.NotExist(err) {
+			continue
+		}
+		if err != nil {
+			return "", err
+		}
+		name, _, _ := strings.Cut(string(b), "\n")
+		if name = strings.TrimSpace(name); name != "" {
+			return name, nil
+		}
+	}
+	return "", nil
+}
+
+// lookupFirst returns the first address of network ("ip4" or "ip6") for
+// host. With nodeAddr it skips what cannot be the node's own address:
+// loopback (Debian's 127.0.1.1 HOSTNAME line), unspecified, multicast,
+// broadcast (UsableHostIP) and IPv4-mapped addresses.
+func lookupFirst(ctx context.Context, sys system.System, timeout time.Duration, network, host string, nodeAddr bool) (netip.Addr, error) {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	addrs, err := sys.LookupIP(ctx, network, host)
+	if errors.Is(err, context.DeadlineExceeded) {
+		return netip.Addr{}, &system.TimeoutError{What: "looking up " + host, After: timeout}
+	}
+	if err != nil {
+		return netip.Addr{}, err
+	}
+	for _, a := range addrs {
+		a = a.WithZone("")
+		if (network == "ip4") != a.Is4() || a.Is4In6() {
+			continue
+		}
+		if nodeAddr && !UsableHostIP(a) {
+			continue
+		}
+		return a, nil
+	}
+	return netip.Addr{}, fmt.Errorf("%s has no usable %s address", host, strings.Replace(network, "ip", "IPv", 1))
+}
+
+// readFile reads a regular file and its permission bits; nil when missing.
+func readFile(sys system.System, p string) (*File, error) {
+	fi, err := sys.Stat(p)
+	if system.NotExist(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s: not a regular file (%s)", p, fi.Mode().Type())
+	}
+	b, err := sys.ReadFile(p, system.LimitConfig)
+	if err != nil {
+		return nil, err
+	}
+	return &File{Path: p, Data: b, Mode: fi.Mode().Perm()}, nil
+}
+
+// readRecord reads a recorded address, blanks trimmed; nil when missing.
+func readRecord(sys system.System, p string) (*string, error) {
+	b, err := sys.ReadFile(p, system.LimitValue)
+	if system.NotExist(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	s := strings.TrimSpace(string(b))
+	return &s, nil
+}

@@ -1,0 +1,153 @@
+package network
+
+// This file holds the DNS part of enable_network_magic: the iptables rules
+// that take pods' queries to Docker's embedded DNS, and the resolv.conf
+// rewrite.
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net/netip"
+	"strings"
+
+	"github.com/kind-entrypoint/entrypoint/internal/plan"
+)
+
+// DNSRestoreAhead is the iptables-restore enable_network_magic will plan
+// first, decided as the step decides it (DetectIptables, DetectMagic,
+// PlanMagic) but before step 1 has finished: its inputs are the probes'
+// answers and files that steps 1–9 leave alone, so boot can start it
+// early (plan.Ahead). ok is false when the step would fail before it, or
+// plan none.
+func (p *Probes) DNSRestoreAhead(ctx context.Context, lookupEnv func(string) (string, bool)) (plan.Action, bool) {
+	ipt, err := p.DetectIptables(ctx)
+	if err != nil {
+		return plan.Action{}, false
+	}
+	f, err := p.DetectMagic(ctx, lookupEnv, ipt)
+	if err != nil {
+		return plan.Action{}, false
+	}
+	// A plan that fails still applies the actions before the failure.
+	actions, _ := PlanMagic(f)
+	if len(actions) == 0 || actions[0].Op != plan.OpRun {
+		return plan.Action{}, false
+	}
+	return actions[0], true
+}
+
+// planDNSRules points Docker's embedded-DNS rules at the host IP; see
+// RewriteDockerDNS. served reports whether the rules, once applied, take
+// DNS queries for the host IP to Docker's server: only then may
+// resolv.conf name the host IP instead of 127.0.0.11.
+func planDNSRules(f MagicFacts, hostIP netip.Addr) (actions []plan.Action, served bool, err error) {
+	if f.RulesErr != nil {
+		// The script stops here too (its iptables-save fails the
+		// pipeline). A cluster whose pods cannot resolve a name is worse
+		// than a node that says why it did not start; only a node that
+		// does not use Docker's DNS loses nothing by booting on.
+		if f.Resolv != nil && namesEmbeddedDNS(f.Resolv.Data) {
+			return nil, false, fmt.Errorf("cannot read the %s rules, which pods need to reach Docker's DNS at %s: %w",
+				f.Mode, dockerEmbeddedDNS, f.RulesErr)
+		}
+		return []plan.Action{plan.Warning(fmt.Sprintf(
+			"cannot read the %s rules (%v); %s does not use Docker's DNS, so nothing needs them", f.Mode, f.RulesErr, ResolvConf))}, false, nil
+	}
+	out, changed := RewriteDockerDNS(f.Rules, hostIP.String())
+	served = dnatsToEmbeddedDNS(out)
+	if !changed {
+		return nil, served, nil
+	}
+	return []plan.Action{
+		// Fatal on failure: resolv.conf, rewritten next, must not name
+		// an address no rule serves.
+		plan.Run([]string{f.Mode.RestoreCommand()}, out, CommandTimeout).
+			Because(fmt.Sprintf("Docker's DNS rules for %s now serve pods via %s", dockerEmbeddedDNS, hostIP)),
+	}, served, nil
+}
+
+// noEmbeddedDNS says why the step leaves the nameservers and the DNS rules
+// alone on a node with no trace of Docker's embedded DNS: podman (its
+// aardvark-dns or dnsname plugin answers at the network's gateway, an
+// address pods reach as they are) and other engines whose resolv.conf needs
+// no rewrite. A Docker node always has both the nameserver line (until it
+// is rewritten) and the DNAT rules (Docker re-creates them in every new
+// network namespace), so it never gets this line. ok is false when there is
+// something of Docker's, or when resolv.conf or the rules could not be read
+// (those cases have their own lines).
+func noEmbeddedDNS(f MagicFacts) (string, bool) {
+	if f.Resolv == nil || f.RulesErr != nil || namesEmbeddedDNS(f.Resolv.Data) || dnatsToEmbeddedDNS(f.Rules) {
+		return "", false
+	}
+	return fmt.Sprintf("no nameserver %s in %s and no %s rule sending to it (not Docker's embedded DNS): leaving the nameservers and the DNS rules as they are",
+		dockerEmbeddedDNS, ResolvConf, f.Mode), true
+}
+
+// dnatsToEmbeddedDNS reports whether iptables-save output has a rule
+// sending packets to Docker's embedded DNS server.
+func dnatsToEmbeddedDNS(save []byte) bool {
+	for line := range bytes.Lines(save) {
+		if line[0] != '-' {
+			continue
+		}
+		r := parseRule(strings.TrimRight(string(line), "\r\n"))
+		for i := range r.args {
+			if r.arg(i) == "--to-destination" {
+				if to := r.arg(i + 1); to == dockerEmbeddedDNS || strings.HasPrefix(to, dockerEmbeddedDNS+":") {
+					return true
+				}
+			}
+		}
+	}
+	return false
+}
+
+// namesEmbeddedDNS reports whether resolv.conf has a nameserver line for
+// Docker's embedded DNS server: a line the rewrite points at the host IP
+// (see resolvFields), and no other. strings.Fields also split at blanks
+// no resolver splits at (a vertical tab, U+00A0), so a line the rewrite
+// rightly left alone made a node without Docker's DNS fail for the rules.
+func namesEmbeddedDNS(resolv []byte) bool {
+	for line := range bytes.Lines(resolv) {
+		line = bytes.TrimSuffix(line, []byte("\n"))
+		if f, n := resolvFields(line); namesEmbeddedDNSLine(line, f, n) {
+			return true
+		}
+	}
+	return false
+}
+
+// planResolvConf keeps the original and rewrites /etc/resolv.conf in place:
+// Docker bind-mounts it, and a rename over a mount point fails. Without a
+// host IP only the search lines change (KIND_DNS_SEARCH).
+func planResolvConf(f MagicFacts, hostIP netip.Addr, served bool) ([]plan.Action, error) {
+	if f.Resolv == nil {
+		return []plan.Action{plan.Warning(ResolvConf + " does not exist; not rewriting it")}, nil
+	}
+	if hostIP.IsValid() && namesEmbeddedDNS(f.Resolv.Data) && !served {
+		// The rules were saved from a backend Docker did not write to
+		// (its save hung or failed). The script would point resolv.conf
+		// at the host IP all the same and break the node's own DNS; left
+		// as it is, the node resolves but its pods cannot. Either way
+		// the cluster's DNS is broken: say so and stop.
+		return nil, fmt.Errorf("the %s rules send nothing to %s, which %s names: pods could not use Docker's DNS (are Docker's rules in the other backend?)",
+			f.Mode, dockerEmbeddedDNS, ResolvConf)
+	}
+	out, err := rewriteResolvConf(f.Resolv.Data, hostIP, f.Search)
+	if err != nil {
+		return nil, fmt.Errorf("rewrite %s: %w", ResolvConf, err)
+	}
+	changed := !bytes.Equal(out, f.Resolv.Data)
+	var actions []plan.Action
+	// The copy is of what Docker wrote: after a restart the file is
+	// already rewritten, and the first boot's copy is the one to keep.
+	if changed || !f.OriginalExists {
+		actions = append(actions, plan.WriteFile(ResolvConfOriginal, f.Resolv.Data, f.Resolv.Mode))
+	}
+	if changed {
+		actions = append(actions, plan.WriteInPlace(ResolvConf, out).
+			Because("a bind mount: rewritten in place"))
+	}
+	return actions, nil
+}

@@ -1,0 +1,106 @@
+package network
+
+// This file holds the IP change of enable_network_magic: rewriting the
+// node's old address in kubeadm's and the kubelet's files.
+
+import (
+	"errors"
+	"fmt"
+	"net/netip"
+	"strings"
+
+	"github.com/kind-entrypoint/entrypoint/internal/plan"
+)
+
+// replacement is one address change to make in the node's files.
+type replacement struct{ old, new string }
+
+// planAddressChange follows a change of the node's addresses since the last
+// boot (Docker gives a restarted container a new address), in the node's
+// config files and the API server's certificate, and records the current
+// addresses.
+func planAddressChange(f MagicFacts) ([]plan.Action, error) {
+	var actions []plan.Action
+	var changes []replacement
+	var records []plan.Action
+	for _, fam := range []struct {
+		name    string
+		cur     netip.Addr
+		old     *string
+		file    string
+		is4     bool
+		missing func(msg string) error // nil: an ERROR line is enough
+	}{
+		{"IPv4", f.IPv4, f.OldIPv4, OldIPv4, true, func(msg string) error { return errors.New(msg) }},
+		{"IPv6", f.IPv6, f.OldIPv6, OldIPv6, false, nil},
+	} {
+		// As the script (getent's empty answer): no value, not "none".
+		cur := ""
+		if fam.cur.IsValid() {
+			cur = fam.cur.String()
+		}
+		actions = append(actions, plan.Info("detected "+fam.name+" address: "+cur))
+		if fam.old != nil {
+			old := *fam.old
+			actions = append(actions, plan.Info(fmt.Sprintf("detected old %s address: %s", fam.name, old)))
+			oldAddr, err := netip.ParseAddr(old)
+			switch {
+			case err != nil || oldAddr.Is4() != fam.is4 || oldAddr.Zone() != "":
+				actions = append(actions, plan.Error(fmt.Sprintf(
+					"%s: %q is not an %s address; not following an address change", fam.file, clip(old), fam.name)))
+			case oldAddr.Is4In6():
+				// The reference recorded getent ahostsv6's IPv4-mapped
+				// answer on IPv4-only networks: no IPv6 address at all.
+				actions = append(actions, plan.Info(fmt.Sprintf(
+					"%s: %s is IPv4-mapped, not an IPv6 address; ignoring it", fam.file, old)))
+			case !fam.cur.IsValid():
+				// The script's words: the old address is the line above,
+				// and why the lookup failed is a fact of the dry run.
+				msg := "have an old " + fam.name + " address but no current " + fam.name + " address (!)"
+				if fam.missing != nil {
+					return actions, fam.missing(msg)
+				}
+				actions = append(actions, plan.Error(msg))
+			case oldAddr != fam.cur:
+				if _, _, err := ReplaceAddress(nil, old, fam.cur.String()); err != nil {
+					actions = append(actions, plan.Error(fmt.Sprintf(
+						"%s: cannot replace %s with %s: %v", fam.file, old, fam.cur, err)))
+					break
+				}
+				changes = append(changes, replacement{old, fam.cur.String()})
+			}
+		}
+		if fam.cur.IsValid() && (fam.old == nil || *fam.old != fam.cur.String()) {
+			records = append(records, plan.WriteFile(fam.file, []byte(fam.cur.String()), 0o644).
+				Because("the address to follow after a restart"))
+		}
+	}
+
+	for _, file := range f.Files {
+		data, total := file.Data, 0
+		var done []string
+		for _, c := range changes {
+			out, n, err := ReplaceAddress(data, c.old, c.new)
+			if err != nil {
+				return actions, fmt.Errorf("%s: %w", file.Path, err)
+			}
+			if n > 0 {
+				data, total = out, total+n
+				done = append(done, fmt.Sprintf("%s -> %s", c.old, c.new))
+			}
+		}
+		if total > 0 {
+			places := "places"
+			if total == 1 {
+				places = "place"
+			}
+			actions = append(actions, plan.WriteFile(file.Path, data, file.Mode).
+				Because(fmt.Sprintf("%s (%d %s)", strings.Join(done, ", "), total, places)))
+		}
+	}
+	actions = append(actions, records...)
+	if len(changes) > 0 {
+		actions = append(actions, planCertRenewal(f)...)
+	}
+	return actions, nil
+}

@@ -1,0 +1,121 @@
+package podnet
+
+// This file holds the proof of a preflight: one TCP exchange between the pod
+// and the host, each side in its own network namespace.
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"net"
+	"net/netip"
+	"strings"
+	"time"
+)
+
+// exchange listens on listenAddr in namespace listenNS, connects to it from
+// namespace dialNS, and checks that a random token goes there and back.
+// It returns the dialling side's source address. The side in the host
+// namespace (the dialler, or with hostListens the accepted connection)
+// closes with an RST, so that no TIME_WAIT socket stays on the host.
+func exchange(ctx context.Context, listenNS, dialNS int, listenAddr netip.Addr, hostListens bool) (netip.Addr, error) {
+	token, err := randomHex(8)
+	if err != nil {
+		return netip.Addr{}, err
+	}
+	deadline, _ := ctx.Deadline()
+	var ln *net.TCPListener
+	err = inNS(listenNS, func() error {
+		l, err := net.ListenTCP("tcp4", net.TCPAddrFromAddrPort(netip.AddrPortFrom(listenAddr, 0)))
+		ln = l
+		return err
+	})
+	if err != nil {
+		return netip.Addr{}, fmt.Errorf("listen on %s: %w", listenAddr, err)
+	}
+	served := make(chan error, 1)
+	var serveErr error
+	waited := false
+	wait := func() error {
+		if !waited {
+			waited, serveErr = true, <-served
+		}
+		return serveErr
+	}
+	var c *net.TCPConn
+	// Whatever happens, nothing of the exchange outlives it: a socket
+	// left open would keep the pod's namespace alive. Closing the client
+	// ends the server's read; closing the listener ends its accept.
+	defer func() {
+		ln.Close()
+		if c != nil {
+			c.Close()
+		}
+		wait()
+	}()
+	if err := ln.SetDeadline(deadline); err != nil {
+		served <- nil
+		return netip.Addr{}, err
+	}
+	go func() { served <- serve(ln, deadline, hostListens) }()
+
+	to := ln.Addr().String()
+	err = inNS(dialNS, func() error {
+		d := net.Dialer{Deadline: deadline}
+		conn, err := d.DialContext(ctx, "tcp4", to)
+		if err != nil {
+			return err
+		}
+		c = conn.(*net.TCPConn)
+		return nil
+	})
+	if err != nil {
+		return netip.Addr{}, fmt.Errorf("connect to %s: %w", to, err)
+	}
+	if !hostListens {
+		_ = c.SetLinger(0)
+	}
+	if err := c.SetDeadline(deadline); err != nil {
+		return netip.Addr{}, err
+	}
+	local := c.LocalAddr().(*net.TCPAddr).AddrPort().Addr().Unmap()
+	if _, err := fmt.Fprintf(c, "ping %s\n", token); err != nil {
+		return local, fmt.Errorf("send to %s: %w", to, err)
+	}
+	reply, err := bufio.NewReader(c).ReadString('\n')
+	if err != nil {
+		return local, fmt.Errorf("read the reply from %s: %w", to, err)
+	}
+	if want := "pong " + token + "\n"; reply != want {
+		return local, fmt.Errorf("reply from %s: %q, want %q", to, reply, want)
+	}
+	if err := wait(); err != nil {
+		return local, fmt.Errorf("listener on %s: %w", to, err)
+	}
+	return local, nil
+}
+
+// serve answers one connection: "ping TOKEN" with "pong TOKEN".
+func serve(ln *net.TCPListener, deadline time.Time, rst bool) error {
+	c, err := ln.AcceptTCP()
+	if err != nil {
+		return fmt.Errorf("accept: %w", err)
+	}
+	if rst {
+		_ = c.SetLinger(0)
+	}
+	defer c.Close()
+	if err := c.SetDeadline(deadline); err != nil {
+		return err
+	}
+	line, err := bufio.NewReader(c).ReadString('\n')
+	if err != nil {
+		return fmt.Errorf("read: %w", err)
+	}
+	token, ok := strings.CutPrefix(strings.TrimSuffix(line, "\n"), "ping ")
+	if !ok {
+		return fmt.Errorf("got %q, want a ping", line)
+	}
+	_, err = fmt.Fprintf(c, "pong %s\n", token)
+	return err
+}
