@@ -201,7 +201,7 @@ func writeBoot(w io.Writer, ers []result) {
 	fmt.Fprintln(w)
 }
 
-// stepOrder is the entrypoint's steps, in order (SPEC.md).
+// stepOrder is the entrypoint's steps, in order (internal/boot/steps.go).
 var stepOrder = []string{"validate_userns", "configure_containerd", "configure_proxy", "fix_mount", "fix_cgroup",
 	"fix_machine_id", "fix_product_name", "fix_product_uuid", "select_iptables", "enable_network_magic"}
 

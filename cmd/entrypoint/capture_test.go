@@ -50,7 +50,7 @@ func TestCaptureBinary(t *testing.T) {
 	for _, host := range []string{"docker-v1-cgroupns", "id-dmi-sysfs", "rootless-v2-overlay-fails"} {
 		t.Run("--root "+host, func(t *testing.T) {
 			src := t.TempDir()
-			if err := hosttest.CopyScenario(filepath.Join("../../testdata/hosts", host, "root"), src); err != nil {
+			if err := hosttest.CopyScenario(filepath.Join(hosttest.HostsDir(), host, "root"), src); err != nil {
 				t.Fatal(err)
 			}
 			if err := hosttest.WriteFiles(src, map[string]string{system.ProbeDir + "/random": "kind"}); err != nil {

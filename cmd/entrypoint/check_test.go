@@ -130,7 +130,7 @@ func TestCheckBinary(t *testing.T) {
 	} {
 		t.Run("--root "+tt.host, func(t *testing.T) {
 			root := t.TempDir()
-			if err := hosttest.CopyScenario(filepath.Join("../../testdata/hosts", tt.host, "root"), root); err != nil {
+			if err := hosttest.CopyScenario(filepath.Join(hosttest.HostsDir(), tt.host, "root"), root); err != nil {
 				t.Fatal(err)
 			}
 			cmd := exec.CommandContext(ctx, bin, "check", "--json", "--root", root)

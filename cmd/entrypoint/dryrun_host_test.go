@@ -1,7 +1,7 @@
 package main
 
 // The built binary, run as kind runs it. --dry-run runs on this real machine
-// (must-show 5) and must change nothing: the mount table and every file it
+// (not only on fake hosts) and must change nothing: the mount table and every file it
 // reads are compared before and after. Invocations that must refuse to run
 // the steps run in an empty chroot inside new mount and network namespaces,
 // so that a regression which ran them anyway could not touch the machine.
@@ -43,7 +43,9 @@ func TestMain(m *testing.M) {
 }
 
 // scenarioDir is the fake host whose golden plan the binary must print.
-const scenarioDir = "../../testdata/hosts/docker-v1-cgroupns"
+var scenarioDir = filepath.Join(hosttest.HostsDir(), scenarioName)
+
+const scenarioName = "docker-v1-cgroupns"
 
 // goBuild builds the static binary at bin, as the image does.
 func goBuild(bin string) error {
@@ -211,7 +213,7 @@ func TestEntrypointBinary(t *testing.T) {
 	})
 
 	t.Run("dry-run of the fake host matches its golden plan", func(t *testing.T) {
-		root := copyScenarioRoot(t)
+		root := hosttest.Host(t, scenarioName)
 		// The golden was rendered with the test randomness (boot's testSeed).
 		if err := hosttest.WriteFiles(root, map[string]string{system.ProbeDir + "/random": "kind"}); err != nil {
 			t.Fatal(err)
@@ -287,17 +289,6 @@ func checkSteps(t *testing.T, out string, names []string) {
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("steps in the dry run (-want +got):\n%s\n%s", diff, out)
 	}
-}
-
-// copyScenarioRoot copies the fake host to a temp dir as a fresh clone
-// holds it, as the golden test of internal/boot does (hosttest.CopyScenario).
-func copyScenarioRoot(t *testing.T) string {
-	t.Helper()
-	dst := t.TempDir()
-	if err := hosttest.CopyScenario(filepath.Join(scenarioDir, "root"), dst); err != nil {
-		t.Fatal(err)
-	}
-	return dst
 }
 
 // hostState describes what a dry run reads and a real run would change: the

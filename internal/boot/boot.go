@@ -328,7 +328,7 @@ func FactsOf[T any](results []Result, step string) (T, error) {
 // and its actions, one per line.
 func Render(w io.Writer, h *Host, results []Result) error {
 	// Buffered, not built whole: the plan of a host of 50k cgroup mounts
-	// is hundreds of MiB of text to hold (issue 24).
+	// is hundreds of MiB of text to hold.
 	b := bufio.NewWriterSize(w, 64<<10)
 	fmt.Fprintf(b, "facts:\n  user namespace: %t\n  cgroup: %s\n", h.UserNS, cgroupName(h.CgroupV2))
 	for i, r := range results {

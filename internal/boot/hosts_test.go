@@ -15,7 +15,7 @@ import (
 	"github.com/kind-entrypoint/entrypoint/internal/system/hosttest"
 )
 
-const hostsDir = "../../testdata/hosts"
+var hostsDir = hosttest.HostsDir()
 
 // scenario is one fake host under testdata/hosts/NAME:
 //

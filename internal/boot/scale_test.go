@@ -35,7 +35,7 @@ func bigPlan(n int) []Result {
 }
 
 // TestRenderStreams: rendering a plan holds a buffer of it, not all of it
-// (issue 24: the plan of 50k cpuset mounts, hundreds of MiB of text, was
+// (the plan of 50k cpuset mounts, hundreds of MiB of text, was
 // built whole before it was written).
 func TestRenderStreams(t *testing.T) {
 	results := bigPlan(60_000)

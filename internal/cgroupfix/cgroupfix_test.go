@@ -6,7 +6,6 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
-	"github.com/moby/sys/mountinfo"
 
 	"github.com/kind-entrypoint/entrypoint/internal/plan"
 	"github.com/kind-entrypoint/entrypoint/internal/system"
@@ -161,16 +160,6 @@ func TestFilterProcCgroups(t *testing.T) {
 	}
 }
 
-// parseMounts parses mountinfo lines.
-func parseMounts(t *testing.T, lines ...string) []*mountinfo.Info {
-	t.Helper()
-	mi, err := mountinfo.GetMountsFromReader(strings.NewReader(strings.Join(lines, "\n")+"\n"), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return mi
-}
-
 const (
 	cid       = "/docker/0123abcd"
 	tmpfsLine = "30 20 0:40 / /sys/fs/cgroup rw,nosuid,nodev,noexec,relatime - tmpfs tmpfs rw,mode=755"
@@ -269,7 +258,7 @@ func TestPlanV1(t *testing.T) {
 			name: "cgroupns: misc removed, kubelet roots with cpuset copies",
 			f: V1Facts{
 				Current: "/",
-				Mounts: parseMounts(t, tmpfsLine,
+				Mounts: hosttest.Mounts(t, tmpfsLine,
 					cg(31, "0:26", "/", "systemd", "xattr,name=systemd", "master:9"),
 					cg(32, "0:27", "/", "cpuset", "cpuset", "master:10"),
 					cg(33, "0:28", "/", "misc", "misc", "master:11")),
@@ -287,7 +276,7 @@ func TestPlanV1(t *testing.T) {
 			name: "cgroupns without name=systemd (WSL2): kubelet.slice in /sys/fs/cgroup/systemd anyway",
 			f: V1Facts{
 				Current: "/",
-				Mounts: parseMounts(t, tmpfsLine,
+				Mounts: hosttest.Mounts(t, tmpfsLine,
 					cg(31, "0:26", "/", "cpu", "cpu", "master:9"),
 					cg(32, "0:27", "/", "cpuacct", "cpuacct", "master:10")),
 			},
@@ -299,7 +288,7 @@ func TestPlanV1(t *testing.T) {
 			name: "cgroupns, /sys/fs/cgroup private before fix_mount: rprivate all the same",
 			f: V1Facts{
 				Current: "/",
-				Mounts:  parseMounts(t, tmpfsLine, cg(31, "0:26", "/", "systemd", "xattr,name=systemd", "")),
+				Mounts:  hosttest.Mounts(t, tmpfsLine, cg(31, "0:26", "/", "systemd", "xattr,name=systemd", "")),
 			},
 			want: concat(logs(withNS...), private(), rootsOf("/sys/fs/cgroup/systemd")),
 		},
@@ -307,7 +296,7 @@ func TestPlanV1(t *testing.T) {
 			name: "cgroupns, kubelet roots made but /sys/fs/cgroup shared: rprivate only",
 			f: V1Facts{
 				Current: "/",
-				Mounts: parseMounts(t, tmpfsLine,
+				Mounts: hosttest.Mounts(t, tmpfsLine,
 					cg(31, "0:26", "/", "systemd", "xattr,name=systemd", "shared:5"),
 					cg(40, "0:26", "/kubelet", "systemd/kubelet", "xattr,name=systemd", "shared:5"),
 					cg(41, "0:26", "/kubelet.slice", "systemd/kubelet.slice", "xattr,name=systemd", "shared:5")),
@@ -318,7 +307,7 @@ func TestPlanV1(t *testing.T) {
 			name: "cgroupns, already applied: nothing",
 			f: V1Facts{
 				Current: "/",
-				Mounts: parseMounts(t, tmpfsLine,
+				Mounts: hosttest.Mounts(t, tmpfsLine,
 					cg(31, "0:26", "/", "systemd", "xattr,name=systemd", ""),
 					cg(40, "0:26", "/kubelet", "systemd/kubelet", "xattr,name=systemd", ""),
 					cg(41, "0:26", "/kubelet.slice", "systemd/kubelet.slice", "xattr,name=systemd", "")),
@@ -329,7 +318,7 @@ func TestPlanV1(t *testing.T) {
 			name: "no cgroupns: unscoped misc unmounted and removed, no fake /proc/cgroups",
 			f: V1Facts{
 				Current: cid,
-				Mounts: parseMounts(t, tmpfsLine,
+				Mounts: hosttest.Mounts(t, tmpfsLine,
 					cg(31, "0:26", cid, "systemd", "xattr,name=systemd", "master:9"),
 					cg(32, "0:27", cid, "cpuset", "cpuset", "master:10"),
 					cg(33, "0:28", "/", "misc", "misc", "master:11")),
@@ -354,7 +343,7 @@ func TestPlanV1(t *testing.T) {
 			name: "no cgroupns: misc scoped to the container is hidden like with cgroupns",
 			f: V1Facts{
 				Current: cid,
-				Mounts: parseMounts(t, tmpfsLine,
+				Mounts: hosttest.Mounts(t, tmpfsLine,
 					cg(31, "0:26", cid, "systemd", "xattr,name=systemd", ""),
 					cg(33, "0:28", cid, "misc", "misc", "")),
 				MiscDir:     true,
@@ -371,7 +360,7 @@ func TestPlanV1(t *testing.T) {
 			name: "no cgroupns, already applied: nothing",
 			f: V1Facts{
 				Current: cid,
-				Mounts: parseMounts(t, tmpfsLine,
+				Mounts: hosttest.Mounts(t, tmpfsLine,
 					cg(31, "0:26", cid, "systemd", "xattr,name=systemd", ""),
 					cg(32, "0:27", cid, "cpuset", "cpuset", ""),
 					cg(40, "0:26", cid, "systemd"+cid, "xattr,name=systemd", ""),
@@ -392,7 +381,7 @@ func TestPlanV1(t *testing.T) {
 			name: "no cgroupns, binds made but not the kubelet roots under them: cpuset copied from the hierarchy",
 			f: V1Facts{
 				Current: cid,
-				Mounts: parseMounts(t, tmpfsLine,
+				Mounts: hosttest.Mounts(t, tmpfsLine,
 					cg(32, "0:27", cid, "cpuset", "cpuset", ""),
 					cg(41, "0:27", cid, "cpuset"+cid, "cpuset", ""),
 					cg(44, "0:27", cid+"/kubelet", "cpuset/kubelet", "cpuset", ""),
@@ -410,7 +399,7 @@ func TestPlanV1(t *testing.T) {
 			name: "no cgroupns, a root above the namespace",
 			f: V1Facts{
 				Current: cid,
-				Mounts: parseMounts(t, tmpfsLine,
+				Mounts: hosttest.Mounts(t, tmpfsLine,
 					cg(31, "0:26", "/.."+cid, "memory", "memory", "")),
 			},
 			want: concat(logs(noNS...),
@@ -426,7 +415,7 @@ func TestPlanV1(t *testing.T) {
 			name: "no cgroupns, GitHub Actions roots and shared mounts",
 			f: V1Facts{
 				Current: "/actions_job/9f",
-				Mounts: parseMounts(t, tmpfsLine,
+				Mounts: hosttest.Mounts(t, tmpfsLine,
 					cg(31, "0:26", "/actions_job/9f", "memory", "memory", "shared:263 master:24")),
 			},
 			want: concat(logs(noNS...),
@@ -457,7 +446,7 @@ func TestPlanV1(t *testing.T) {
 func TestPlanV1IsPure(t *testing.T) {
 	f := V1Facts{
 		Current: cid,
-		Mounts:  parseMounts(t, tmpfsLine, cg(32, "0:27", cid, "cpuset", "cpuset", "")),
+		Mounts:  hosttest.Mounts(t, tmpfsLine, cg(32, "0:27", cid, "cpuset", "cpuset", "")),
 		Cpuset:  map[string][2][]byte{"/sys/fs/cgroup/cpuset": cpusetV},
 	}
 	if _, err := PlanV1(f); err != nil {
@@ -475,16 +464,6 @@ func TestPlanV2(t *testing.T) {
 	}
 }
 
-// writeTree lays files out under a temp dir for a system.Tree.
-func writeTree(t *testing.T, files map[string]string) *system.Tree {
-	t.Helper()
-	dir := t.TempDir()
-	if err := hosttest.WriteFiles(dir, files); err != nil {
-		t.Fatal(err)
-	}
-	return system.NewTree(dir)
-}
-
 func TestDetectV1(t *testing.T) {
 	mi := []string{
 		tmpfsLine,
@@ -494,7 +473,7 @@ func TestDetectV1(t *testing.T) {
 		// A kubelet root's self bind: its cpuset files are not read.
 		cg(34, "0:27", cid+"/kubelet", "cpuset/kubelet", "cpuset", ""),
 	}
-	tree := writeTree(t, map[string]string{
+	tree := hosttest.Tree(t, map[string]string{
 		"proc/self/cgroup":                   "3:misc:/\n2:cpuset:" + cid + "\n1:cpu,cpuacct:" + cid + "\n",
 		"proc/self/mountinfo":                strings.Join(mi, "\n") + "\n",
 		"proc/cgroups":                       procCgrp,
@@ -510,7 +489,7 @@ func TestDetectV1(t *testing.T) {
 	}
 	want := V1Facts{
 		Current:     cid,
-		Mounts:      parseMounts(t, mi...),
+		Mounts:      hosttest.Mounts(t, mi...),
 		MiscDir:     true,
 		ProcCgroups: []byte(procCgrp),
 		Cpuset:      map[string][2][]byte{"/sys/fs/cgroup/cpuset": cpusetV},
@@ -546,7 +525,7 @@ func TestDetectV1Errors(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := DetectV1(writeTree(t, tt.files), nil)
+			_, err := DetectV1(hosttest.Tree(t, tt.files), nil)
 			if errString(err) != tt.wantErr {
 				t.Errorf("DetectV1 error = %q, want %q", errString(err), tt.wantErr)
 			}
@@ -563,7 +542,7 @@ func TestIsV2(t *testing.T) {
 		{map[string]string{"sys/fs/cgroup/systemd/cgroup.procs": ""}, false},
 		{map[string]string{}, false},
 	} {
-		got, err := IsV2(writeTree(t, tt.files))
+		got, err := IsV2(hosttest.Tree(t, tt.files))
 		if err != nil || got != tt.want {
 			t.Errorf("IsV2(%v) = %t, %v; want %t", tt.files, got, err, tt.want)
 		}

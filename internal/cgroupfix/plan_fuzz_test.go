@@ -31,7 +31,7 @@ import (
 //     again finds nothing left to do: a restart converges.
 func FuzzPlanV1(f *testing.F) {
 	for _, s := range []string{"docker-v1-cgroupns", "docker-v1-no-cgroupns", "podman-v1-no-cgroupns", "github-actions-v1", "wsl2-v1-no-systemd", "v1-misc", "cloudshell-v1"} {
-		root := filepath.Join("..", "..", "testdata", "hosts", s, "root")
+		root := filepath.Join(hosttest.HostsDir(), s, "root")
 		mi, err := os.ReadFile(filepath.Join(root, "proc/self/mountinfo"))
 		if err != nil {
 			continue

@@ -19,16 +19,11 @@ import (
 	"github.com/kind-entrypoint/entrypoint/internal/system/hosttest"
 )
 
-const hostsDir = "../../testdata/hosts"
-
 // host copies a fake host, then changes the copy: the fake hosts of
 // testdata/hosts are reused, each change making one requirement fail.
 func host(t *testing.T, name string, change func(dir string)) string {
 	t.Helper()
-	dst := t.TempDir()
-	if err := hosttest.CopyScenario(filepath.Join(hostsDir, name, "root"), dst); err != nil {
-		t.Fatal(err)
-	}
+	dst := hosttest.Host(t, name)
 	if change != nil {
 		change(dst)
 	}

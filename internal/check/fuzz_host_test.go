@@ -15,9 +15,9 @@ import (
 	"time"
 
 	"github.com/kind-entrypoint/entrypoint/internal/boot"
-	"github.com/kind-entrypoint/entrypoint/internal/outputtest"
 	"github.com/kind-entrypoint/entrypoint/internal/system"
 	"github.com/kind-entrypoint/entrypoint/internal/system/hosttest"
+	"github.com/kind-entrypoint/entrypoint/internal/system/outputtest"
 	"golang.org/x/sys/unix"
 )
 
@@ -81,7 +81,7 @@ var environIndex = slices.Index(fuzzFiles, "/.host/environ")
 // file's content up to 1 MiB long) and runs what reads a --root: Detect and
 // the dry run of every step, rendered, then check, rendered. Neither may
 // panic, take long, allocate much, show a byte from outside the root, or
-// print a line of no known shape (issue 15).
+// print a line of no known shape.
 func FuzzHost(f *testing.F) {
 	v1 := "1 0 0:1 / / rw shared:1 - overlay overlay rw\n2 1 0:2 / /sys rw,nosuid - sysfs sysfs rw\n3 2 0:3 / /sys/fs/cgroup rw - tmpfs tmpfs rw\n4 3 0:4 / /sys/fs/cgroup/cpu,cpuacct rw - cgroup cgroup rw,cpu,cpuacct\n5 3 0:5 / /sys/fs/cgroup/memory rw - cgroup cgroup rw,memory\n"
 	v2 := "1 0 0:1 / / rw shared:1 - overlay overlay rw\n2 1 0:2 / /sys rw,nosuid - sysfs sysfs rw\n3 2 0:3 / /sys/fs/cgroup rw - cgroup2 cgroup2 rw\n"

@@ -134,7 +134,7 @@ func (c *checker) cgroupMounts() Row {
 		return r
 	}
 	// A set, not a list searched for each mount: a table of 70k cgroup
-	// mounts took a minute (issue 24).
+	// mounts took a minute.
 	rw := map[string]struct{}{}
 	var ro []string
 	for _, m := range c.mi {

@@ -26,7 +26,7 @@ func cgroupMountTable(n int) []*mountinfo.Info {
 }
 
 // TestCgroupMountsRowBounded: the cgroup-mounts row of 70k mounts (the
-// held-out host that took check a minute, issue 24) allocates a bounded
+// held-out host that took check a minute) allocates a bounded
 // amount and names at most maxListed mounts.
 func TestCgroupMountsRowBounded(t *testing.T) {
 	c := &checker{mi: cgroupMountTable(70_000)}
@@ -39,8 +39,8 @@ func TestCgroupMountsRowBounded(t *testing.T) {
 	}
 }
 
-// BenchmarkCgroupMountsRow is the row of 7k mounts and of 70k (issue 24's
-// held-out host, which took check a minute of CPU).
+// BenchmarkCgroupMountsRow is the row of 7k mounts and of 70k (the size of a
+// real host's table, which took check a minute of CPU).
 func BenchmarkCgroupMountsRow(b *testing.B) {
 	for _, n := range []int{7_000, 70_000} {
 		c := &checker{mi: cgroupMountTable(n)}

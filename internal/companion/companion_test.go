@@ -15,16 +15,6 @@ import (
 	"github.com/kind-entrypoint/entrypoint/internal/system/hosttest"
 )
 
-// node builds a fake node from files by node path.
-func node(t *testing.T, files map[string]string) *system.Tree {
-	t.Helper()
-	dir := t.TempDir()
-	if err := hosttest.WriteFiles(dir, files); err != nil {
-		t.Fatal(err)
-	}
-	return system.NewTree(dir)
-}
-
 // run plans and applies a command on tree, and plans it again.
 func run(t *testing.T, tree *system.Tree, name, stdin string) (first, again []plan.Action, logs string, err error) {
 	t.Helper()
@@ -61,7 +51,7 @@ const mountinfoV1 = "1 0 0:1 / / rw,relatime - overlay overlay rw\n" +
 	"3 2 0:1 /kind/fake-cgroups /proc/cgroups rw,relatime - overlay overlay rw\n"
 
 func TestUndoMountHacks(t *testing.T) {
-	tree := node(t, map[string]string{
+	tree := hosttest.Tree(t, map[string]string{
 		"proc/self/mountinfo": mountinfoV1,
 		"proc/cgroups":        "#subsys_name\thierarchy\tnum_cgroups\tenabled\n",
 		"kind/fake-cgroups":   "#subsys_name\thierarchy\tnum_cgroups\tenabled\n",
@@ -78,14 +68,14 @@ func TestUndoMountHacks(t *testing.T) {
 		t.Errorf("after the unmount: %q", plan.Strings(again))
 	}
 
-	v2 := node(t, map[string]string{"sys/fs/cgroup/cgroup.controllers": "cpu memory pids\n", "proc/self/mountinfo": mountinfoV1})
+	v2 := hosttest.Tree(t, map[string]string{"sys/fs/cgroup/cgroup.controllers": "cpu memory pids\n", "proc/self/mountinfo": mountinfoV1})
 	if first, _, _, err := run(t, v2, "undo-mount-hacks", ""); err != nil || len(first) != 0 {
 		t.Errorf("cgroup v2: %q, %v; want nothing", plan.Strings(first), err)
 	}
 }
 
 func TestCreateKubeletCgroupV2(t *testing.T) {
-	tree := node(t, map[string]string{
+	tree := hosttest.Tree(t, map[string]string{
 		"sys/fs/cgroup/cgroup.controllers":     "cpuset cpu io memory hugetlb pids rdma misc\n",
 		"sys/fs/cgroup/cgroup.procs":           "",
 		"sys/fs/cgroup/cgroup.subtree_control": "cpuset cpu io memory pids\n",
@@ -113,14 +103,14 @@ func TestCreateKubeletCgroupV2(t *testing.T) {
 		}
 	}
 
-	busy := node(t, map[string]string{
+	busy := hosttest.Tree(t, map[string]string{
 		"sys/fs/cgroup/cgroup.controllers": "cpu memory\n",
 		"sys/fs/cgroup/cgroup.procs":       "1\n57\n",
 	})
 	if _, _, _, err := run(t, busy, "create-kubelet-cgroup-v2", ""); err == nil || !strings.Contains(err.Error(), "PIDs 1, 57") {
 		t.Errorf("processes in the root cgroup: %v", err)
 	}
-	v1 := node(t, map[string]string{"proc/self/mountinfo": mountinfoV1})
+	v1 := hosttest.Tree(t, map[string]string{"proc/self/mountinfo": mountinfoV1})
 	_, _, _, err = run(t, v1, "create-kubelet-cgroup-v2", "")
 	if err == nil || !strings.Contains(err.Error(), "cgroup v2 only") {
 		t.Errorf("cgroup v1: %v", err)
@@ -136,7 +126,7 @@ func TestMountProductFiles(t *testing.T) {
 	mi := "1 0 0:1 / / rw,relatime - overlay overlay rw\n" +
 		"2 1 0:9 / " + bundle + "/rootfs rw,nosuid,relatime - overlay overlay rw\n" +
 		"3 2 0:2 / " + bundle + "/rootfs/sys ro,nosuid,nodev,noexec,relatime - sysfs sysfs rw\n"
-	tree := node(t, map[string]string{
+	tree := hosttest.Tree(t, map[string]string{
 		"proc/self/mountinfo":                            mi,
 		"sys/fs/cgroup/cgroup.controllers":               "cpu memory\n",
 		"kind/product_name":                              "kind\n",

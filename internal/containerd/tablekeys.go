@@ -9,7 +9,7 @@ import (
 // maxTableKeys is the most keys one table of the config may hold, inline
 // tables and the keys dotted below a table included. go-toml checks each
 // key against the table's others one by one: 43k keys in one table, well
-// under maxConfigSize, cost seconds of CPU for every parse (issue 24).
+// under maxConfigSize, cost seconds of CPU for every parse.
 // containerd's own tables hold a few dozen.
 const maxTableKeys = 2048
 

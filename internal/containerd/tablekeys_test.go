@@ -19,7 +19,7 @@ func wideTable(n int) []byte {
 	return []byte(b.String())
 }
 
-// TestWideTableRefused: a table of 43k keys (issue 24's held-out config,
+// TestWideTableRefused: a table of 43k keys (a real config seen in the wild,
 // under the size cap) is an error naming the line of the first key past
 // the limit, found in one pass; before, go-toml took seconds to accept it,
 // comparing each key with all the others. At the limit it is decoded.

@@ -6,13 +6,15 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/kind-entrypoint/entrypoint/internal/system/hosttest"
 )
 
 // FuzzEnableLinks: any unit file gives an error naming it, or the links
 // `systemctl enable` makes: each one in a .wants or .requires directory
 // directly under /etc/systemd/system, named as the unit, pointing at it.
 func FuzzEnableLinks(f *testing.F) {
-	units, _ := filepath.Glob(filepath.Join("..", "..", "testdata", "hosts", "*", "root", "etc", "systemd", "system", "*.service"))
+	units, _ := filepath.Glob(filepath.Join(hosttest.HostsDir(), "*", "root", "etc", "systemd", "system", "*.service"))
 	for _, u := range units {
 		if b, err := os.ReadFile(u); err == nil {
 			f.Add(b)

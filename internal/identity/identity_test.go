@@ -177,21 +177,11 @@ func TestPlanProductUUID(t *testing.T) {
 	}
 }
 
-// tree builds a fake node: files (content), links ("->target").
-func tree(t *testing.T, files map[string]string) *system.Tree {
-	t.Helper()
-	dir := t.TempDir()
-	if err := hosttest.WriteFiles(dir, files); err != nil {
-		t.Fatal(err)
-	}
-	return system.NewTree(dir)
-}
-
 const mountinfoText = "1 0 0:1 / / rw,relatime shared:1 - overlay overlay rw\n" +
 	"2 1 0:2 / /sys ro,nosuid,nodev,noexec,relatime - sysfs sysfs rw\n"
 
 func TestDetect(t *testing.T) {
-	tr := tree(t, map[string]string{
+	tr := hosttest.Tree(t, map[string]string{
 		"proc/self/mountinfo":                     mountinfoText,
 		"var/lib/dbus/machine-id":                 "3f1c0a0e5b7d4c2e9a8b6d5c4e3f2a1b\n",
 		"sys/devices/virtual/dmi/id/product_name": "KVM\n",

@@ -91,7 +91,7 @@ func lookBinary(sys system.System, name, searchPath string) (Binary, error) {
 	}
 	b := Binary{Name: name}
 	// Each directory looked in once: a PATH of a megabyte may name one
-	// directory hundreds of thousands of times (issue 24).
+	// directory hundreds of thousands of times.
 	seen := map[string]bool{}
 	for dir := range strings.SplitSeq(searchPath, ":") {
 		if !path.IsAbs(dir) {

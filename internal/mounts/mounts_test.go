@@ -10,21 +10,11 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
-	"github.com/moby/sys/mountinfo"
 
 	"github.com/kind-entrypoint/entrypoint/internal/plan"
 	"github.com/kind-entrypoint/entrypoint/internal/system"
 	"github.com/kind-entrypoint/entrypoint/internal/system/hosttest"
 )
-
-func parseMounts(t *testing.T, lines ...string) []*mountinfo.Info {
-	t.Helper()
-	mi, err := mountinfo.GetMountsFromReader(strings.NewReader(strings.Join(lines, "\n")+"\n"), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return mi
-}
 
 const (
 	rootLine = "1042 975 0:94 / / rw,relatime master:482 - overlay overlay rw,lowerdir=/l,upperdir=/u,workdir=/w"
@@ -56,8 +46,8 @@ func bin(name string, uid, gid int, mode fs.FileMode, fstype string) Binary {
 }
 
 func TestPlan(t *testing.T) {
-	sys := parseMounts(t, sysLine)[0]
-	ro := parseMounts(t, sysRO)[0]
+	sys := hosttest.Mounts(t, sysLine)[0]
+	ro := hosttest.Mounts(t, sysRO)[0]
 	tests := []struct {
 		name string
 		f    Facts
@@ -196,7 +186,7 @@ func TestSysReadOnly(t *testing.T) {
 		{"1 0 0:5 / /sys rw,relatime - sysfs sysfs ro,nosuid", system.Remount | system.Bind | system.ReadOnly | system.RelAtime},
 	}
 	for _, tt := range tests {
-		m := parseMounts(t, tt.line)[0]
+		m := hosttest.Mounts(t, tt.line)[0]
 		got := SysReadOnly(m)
 		want := sysRemount(tt.want)
 		if diff := cmp.Diff(want, got, emptyNil); diff != "" {
@@ -208,7 +198,7 @@ func TestSysReadOnly(t *testing.T) {
 	}
 	// The rendering a dry run shows for Docker's /sys.
 	const want = "mount none on /sys (remount,bind,ro,nosuid,nodev,noexec,relatime) [on failure: tolerated-in-userns \"UserNS: ignoring mount fail\"]  # systemd expects a read-only /sys in a container"
-	if got := SysReadOnly(parseMounts(t, sysLine)[0]).String(); got != want {
+	if got := SysReadOnly(hosttest.Mounts(t, sysLine)[0]).String(); got != want {
 		t.Errorf("rendered\n %s\nwant\n %s", got, want)
 	}
 }

@@ -16,16 +16,6 @@ import (
 	"github.com/kind-entrypoint/entrypoint/internal/system/hosttest"
 )
 
-// fakeNode builds a tree: files by node path; content "->X" makes a link.
-func fakeNode(t *testing.T, files map[string]string) *system.Tree {
-	t.Helper()
-	dir := t.TempDir()
-	if err := hosttest.WriteFiles(dir, files); err != nil {
-		t.Fatal(err)
-	}
-	return system.NewTree(dir)
-}
-
 // barrier is a System whose probes (commands and lookups) each wait until
 // n of them are in flight at once: detection that runs them one after the
 // other times out, so the test proves they run concurrently.
@@ -82,7 +72,7 @@ COMMIT
 `
 
 func TestDetectIptablesRunsSavesConcurrently(t *testing.T) {
-	tree := fakeNode(t, map[string]string{
+	tree := hosttest.Tree(t, map[string]string{
 		".host/run/iptables-legacy-save":  "",
 		".host/run/ip6tables-legacy-save": "",
 		".host/run/iptables-nft-save":     dockerRules,
@@ -111,7 +101,7 @@ func TestDetectIptablesRunsSavesConcurrently(t *testing.T) {
 }
 
 func TestDetectIptablesHungSave(t *testing.T) {
-	tree := fakeNode(t, map[string]string{
+	tree := hosttest.Tree(t, map[string]string{
 		".host/run/iptables-legacy-save":    "*filter\n-A INPUT -j ACCEPT\nCOMMIT\n",
 		".host/run/ip6tables-legacy-save":   "",
 		".host/run/iptables-nft-save.hang":  "",
@@ -183,7 +173,7 @@ func TestPlanIptables(t *testing.T) {
 // /proc/net/ip{,6}_tables_names lists; an empty list means no rules, known
 // without starting it. A list with a table, or no list at all, runs it.
 func TestLegacySaveNotRunWithoutTables(t *testing.T) {
-	tree := fakeNode(t, map[string]string{
+	tree := hosttest.Tree(t, map[string]string{
 		"proc/net/ip_tables_names":        "",
 		"proc/net/ip6_tables_names":       "nat\n",
 		".host/run/iptables-legacy-save":  "*filter\n-A INPUT -j ACCEPT\nCOMMIT\n",

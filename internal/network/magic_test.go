@@ -512,7 +512,7 @@ func TestCertRenewalApply(t *testing.T) {
 	// first is a renewal: the others put the old pair back.
 	for _, kubeadm := range []string{"writes", "fails", "writes only the certificate", "writes nothing"} {
 		kubeadmFails := kubeadm != "writes"
-		tree := fakeNode(t, map[string]string{
+		tree := hosttest.Tree(t, map[string]string{
 			KubeadmConfig: "advertiseAddress: 172.18.0.3\n",
 			APIServerCert: oldCrt,
 			APIServerKey:  oldKey,
@@ -601,7 +601,7 @@ func readFiles(sys system.System, paths ...string) ([]File, error) {
 }
 
 func TestDetectMagic(t *testing.T) {
-	tree := fakeNode(t, map[string]string{
+	tree := hosttest.Tree(t, map[string]string{
 		".host/hosts":                      "kind-control-plane 127.0.1.1 172.18.0.3 fc00::3\nhost.docker.internal 192.168.65.254\n",
 		".host/run/iptables-nft-save":      rulesDocker24,
 		"proc/sys/kernel/hostname":         "kind-control-plane\n",
@@ -644,7 +644,7 @@ func TestDetectMagic(t *testing.T) {
 	}
 
 	// A hanging lookup is a missing address after the timeout.
-	hang := fakeNode(t, map[string]string{".host/hosts": "kind-control-plane hang\n", "etc/hostname": "kind-control-plane\n"})
+	hang := hosttest.Tree(t, map[string]string{".host/hosts": "kind-control-plane hang\n", "etc/hostname": "kind-control-plane\n"})
 	// The rules select_iptables read are not read again.
 	legacy := IptablesFacts{Saves: []Save{{Command: "iptables-legacy-save", Mode: Legacy, Output: []byte(rulesNoDport), Rules: 4}}}
 	f, err = DetectMagic(t.Context(), hang, env, legacy, 50*time.Millisecond)
@@ -667,7 +667,7 @@ func TestDetectMagicPodmanDoesNotWait(t *testing.T) {
 	const node = "kind-control-plane 10.89.0.2\nhost.docker.internal hang\n"
 	legacy := IptablesFacts{Saves: []Save{{Command: "iptables-legacy-save", Mode: Legacy,
 		Output: []byte("*nat\n:PREROUTING ACCEPT [0:0]\nCOMMIT\n")}}}
-	podman := fakeNode(t, map[string]string{
+	podman := hosttest.Tree(t, map[string]string{
 		".host/hosts":     node,
 		"etc/hostname":    "kind-control-plane\n",
 		"etc/resolv.conf": "search dns.podman\nnameserver 10.89.0.1\n",
@@ -696,7 +696,7 @@ func TestDetectMagicPodmanDoesNotWait(t *testing.T) {
 
 	// Docker's resolv.conf: the lookup is waited for (here until it
 	// times out).
-	docker := fakeNode(t, map[string]string{
+	docker := hosttest.Tree(t, map[string]string{
 		".host/hosts":     node,
 		"etc/hostname":    "kind-control-plane\n",
 		"etc/resolv.conf": resolvDocker,
@@ -790,7 +790,7 @@ func TestPlanMagicNoHostIPSearch(t *testing.T) {
 // can be a host's: not loopback (Debian's 127.0.1.1), nor multicast or
 // broadcast, which a name can be made to answer too.
 func TestNodeAddressIsAHost(t *testing.T) {
-	tree := fakeNode(t, map[string]string{
+	tree := hosttest.Tree(t, map[string]string{
 		".host/hosts":              "kind-control-plane 224.0.0.5 255.255.255.255 127.0.1.1 172.18.0.3 ff02::1 ::1 fc00::3\n",
 		"proc/sys/kernel/hostname": "kind-control-plane\n",
 		"etc/resolv.conf":          resolvDocker,

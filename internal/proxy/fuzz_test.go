@@ -26,7 +26,7 @@ func FuzzProxyRender(f *testing.F) {
 			{"http_proxy", httpProxy}, {"no_proxy", noProxy},
 		}
 		out, err := Render(vars)
-		// What systemd cannot carry, or SPEC refuses: a control
+		// What systemd cannot carry, or the entrypoint refuses: a control
 		// character (C0, DEL, C1), invalid UTF-8, and the noncharacters
 		// systemd's UTF-8 check refuses.
 		refused := false

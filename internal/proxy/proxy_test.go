@@ -11,7 +11,6 @@ import (
 	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"github.com/kind-entrypoint/entrypoint/internal/plan"
-	"github.com/kind-entrypoint/entrypoint/internal/system"
 	"github.com/kind-entrypoint/entrypoint/internal/system/hosttest"
 )
 
@@ -234,7 +233,7 @@ var renderTests = []struct {
 		vars:    []Var{{"HTTP_PROXY", "http://p\xff:1"}},
 		wantErr: "HTTP_PROXY: value is not valid UTF-8 and cannot be passed to systemd",
 	},
-	// Beyond ASCII: a C1 control character (SPEC), and the noncharacters
+	// Beyond ASCII: a C1 control character (refused like C0), and the noncharacters
 	// systemd's utf8_is_valid refuses, so that env_value_is_valid drops
 	// the assignment, as for invalid UTF-8.
 	{name: "C1 control refused", vars: []Var{{"NO_PROXY", "a\u0085b"}}, wantErr: `NO_PROXY: control character U+0085 at byte 1 cannot be passed to systemd`},
@@ -341,15 +340,6 @@ func env(kv ...string) func(string) (string, bool) {
 	return func(k string) (string, bool) { v, ok := m[k]; return v, ok }
 }
 
-func tree(t *testing.T, files map[string]string) *system.Tree {
-	t.Helper()
-	dir := t.TempDir()
-	if err := hosttest.WriteFiles(dir, files); err != nil {
-		t.Fatal(err)
-	}
-	return system.NewTree(dir)
-}
-
 func TestDetect(t *testing.T) {
 	tests := []struct {
 		name  string
@@ -385,7 +375,7 @@ func TestDetect(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := Detect(tree(t, tt.files), tt.env)
+			got, err := Detect(hosttest.Tree(t, tt.files), tt.env)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -11,15 +11,6 @@ import (
 	"github.com/kind-entrypoint/entrypoint/internal/system/hosttest"
 )
 
-func parseMounts(t *testing.T, lines ...string) []*mountinfo.Info {
-	t.Helper()
-	mi, err := system.ParseMountinfo([]byte(strings.Join(lines, "\n") + "\n"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return mi
-}
-
 const (
 	rootLine = "1042 975 0:94 / / rw,relatime master:482 - overlay overlay rw,lowerdir=/l,upperdir=/u,workdir=/w"
 	sysLine  = "1046 1042 0:99 / /sys rw,nosuid,nodev,noexec,relatime - sysfs sysfs rw"
@@ -55,7 +46,7 @@ func TestAllShared(t *testing.T) {
 		{"no / at all", []string{"2 1 0:99 / /sys rw,nosuid shared:2 - sysfs sysfs rw"}, false},
 	}
 	for _, tt := range tests {
-		if got := system.AllShared(parseMounts(t, tt.lines...), "/sys/fs/cgroup"); got != tt.want {
+		if got := system.AllShared(hosttest.Mounts(t, tt.lines...), "/sys/fs/cgroup"); got != tt.want {
 			t.Errorf("%s: system.AllShared = %t, want %t", tt.name, got, tt.want)
 		}
 	}
@@ -79,7 +70,7 @@ func TestIsShared(t *testing.T) {
 }
 
 func TestTop(t *testing.T) {
-	mi := parseMounts(t, rootLine, sysLine, "1100 1046 0:99 / /sys ro,nosuid,nodev,noexec,relatime - sysfs sysfs rw")
+	mi := hosttest.Mounts(t, rootLine, sysLine, "1100 1046 0:99 / /sys ro,nosuid,nodev,noexec,relatime - sysfs sysfs rw")
 	if got := system.Top(mi, "/sys"); got == nil || got.ID != 1100 {
 		t.Errorf("Top(/sys) = %+v, want the last mount there (1100)", got)
 	}
@@ -149,7 +140,7 @@ func TestMountTable(t *testing.T) {
 // other table parsers skip them; a bad line after them is still named by
 // its own number.
 func TestParseMountinfoBlankLines(t *testing.T) {
-	want := parseMounts(t, rootLine, sysLine, varLine)
+	want := hosttest.Mounts(t, rootLine, sysLine, varLine)
 	for _, table := range []string{
 		"\n" + rootLine + "\n" + sysLine + "\n" + varLine + "\n",
 		rootLine + "\n\n" + sysLine + "\n" + varLine + "\n\n\n",

@@ -43,7 +43,7 @@ var badKinds = map[string]func(w *system.TreeFiles, p string, size int) error{
 
 // TestProbesFailClosed: a .host file that exists but cannot be read is an
 // error naming it, for every probe a replay answers from one; it is never
-// taken as absent (issue 24). Before, each of these answered as if the
+// taken as absent. Before, each of these answered as if the
 // file were not there: the replaying machine's environment, a default
 // nofile, no overlay failure, a command not installed, a new random seed.
 func TestProbesFailClosed(t *testing.T) {

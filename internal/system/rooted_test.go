@@ -17,7 +17,7 @@ import (
 )
 
 // TestTreeStaysInRoot: every read of a Tree resolves symlinks inside its
-// root, as the node would (issue 15, 2): absolute links, links climbing
+// root, as the node would: absolute links, links climbing
 // with "..", links to directories on the way.
 func TestTreeStaysInRoot(t *testing.T) {
 	out := t.TempDir()
@@ -82,8 +82,7 @@ func TestTreeStaysInRoot(t *testing.T) {
 }
 
 // TestReadLimits: a read refuses what is not a regular file without
-// blocking, and a file larger than its limit, naming path and limit
-// (issue 15, 3 and 4).
+// blocking, and a file larger than its limit, naming path and limit.
 func TestReadLimits(t *testing.T) {
 	root := t.TempDir()
 	if err := hosttest.WriteFiles(root, map[string]string{"big": strings.Repeat("x", 5000), "ok": "1234"}); err != nil {

@@ -89,7 +89,7 @@ func escapeSetup(t *testing.T, kind string) (*system.Tree, string) {
 
 // TestTreeWritesStayInRoot: every change of a Tree made through a symlink
 // that leaves the root, absolute or climbing with "..", fails and changes
-// nothing outside the root (issue 24, must show 2). On the old code each
+// nothing outside the root. Before rooted writes, each
 // of these wrote, chmod-ed, linked or removed the file outside.
 func TestTreeWritesStayInRoot(t *testing.T) {
 	ops := []struct {

@@ -170,15 +170,6 @@ func TestPlan(t *testing.T) {
 	}
 }
 
-func tree(t *testing.T, files map[string]string) *system.Tree {
-	t.Helper()
-	dir := t.TempDir()
-	if err := hosttest.WriteFiles(dir, files); err != nil {
-		t.Fatal(err)
-	}
-	return system.NewTree(dir)
-}
-
 func TestInUserNS(t *testing.T) {
 	tests := []struct {
 		name    string
@@ -193,7 +184,7 @@ func TestInUserNS(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := InUserNS(tree(t, tt.files))
+			got, err := InUserNS(hosttest.Tree(t, tt.files))
 			if errString(err) != tt.wantErr || got != tt.want {
 				t.Errorf("InUserNS = %t, %q; want %t, %q", got, errString(err), tt.want, tt.wantErr)
 			}
@@ -229,7 +220,7 @@ func TestDetect(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			sys := tree(t, tt.files)
+			sys := hosttest.Tree(t, tt.files)
 			var controllers func() (string, error)
 			if tt.cgroupV2 {
 				// As cgroupfix.ReadControllers reads it.

@@ -61,7 +61,7 @@ func TestOurNodes(t *testing.T) {
 
 // TestReferenceScript is the control run: the same tier with kind's own
 // script as the node image's entrypoint, from the kind release made for this
-// Kubernetes. It is SPEC.md's reference: v0.23.0's script plus the one later
+// Kubernetes. It is the reference the entrypoint is held to: v0.23.0's script plus the one later
 // change, kubelet.conf among the files an IP change rewrites. Where this
 // fails too, the fault is the recipe's.
 func TestReferenceScript(t *testing.T) {

@@ -79,7 +79,7 @@ func TestDefaultNode(t *testing.T) {
 				t.Errorf("/sys lost %s: %s", o, sys.Options)
 			}
 		}
-		// SPEC fix_mount (Better): a per-mount read-only remount leaves the
+		// fix_mount remounts per mount: a per-mount read-only remount leaves the
 		// sysfs superblock, shared with every namespace that sees it, rw.
 		if sys != nil && !hasOption(sys.SuperOptions, "rw") {
 			t.Errorf("/sys superblock made read-only (%s): a plain remount, not a per-mount one", sys.SuperOptions)

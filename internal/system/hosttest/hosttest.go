@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/moby/sys/mountinfo"
 
 	"github.com/kind-entrypoint/entrypoint/internal/system"
 )
@@ -217,4 +218,41 @@ func Tree(t testing.TB, files map[string]string) *system.Tree {
 		t.Fatal(err)
 	}
 	return system.NewTree(dir)
+}
+
+// HostsDir is the directory of the fake hosts kept in git, testdata/hosts
+// at the module's root, relative to the working directory (a test's is its
+// package's directory). It panics when no go.mod is above: a test run
+// outside the module has no fake hosts to use.
+func HostsDir() string {
+	up := "."
+	for range 8 {
+		if _, err := os.Stat(filepath.Join(up, "go.mod")); err == nil {
+			return filepath.Join(up, "testdata", "hosts")
+		}
+		up = filepath.Join(up, "..")
+	}
+	panic("hosttest: no go.mod above the working directory")
+}
+
+// Host copies the fake host NAME of testdata/hosts to a temporary
+// directory as a fresh clone would hold it (CopyScenario), and returns
+// that directory.
+func Host(t testing.TB, name string) string {
+	t.Helper()
+	dst := t.TempDir()
+	if err := CopyScenario(filepath.Join(HostsDir(), name, "root"), dst); err != nil {
+		t.Fatal(err)
+	}
+	return dst
+}
+
+// Mounts parses mountinfo lines with the one parser (system.ParseMountinfo).
+func Mounts(t testing.TB, lines ...string) []*mountinfo.Info {
+	t.Helper()
+	mi, err := system.ParseMountinfo([]byte(strings.Join(lines, "\n") + "\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return mi
 }

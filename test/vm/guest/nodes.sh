@@ -186,7 +186,7 @@ if ((ready)); then
       got=$(dk exec "$node" cat /kind/product_uuid 2>&1)
       [[ $got == "$uuid" ]] || fail "/kind/product_uuid changed: '$uuid' -> '$got'"
       got=$(dk exec "$node" cat /etc/machine-id 2>&1)
-      # a new id shows the entrypoint ran again (SPEC fix_machine_id)
+      # a new id shows the entrypoint ran again (fix_machine_id writes a new one on every boot)
       [[ $got != "$machine_id" ]] || fail "/etc/machine-id not regenerated on restart"
       resolv=$(dk exec "$node" cat /etc/resolv.conf 2>&1)
       searches=$(grep -c '^search ' <<< "$resolv")
@@ -201,7 +201,7 @@ if ((ready)); then
   else
     fail "docker restart failed"
   fi
-  # Never a remount of the shared sysfs superblock (SPEC fix_mount, Better).
+  # Never a remount of the shared sysfs superblock (fix_mount remounts only the node's own /sys mount read-only).
   got=$(sys_options "$(cat /proc/self/mountinfo)")
   [[ $got == "$host_sys" ]] || fail "the VM's own /sys changed: '$host_sys' -> '$got'"
   collect "$node"

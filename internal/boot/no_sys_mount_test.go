@@ -9,7 +9,7 @@ import (
 	"github.com/kind-entrypoint/entrypoint/internal/system/hosttest"
 )
 
-// TestNoSysMount: a mount table without /sys (issue 15, 1) is planned and
+// TestNoSysMount: a mount table without /sys is planned and
 // run without a nil dereference: fix_mount warns and goes on.
 func TestNoSysMount(t *testing.T) {
 	tree := copyRoot(t, scenario{"docker-v2-cgroupns", hostsDir + "/docker-v2-cgroupns"})

@@ -22,9 +22,9 @@ import (
 )
 
 // hostileCase breaks one input of a scenario: a file or probe of its tree,
-// or a variable of its environment. SPEC "Bad input: a clear error, nothing
-// lost": the binary never panics, and either fails with an error naming
-// the file (or variable) and what was wrong, or takes the SPEC's fallback.
+// or a variable of its environment. Bad input gets a clear error and loses
+// nothing: the binary never panics, and either fails with an error naming
+// the file (or variable) and what was wrong, or takes the documented fallback.
 type hostileCase struct {
 	name     string
 	scenario string
@@ -44,7 +44,7 @@ type hostileCase struct {
 	// file or variable and what was wrong with it.
 	fatal    string
 	mentions []string
-	// fallback says what the SPEC (or the reference) does instead; shows
+	// fallback says what the entrypoint (or the reference script) does instead; shows
 	// are substrings of the dry run's output and the run's log that
 	// prove it was taken.
 	fallback string
@@ -148,7 +148,7 @@ func hostileCases() []hostileCase {
 			fallback: "no uid_map: a kernel without user namespaces, so not in one", shows: []string{"user namespace: false", booted}},
 		{name: "uid_map/empty", scenario: v1NS, file: uidMap, content: emptied,
 			fallback: "an unwritten map is a new user namespace (user_namespaces(7), as runc)", shows: []string{"user namespace: true", "INFO: running in a user namespace"}},
-		// Every file has a read limit that fits it (issue 15): 10 MB is
+		// Every file has a read limit that fits it: 10 MB is
 		// more than any of these may hold but a kernel table.
 		{name: "uid_map/10MB", scenario: rootless, file: uidMap, content: tenMBOf("", "         0       1000          1\n"),
 			fatal: "detect", mentions: []string{uidMap, "more than the 1048576-byte limit"}, keep: true},

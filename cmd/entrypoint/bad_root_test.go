@@ -1,6 +1,6 @@
 package main
 
-// The classes of issue 15 (hardening, round 2), one or more hosts each, run
+// The classes of hostile host input, one or more hosts each, run
 // through the three commands that read a --root: --dry-run, check and
 // capture. Every case, whatever it tests, must also: not panic, end in
 // time, print only lines of the known shapes, and never show (or archive)
@@ -22,9 +22,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kind-entrypoint/entrypoint/internal/outputtest"
 	"github.com/kind-entrypoint/entrypoint/internal/system"
 	"github.com/kind-entrypoint/entrypoint/internal/system/hosttest"
+	"github.com/kind-entrypoint/entrypoint/internal/system/outputtest"
 )
 
 // secret is what the file outside every case's root holds.
@@ -124,7 +124,7 @@ func hardCases() []hardCase {
 		hardCase{name: "root/missing/companion", args: []string{"undo-mount-hacks", "--dry-run", "--root", "ROOT/nonexistent"}, code: 2, want: []string{"not a directory"}},
 	)
 
-	// 9. Replays fail closed (issue 24): a .host file that is there but
+	// 9. Replays fail closed: a .host file that is there but
 	// cannot be read is an error naming it, in every command; without
 	// .host/environ the environment is empty, never this machine's
 	// (TestHardening sets a proxy holding the secret in it).
@@ -295,7 +295,7 @@ func TestHardening(t *testing.T) {
 			out := outsideDir(t)
 			root := t.TempDir()
 			if c.scenario != "" {
-				if err := hosttest.CopyScenario(filepath.Join("../../testdata/hosts", c.scenario, "root"), root); err != nil {
+				if err := hosttest.CopyScenario(filepath.Join(hosttest.HostsDir(), c.scenario, "root"), root); err != nil {
 					t.Fatal(err)
 				}
 				fixTree(t, root, out, c)
