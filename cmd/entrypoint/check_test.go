@@ -5,7 +5,6 @@ package main
 // links, addresses, routes, rules), and on fake hosts with --root.
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -20,7 +19,6 @@ import (
 	"github.com/kind-entrypoint/entrypoint/internal/check"
 	"github.com/kind-entrypoint/entrypoint/internal/podnet"
 	"github.com/kind-entrypoint/entrypoint/internal/system/hosttest"
-	"github.com/kind-entrypoint/entrypoint/internal/system/nstest"
 )
 
 // engineLinks are links container engines add and remove on their own
@@ -72,10 +70,7 @@ func parseRows(t *testing.T, out string) []check.Row {
 }
 
 func TestCheckBinary(t *testing.T) {
-	nstest.RequireRoot(t)
-	bin := buildEntrypoint(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
+	bin, ctx := binaryUnderTest(t, 2*time.Minute)
 
 	t.Run("this machine", func(t *testing.T) {
 		state, network := hostState(t), machineNetwork(t)

@@ -63,6 +63,17 @@ func goBuild(bin string) error {
 
 // buildEntrypoint returns the binary TestMain built, after checking that
 // it is static.
+// binaryUnderTest is the built binary (root only), and a context that ends
+// after timeout or with the test.
+func binaryUnderTest(t *testing.T, timeout time.Duration) (string, context.Context) {
+	t.Helper()
+	nstest.RequireRoot(t)
+	bin := buildEntrypoint(t)
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	t.Cleanup(cancel)
+	return bin, ctx
+}
+
 func buildEntrypoint(t *testing.T) string {
 	t.Helper()
 	bin := filepath.Join(os.Getenv(nstest.SandboxDirEnv), "entrypoint")
@@ -134,10 +145,7 @@ func sandboxed(t *testing.T, ctx context.Context, bin string, args ...string) re
 }
 
 func TestEntrypointBinary(t *testing.T) {
-	nstest.RequireRoot(t)
-	bin := buildEntrypoint(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
+	bin, ctx := binaryUnderTest(t, 60*time.Second)
 	var stepNames []string
 	for _, s := range boot.Steps() {
 		stepNames = append(stepNames, s.Name)

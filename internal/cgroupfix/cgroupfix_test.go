@@ -57,7 +57,7 @@ func TestSelfCgroupCPU(t *testing.T) {
 	for _, tt := range cpuCgroupTests {
 		t.Run(tt.name, func(t *testing.T) {
 			got, err := ParseSelfCgroup([]byte(tt.in)).CPU()
-			if gotErr := errString(err); gotErr != tt.wantErr {
+			if gotErr := hosttest.ErrString(err); gotErr != tt.wantErr {
 				t.Fatalf("CPU(%.80q) error = %q, want %q", tt.in, gotErr, tt.wantErr)
 			}
 			if got != tt.want {
@@ -90,13 +90,6 @@ func TestSelfCgroupUnified(t *testing.T) {
 			t.Errorf("Unified(%q) = %q, want %q", tt.in, got, tt.unified)
 		}
 	}
-}
-
-func errString(err error) string {
-	if err == nil {
-		return ""
-	}
-	return err.Error()
 }
 
 const procCgroupsHeader = "#subsys_name\thierarchy\tnum_cgroups\tenabled\n"
@@ -526,8 +519,8 @@ func TestDetectV1Errors(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			_, err := DetectV1(hosttest.Tree(t, tt.files), nil)
-			if errString(err) != tt.wantErr {
-				t.Errorf("DetectV1 error = %q, want %q", errString(err), tt.wantErr)
+			if hosttest.ErrString(err) != tt.wantErr {
+				t.Errorf("DetectV1 error = %q, want %q", hosttest.ErrString(err), tt.wantErr)
 			}
 		})
 	}

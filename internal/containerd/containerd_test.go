@@ -102,15 +102,8 @@ func TestEnableLinksLongError(t *testing.T) {
 	const unitPath = "/etc/systemd/system/" + FuseUnit
 	_, err := enableLinks(unitPath, []byte("[Install]"+strings.Repeat("\xff garbage ", 200)+"\n"))
 	if err == nil || !strings.HasPrefix(err.Error(), unitPath+": ") || len(err.Error()) > 300 {
-		t.Errorf("enableLinks: %d bytes of error: %v", len(errString(err)), err)
+		t.Errorf("enableLinks: %d bytes of error: %v", len(hosttest.ErrString(err)), err)
 	}
-}
-
-func errString(err error) string {
-	if err == nil {
-		return ""
-	}
-	return err.Error()
 }
 
 // TestFuseUnitEnabledRelative: a unit already enabled by a relative link

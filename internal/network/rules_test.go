@@ -40,7 +40,8 @@ func TestCountRules(t *testing.T) {
 
 // The nat table Docker 20.10+ installs for its embedded DNS, and its rewrite.
 var (
-	dockerNAT = lines(
+	// dockerChains is the table's header: its chains, which a rewrite keeps.
+	dockerChains = lines(
 		"*nat",
 		":PREROUTING ACCEPT [0:0]",
 		":INPUT ACCEPT [0:0]",
@@ -48,6 +49,8 @@ var (
 		":POSTROUTING ACCEPT [0:0]",
 		":DOCKER_OUTPUT - [0:0]",
 		":DOCKER_POSTROUTING - [0:0]",
+	)
+	dockerNAT = dockerChains + lines(
 		"-A OUTPUT -d 127.0.0.11/32 -j DOCKER_OUTPUT",
 		"-A POSTROUTING -d 127.0.0.11/32 -j DOCKER_POSTROUTING",
 		"-A DOCKER_OUTPUT -d 127.0.0.11/32 -p tcp -m tcp --dport 53 -j DNAT --to-destination 127.0.0.11:39337",
@@ -56,14 +59,7 @@ var (
 		"-A DOCKER_POSTROUTING -s 127.0.0.11/32 -p udp -m udp --sport 48335 -j SNAT --to-source :53",
 		"COMMIT",
 	)
-	dockerNATRewritten = lines(
-		"*nat",
-		":PREROUTING ACCEPT [0:0]",
-		":INPUT ACCEPT [0:0]",
-		":OUTPUT ACCEPT [0:0]",
-		":POSTROUTING ACCEPT [0:0]",
-		":DOCKER_OUTPUT - [0:0]",
-		":DOCKER_POSTROUTING - [0:0]",
+	dockerNATRewritten = dockerChains + lines(
 		"-A OUTPUT -d 172.18.0.1/32 -j DOCKER_OUTPUT",
 		"-A PREROUTING -d 172.18.0.1/32 -j DOCKER_OUTPUT",
 		"-A POSTROUTING -d 172.18.0.1/32 -j DOCKER_POSTROUTING",
@@ -73,6 +69,18 @@ var (
 		"-A DOCKER_POSTROUTING -s 127.0.0.11/32 -p udp -m udp --sport 48335 -j SNAT --to-source 172.18.0.1:53",
 		"COMMIT",
 	)
+)
+
+// dnatLeftAlone are DNAT rules that cannot take --dport or have one: a
+// rewrite leaves them as they are.
+var dnatLeftAlone = lines(
+	"-A DOCKER_OUTPUT ! -p tcp -j DNAT --to-destination 127.0.0.11:1",
+	"-A DOCKER_OUTPUT -p icmp -j DNAT --to-destination 127.0.0.11:1",
+	"-A DOCKER_OUTPUT -p tcp -j DNAT --to-destination 127.0.0.110:1",
+	"-A DOCKER_OUTPUT -p tcp -j DNAT --to-destination 10.0.0.1:53",
+	"-A DOCKER_OUTPUT -p tcp -m multiport --dports 53,54 -j DNAT --to-destination 127.0.0.11:1",
+	"-A DOCKER_OUTPUT -p udp -m udp --destination-port 53 -j DNAT --to-destination 127.0.0.11:1",
+	"-A DOCKER_OUTPUT -p udp -j REDIRECT --to-ports 5353",
 )
 
 // rewriteDockerDNSTests is shared with the fuzzers as seeds.
@@ -123,26 +131,10 @@ var rewriteDockerDNSTests = []struct {
 		wantChanged: true,
 	},
 	{
-		name: "DNAT rules that cannot take --dport or have one are left alone",
-		save: lines(
-			"-A DOCKER_OUTPUT ! -p tcp -j DNAT --to-destination 127.0.0.11:1",
-			"-A DOCKER_OUTPUT -p icmp -j DNAT --to-destination 127.0.0.11:1",
-			"-A DOCKER_OUTPUT -p tcp -j DNAT --to-destination 127.0.0.110:1",
-			"-A DOCKER_OUTPUT -p tcp -j DNAT --to-destination 10.0.0.1:53",
-			"-A DOCKER_OUTPUT -p tcp -m multiport --dports 53,54 -j DNAT --to-destination 127.0.0.11:1",
-			"-A DOCKER_OUTPUT -p udp -m udp --destination-port 53 -j DNAT --to-destination 127.0.0.11:1",
-			"-A DOCKER_OUTPUT -p udp -j REDIRECT --to-ports 5353",
-		),
-		hostIP: "172.18.0.1",
-		want: lines(
-			"-A DOCKER_OUTPUT ! -p tcp -j DNAT --to-destination 127.0.0.11:1",
-			"-A DOCKER_OUTPUT -p icmp -j DNAT --to-destination 127.0.0.11:1",
-			"-A DOCKER_OUTPUT -p tcp -j DNAT --to-destination 127.0.0.110:1",
-			"-A DOCKER_OUTPUT -p tcp -j DNAT --to-destination 10.0.0.1:53",
-			"-A DOCKER_OUTPUT -p tcp -m multiport --dports 53,54 -j DNAT --to-destination 127.0.0.11:1",
-			"-A DOCKER_OUTPUT -p udp -m udp --destination-port 53 -j DNAT --to-destination 127.0.0.11:1",
-			"-A DOCKER_OUTPUT -p udp -j REDIRECT --to-ports 5353",
-		),
+		name:        "DNAT rules that cannot take --dport or have one are left alone",
+		save:        dnatLeftAlone,
+		hostIP:      "172.18.0.1",
+		want:        dnatLeftAlone,
 		wantChanged: false,
 	},
 	{

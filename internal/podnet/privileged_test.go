@@ -85,6 +85,21 @@ func standInNode(t *testing.T) {
 
 // requireNSGone checks that nothing in this process refers to the pod
 // namespace any more: no descriptor, no thread.
+// requireLeftNothing fails when the node's namespace differs from before
+// (what names the run that left something), or when the preflight's own
+// namespace, inode, is still referenced.
+func requireLeftNothing(t *testing.T, before State, inode uint64, what string) {
+	t.Helper()
+	after, err := Snapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(before.Lines(), after.Lines()); diff != "" {
+		t.Errorf("%s (-before +after):\n%s", what, diff)
+	}
+	requireNSGone(t, inode)
+}
+
 func requireNSGone(t *testing.T, inode uint64) {
 	t.Helper()
 	if inode == 0 {
@@ -105,14 +120,31 @@ func requireNSGone(t *testing.T, inode uint64) {
 	}
 }
 
-func TestPreflight(t *testing.T) {
+// standIn makes this test's network namespace a stand-in node (root
+// only), and returns the machine's own namespace and the node's, before.
+func standIn(t *testing.T) (machine, node State) {
+	t.Helper()
 	nstest.RequireRoot(t)
-	machineBefore := machineState(t)
+	machine = machineState(t)
 	standInNode(t)
-	before, err := Snapshot()
+	node, err := Snapshot()
 	if err != nil {
 		t.Fatal(err)
 	}
+	return machine, node
+}
+
+// requireMachineUnchanged fails when the machine's own network namespace
+// differs from before.
+func requireMachineUnchanged(t *testing.T, before State) {
+	t.Helper()
+	if diff := cmp.Diff(before.Lines(), machineState(t).Lines()); diff != "" {
+		t.Errorf("the machine's own network namespace changed (-before +after):\n%s", diff)
+	}
+}
+
+func TestPreflight(t *testing.T) {
+	machineBefore, before := standIn(t)
 
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -128,30 +160,15 @@ func TestPreflight(t *testing.T) {
 		t.Errorf("result %+v", res)
 	}
 
-	after, err := Snapshot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if diff := cmp.Diff(before.Lines(), after.Lines()); diff != "" {
-		t.Errorf("the preflight left something in the node's namespace (-before +after):\n%s", diff)
-	}
-	requireNSGone(t, res.NSInode)
-	if diff := cmp.Diff(machineBefore.Lines(), machineState(t).Lines()); diff != "" {
-		t.Errorf("the machine's own network namespace changed (-before +after):\n%s", diff)
-	}
+	requireLeftNothing(t, before, res.NSInode, "the preflight left something in the node's namespace")
+	requireMachineUnchanged(t, machineBefore)
 }
 
 // TestPreflightFailures fails the preflight after each stage in turn, and
 // once by a real refusal of the kernel: every time, everything it made is
 // gone afterwards, and nothing else.
 func TestPreflightFailures(t *testing.T) {
-	nstest.RequireRoot(t)
-	machineBefore := machineState(t)
-	standInNode(t)
-	before, err := Snapshot()
-	if err != nil {
-		t.Fatal(err)
-	}
+	machineBefore, before := standIn(t)
 	ctx := context.Background()
 	stages := []string{stageNamespace, stageVeth, stageMove, stagePod, stageHost, stageToPod, stageToHost}
 	injected := errors.New("injected failure")
@@ -200,29 +217,14 @@ func TestPreflightFailures(t *testing.T) {
 	if !errors.Is(err, unix.EEXIST) || !strings.HasPrefix(err.Error(), stageHost+": ") {
 		t.Errorf("with the pod address routed already: got %v, want EEXIST in stage %q", err, stageHost)
 	}
-	after, err := Snapshot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if diff := cmp.Diff(before.Lines(), after.Lines()); diff != "" {
-		t.Errorf("a refused request left (-before +after):\n%s", diff)
-	}
-	requireNSGone(t, res.NSInode)
+	requireLeftNothing(t, before, res.NSInode, "a refused request left")
 
 	// Out of time in the middle: the deadline stops the TCP exchange.
 	res, err = Preflight(ctx, Options{Timeout: time.Nanosecond})
 	if !errors.Is(err, os.ErrDeadlineExceeded) && !errors.Is(err, context.DeadlineExceeded) {
 		t.Errorf("with no time: got %v, want a deadline error", err)
 	}
-	if after, err = Snapshot(); err != nil {
-		t.Fatal(err)
-	}
-	if diff := cmp.Diff(before.Lines(), after.Lines()); diff != "" {
-		t.Errorf("a timed-out preflight left (-before +after):\n%s", diff)
-	}
-	requireNSGone(t, res.NSInode)
+	requireLeftNothing(t, before, res.NSInode, "a timed-out preflight left")
 
-	if diff := cmp.Diff(machineBefore.Lines(), machineState(t).Lines()); diff != "" {
-		t.Errorf("the machine's own network namespace changed (-before +after):\n%s", diff)
-	}
+	requireMachineUnchanged(t, machineBefore)
 }

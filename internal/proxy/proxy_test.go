@@ -8,7 +8,6 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
-	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"github.com/kind-entrypoint/entrypoint/internal/plan"
 	"github.com/kind-entrypoint/entrypoint/internal/system/hosttest"
@@ -251,8 +250,8 @@ func TestRender(t *testing.T) {
 	for _, tt := range renderTests {
 		t.Run(tt.name, func(t *testing.T) {
 			got, err := Render(tt.vars)
-			if errString(err) != tt.wantErr {
-				t.Fatalf("Render error = %q, want %q", errString(err), tt.wantErr)
+			if hosttest.ErrString(err) != tt.wantErr {
+				t.Fatalf("Render error = %q, want %q", hosttest.ErrString(err), tt.wantErr)
 			}
 			if err != nil {
 				if got != nil {
@@ -279,13 +278,6 @@ func TestRender(t *testing.T) {
 			}
 		})
 	}
-}
-
-func errString(err error) string {
-	if err == nil {
-		return ""
-	}
-	return err.Error()
 }
 
 func TestQuote(t *testing.T) {
@@ -409,12 +401,7 @@ func TestPlan(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			got, err := Plan(tt.f)
-			if errString(err) != tt.wantErr {
-				t.Errorf("Plan error = %q, want %q", errString(err), tt.wantErr)
-			}
-			if diff := cmp.Diff(tt.want, got, cmpopts.EquateEmpty()); diff != "" {
-				t.Errorf("Plan (-want +got):\n%s", diff)
-			}
+			hosttest.Result(t, "Plan", got, err, tt.want, tt.wantErr)
 		})
 	}
 }

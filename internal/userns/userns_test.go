@@ -5,7 +5,6 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
-	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"github.com/kind-entrypoint/entrypoint/internal/plan"
 	"github.com/kind-entrypoint/entrypoint/internal/system"
@@ -51,7 +50,7 @@ func TestParseUIDMap(t *testing.T) {
 	for _, tt := range uidMapTests {
 		t.Run(tt.name, func(t *testing.T) {
 			full, err := ParseUIDMap([]byte(tt.in))
-			if got := errString(err); got != tt.wantErr {
+			if got := hosttest.ErrString(err); got != tt.wantErr {
 				t.Fatalf("ParseUIDMap(%q) error = %q, want %q", tt.in, got, tt.wantErr)
 			}
 			if full != tt.full {
@@ -59,13 +58,6 @@ func TestParseUIDMap(t *testing.T) {
 			}
 		})
 	}
-}
-
-func errString(err error) string {
-	if err == nil {
-		return ""
-	}
-	return err.Error()
 }
 
 func TestMissing(t *testing.T) {
@@ -104,7 +96,7 @@ func TestMissingError(t *testing.T) {
 		{[]string{"cpu", "memory", "pids"}, "UserNS: cpu, memory and pids controllers need to be delegated"},
 	}
 	for _, tt := range tests {
-		if got := errString(MissingError(tt.missing)); got != tt.want {
+		if got := hosttest.ErrString(MissingError(tt.missing)); got != tt.want {
 			t.Errorf("MissingError(%q) = %q, want %q", tt.missing, got, tt.want)
 		}
 	}
@@ -160,12 +152,7 @@ func TestPlan(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			got, err := Plan(tt.f)
-			if errString(err) != tt.wantErr {
-				t.Errorf("Plan error = %q, want %q", errString(err), tt.wantErr)
-			}
-			if diff := cmp.Diff(tt.want, got, cmpopts.EquateEmpty()); diff != "" {
-				t.Errorf("Plan (-want +got):\n%s", diff)
-			}
+			hosttest.Result(t, "Plan", got, err, tt.want, tt.wantErr)
 		})
 	}
 }
@@ -185,8 +172,8 @@ func TestInUserNS(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			got, err := InUserNS(hosttest.Tree(t, tt.files))
-			if errString(err) != tt.wantErr || got != tt.want {
-				t.Errorf("InUserNS = %t, %q; want %t, %q", got, errString(err), tt.want, tt.wantErr)
+			if hosttest.ErrString(err) != tt.wantErr || got != tt.want {
+				t.Errorf("InUserNS = %t, %q; want %t, %q", got, hosttest.ErrString(err), tt.want, tt.wantErr)
 			}
 		})
 	}
@@ -230,8 +217,8 @@ func TestDetect(t *testing.T) {
 				}
 			}
 			got, err := Detect(sys, controllers)
-			if errString(err) != tt.wantErr {
-				t.Fatalf("Detect error = %q, want %q", errString(err), tt.wantErr)
+			if hosttest.ErrString(err) != tt.wantErr {
+				t.Fatalf("Detect error = %q, want %q", hosttest.ErrString(err), tt.wantErr)
 			}
 			if diff := cmp.Diff(tt.want, got); diff != "" {
 				t.Errorf("Detect (-want +got):\n%s", diff)

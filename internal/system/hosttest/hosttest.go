@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 	"github.com/moby/sys/mountinfo"
 
 	"github.com/kind-entrypoint/entrypoint/internal/system"
@@ -255,4 +256,26 @@ func Mounts(t testing.TB, lines ...string) []*mountinfo.Info {
 		t.Fatal(err)
 	}
 	return mi
+}
+
+// ErrString is err's text, or "" for no error: what a table case's wantErr
+// is compared with.
+func ErrString(err error) string {
+	if err == nil {
+		return ""
+	}
+	return err.Error()
+}
+
+// Result checks a table case's outcome: the error's text against wantErr
+// ("" for none), and got against want (-want +got; an empty slice or map
+// equals a nil one). what names the call, as "Plan".
+func Result[T any](t testing.TB, what string, got T, err error, want T, wantErr string) {
+	t.Helper()
+	if ErrString(err) != wantErr {
+		t.Errorf("%s error = %q, want %q", what, ErrString(err), wantErr)
+	}
+	if diff := cmp.Diff(want, got, cmpopts.EquateEmpty()); diff != "" {
+		t.Errorf("%s (-want +got):\n%s", what, diff)
+	}
 }
