@@ -84,9 +84,10 @@ func (s *linkSystem) Lstat(p string) (fs.FileInfo, error) {
 
 func (s *linkSystem) Readlink(p string) (string, error) { return s.links[p], nil }
 
-// paddedLink is a host whose /l is a link to /target padded with n "./".
+// paddedLink is a host whose /l is a link to /d/target with n "./" after
+// /d/: padding after a name, where removing it from a path rebuilds the path.
 func paddedLink(n int) *linkSystem {
-	return &linkSystem{links: map[string]string{"/l": "/" + strings.Repeat("./", n) + "target"}}
+	return &linkSystem{links: map[string]string{"/l": "/d/" + strings.Repeat("./", n) + "target"}}
 }
 
 // deepPath is /d/d/.../d, n names deep.
