@@ -8,4 +8,8 @@
 //
 // Nothing else in the binary calls the kernel for the steps. A Tree reads
 // and writes only inside its root: a link that leads out is an error.
+//
+// It also holds the path facilities every step shares: Resolve (symlinks
+// resolved through a System, as the kernel does for a mount target) and
+// Under (whether a path is a directory or lies below it).
 package system
