@@ -3,6 +3,7 @@
 package e2e
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -19,6 +20,16 @@ func envOr(key, def string) string {
 		return v
 	}
 	return def
+}
+
+// mustDuration parses a duration from the tier's environment; a typo must
+// stop the run, not become a zero limit.
+func mustDuration(s string) time.Duration {
+	d, err := time.ParseDuration(s)
+	if err != nil || d <= 0 {
+		panic(fmt.Sprintf("not a positive duration: %q", s))
+	}
+	return d
 }
 
 // kindRunArgs are the flags kind v0.23.0 (pkg/cluster/internal/providers/

@@ -130,7 +130,7 @@ check_dmi() {
 # picks the scenarios of this host (cgroup v2, root or rootless Docker).
 differential() {
   local out=$res/$scenario/go-test.txt
-  (cd "$in/repo/test/e2e" && E2E_NODE_IMAGE=$NODE_IMAGE E2E_DIFF_KIND=$in/kind-v0.23.0 \
+  (cd "$in/repo/test/e2e" && E2E_NODE_IMAGE=$NODE_IMAGE E2E_DIFF_KIND=$in/kind-v0.23.0 E2E_BOOT_LIMIT=${BOOT_LIMIT}s \
     timeout 1200 "$in/e2e.test" -test.run '^TestDifferential$' -test.v -test.parallel 4 -test.timeout 19m) \
     > "$out" 2>&1 && return 0
   fail "TestDifferential: $(grep -E '^\s*(--- FAIL|FAIL:|.*differs from)' "$out" | head -n 8 | paste -sd'|' -)"
