@@ -41,11 +41,11 @@ func Preflight(sys system.System, actions []Action) error {
 		if s, ok := seen[p]; ok {
 			return s.exists, s.dir
 		}
-		if s, ok := seen[parentOf(p)]; ok && !s.dir {
-			return false, false
+		var s stat
+		if up, ok := seen[parentOf(p)]; !ok || up.dir {
+			fi, err := sys.Stat(p)
+			s = stat{exists: err == nil, dir: err == nil && fi.IsDir()}
 		}
-		fi, err := sys.Stat(p)
-		s := stat{exists: err == nil, dir: err == nil && fi.IsDir()}
 		seen[p] = s
 		return s.exists, s.dir
 	}

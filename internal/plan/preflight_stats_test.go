@@ -46,6 +46,14 @@ func TestPreflightStatsOnce(t *testing.T) {
 	if sys.n > n+10 {
 		t.Errorf("%d stats to preflight the kubelet roots of %d mounts; want at most %d", sys.n, n, n+10)
 	}
+	// Without /sys/fs/cgroup, nothing below it needs a stat.
+	bare := &statCounter{System: system.NewTree(t.TempDir())}
+	if err := Preflight(bare, kubeletRootsPlan(n)); err != nil {
+		t.Fatal(err)
+	}
+	if bare.n > 10 {
+		t.Errorf("%d stats to preflight the kubelet roots of %d mounts under a missing /sys/fs/cgroup; want at most 10", bare.n, n)
+	}
 }
 
 // BenchmarkPreflightKubeletRoots preflights the kubelet roots of 150k
