@@ -152,15 +152,16 @@ func PlanV1(f V1Facts) ([]plan.Action, error) {
 	// Sized for the mounts, their full-path binds and two kubelet roots
 	// each: growing these maps was a good part of planning's allocations.
 	p := &v1Planner{f: f, mounted: make(map[string]bool, 4*len(f.Mounts)), cpuset: map[string][2][]byte{}}
-	p.paths.Grow(pathsSize(f.Mounts))
 	for _, m := range f.Mounts {
 		p.mounted[m.Mountpoint] = true
 	}
+	shown := cpusetShown(f)
 	for _, m := range f.Mounts {
-		if v, ok := cpusetOf(f, m); ok {
+		if v, ok := cpusetOf(f, shown, m); ok {
 			p.cpuset[m.Mountpoint] = v
 		}
 	}
+	p.paths.Grow(pathsSize(f.Mounts, p.cpuset))
 	actions := []plan.Action{DetectedV1()}
 	if f.Current == "/" {
 		actions = append(actions, plan.Info("detected cgroupns"))
@@ -250,37 +251,59 @@ func (p *v1Planner) join(parts ...string) string {
 	return p.paths.String()[start:]
 }
 
-// pathsSize is about what p.paths holds for a plan over mounts: the bind
-// of each cgroup mount at its full path, and in both the kubelet roots
-// with, for cpuset, their two files.
-func pathsSize(mounts []*mountinfo.Info) int {
+// pathsSize is about what p.paths holds for a plan over mounts (at most
+// a little more): the bind of each cgroup mount at its full path, and in
+// both the kubelet roots with, for cpuset, their two files.
+func pathsSize(mounts []*mountinfo.Info, cpuset map[string][2][]byte) int {
 	n := 0
 	for _, m := range mounts {
 		if m.FSType == "cgroup" || m.FSType == "cgroup2" {
 			n += 5*len(m.Mountpoint) + 3*len(m.Root) + 2*len("/kubelet/kubelet.slice")
 		}
+		if _, ok := cpuset[m.Mountpoint]; ok {
+			// Each root's cpuset.cpus and cpuset.mems, in the mount
+			// and in its bind.
+			n += 8 * (len(m.Mountpoint) + len(m.Root) + len("/kubelet.slice/cpuset.mems"))
+		}
 	}
 	return n
 }
 
+// cgroupShown is a cgroup as a mount shows it: its filesystem and root.
+type cgroupShown struct {
+	major, minor int
+	root         string
+}
+
+// cpusetShown indexes the cpuset files read by the cgroup each hierarchy
+// mount shows, the first mount's for a cgroup shown twice.
+func cpusetShown(f V1Facts) map[cgroupShown][2][]byte {
+	out := map[cgroupShown][2][]byte{}
+	for _, h := range f.Mounts {
+		v, ok := f.Cpuset[h.Mountpoint]
+		k := cgroupShown{h.Major, h.Minor, h.Root}
+		if _, seen := out[k]; ok && !seen && isCpusetMount(h) {
+			out[k] = v
+		}
+	}
+	return out
+}
+
 // cpusetOf finds the cpuset files of the cgroup mounted at m: read for a
 // hierarchy mount, or those of the hierarchy mount showing the same cgroup
-// (same filesystem, same root) for another mount of it, such as the bind
-// of the container's cgroup at its full path made without cgroupns.
-func cpusetOf(f V1Facts, m *mountinfo.Info) ([2][]byte, bool) {
+// (same filesystem, same root; shown is cpusetShown) for another mount of
+// it, such as the bind of the container's cgroup at its full path made
+// without cgroupns. Looking for that mount in the table for each mount
+// made 50k cpuset mounts of other cgroups 2.5G lookups (issue 24).
+func cpusetOf(f V1Facts, shown map[cgroupShown][2][]byte, m *mountinfo.Info) ([2][]byte, bool) {
 	if !isCpusetMount(m) {
 		return [2][]byte{}, false
 	}
 	if v, ok := f.Cpuset[m.Mountpoint]; ok {
 		return v, true
 	}
-	for _, h := range f.Mounts {
-		if v, ok := f.Cpuset[h.Mountpoint]; ok && isCpusetMount(h) &&
-			h.Major == m.Major && h.Minor == m.Minor && h.Root == m.Root {
-			return v, true
-		}
-	}
-	return [2][]byte{}, false
+	v, ok := shown[cgroupShown{m.Major, m.Minor, m.Root}]
+	return v, ok
 }
 
 // ofContainer: the mount belongs to the container's cgroup, as the
@@ -336,8 +359,16 @@ func (p *v1Planner) removeMisc(present bool) []plan.Action {
 // before the kubelet starts. It returns actions with these appended.
 func (p *v1Planner) kubeletRoots(actions []plan.Action, subsystems []*mountinfo.Info) []plan.Action {
 	// Appended in place after the private remount, which goes first: two
-	// actions per root (a cpuset hierarchy's take two more).
-	actions = slices.Grow(actions, 1+2*(2*len(subsystems)+1))
+	// actions per root, a cpuset hierarchy's two more (not counting them
+	// made 50k cpuset mounts grow the plan by doubling, issue 24).
+	n := 1 + 2*2 // the remount, a kubelet.slice in name=systemd
+	for _, s := range subsystems {
+		n += 2 * 2
+		if _, ok := p.cpuset[s.Mountpoint]; ok {
+			n += 2 * 2
+		}
+	}
+	actions = slices.Grow(actions, n)
 	start := len(actions)
 	actions = append(actions, plan.Mount("", Root, "", system.Rec|system.Private, "").
 		Because("the kubelet roots' binds stay inside the node"))

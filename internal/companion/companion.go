@@ -167,6 +167,13 @@ var dmiProducts = []struct{ dmi, file string }{
 	{identity.DMIVirtualProductUUID, "product_uuid"},
 }
 
+// MaxProductFiles bounds the /kind/product_* files copied into each
+// container: kind writes two (product_name, product_uuid), and the plan
+// holds each one's content, so a /kind of thousands of them was that many
+// files in the hook's memory (issue 24). More is an error that names the
+// directory: the node is not one kind made.
+const MaxProductFiles = 16
+
 // DetectProductFiles reads the facts for the container in bundle.
 func DetectProductFiles(sys system.System, bundle string) (ProductFacts, error) {
 	f := ProductFacts{Rootfs: path.Join(bundle, "rootfs")}
@@ -185,6 +192,9 @@ func DetectProductFiles(sys system.System, bundle string) (ProductFacts, error) 
 		}
 		if !fi.Mode().IsRegular() {
 			continue
+		}
+		if len(f.Files) == MaxProductFiles {
+			return f, fmt.Errorf("/kind holds more than %d product_* files", MaxProductFiles)
 		}
 		b, err := sys.ReadFile(p, system.LimitValue)
 		if err != nil {

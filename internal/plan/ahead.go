@@ -60,12 +60,13 @@ func (a *Ahead) Go(ctx context.Context, decide func() (Action, bool)) {
 			a.deciding.Done()
 			return
 		}
-		r := &aheadRun{argv: act.Argv, stdin: act.Stdin, done: make(chan struct{})}
+		x := act.Extras()
+		r := &aheadRun{argv: x.Argv, stdin: x.Stdin, done: make(chan struct{})}
 		a.mu.Lock()
 		a.runs = append(a.runs, r)
 		a.mu.Unlock()
 		a.deciding.Done()
-		r.out, r.errOut, r.err = a.sys.Run(ctx, act.Argv, act.Stdin, act.Timeout)
+		r.out, r.errOut, r.err = a.sys.Run(ctx, x.Argv, x.Stdin, x.Timeout)
 		close(r.done)
 	}()
 }

@@ -26,8 +26,8 @@ func Apply(ctx context.Context, sys system.System, log *logline.Logger, actions 
 		if err == nil {
 			continue
 		}
-		if len(a.Rollback) > 0 {
-			if rerr := Apply(ctx, sys, log, a.Rollback, userNS); rerr != nil {
+		if rb := a.Extras().Rollback; len(rb) > 0 {
+			if rerr := Apply(ctx, sys, log, rb, userNS); rerr != nil {
 				// What was moved aside is not back: never tolerable.
 				return fmt.Errorf("%w; rolling back: %w", err, rerr)
 			}
@@ -52,13 +52,14 @@ func Apply(ctx context.Context, sys system.System, log *logline.Logger, actions 
 
 // created checks the files a run that exited 0 must have written.
 func created(sys system.System, a Action) error {
-	for _, p := range a.Creates {
+	x := a.Extras()
+	for _, p := range x.Creates {
 		fi, err := sys.Stat(p)
 		switch {
 		case err != nil:
-			return fmt.Errorf("%s exited 0 without writing %s: %w", a.Argv[0], p, err)
+			return fmt.Errorf("%s exited 0 without writing %s: %w", x.Argv[0], p, err)
 		case !fi.Mode().IsRegular() || fi.Size() == 0:
-			return fmt.Errorf("%s exited 0 but left %s empty or not a regular file (%s)", a.Argv[0], p, fi.Mode().Type())
+			return fmt.Errorf("%s exited 0 but left %s empty or not a regular file (%s)", x.Argv[0], p, fi.Mode().Type())
 		}
 	}
 	return nil
@@ -92,7 +93,8 @@ func do(ctx context.Context, sys system.System, log *logline.Logger, a Action) e
 	case OpUnmount:
 		return sys.Unmount(a.Path, 0)
 	case OpRun:
-		stdout, stderr, err := sys.Run(ctx, a.Argv, a.Stdin, a.Timeout)
+		x := a.Extras()
+		stdout, stderr, err := sys.Run(ctx, x.Argv, x.Stdin, x.Timeout)
 		forward(log, a, stdout, stderr)
 		if err != nil {
 			return err

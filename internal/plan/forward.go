@@ -21,7 +21,7 @@ const (
 // script sends update-alternatives' to /dev/null; standard error at WARN,
 // or at the level its klog header gives a line ("E0612 ...": ERROR).
 func forward(log *logline.Logger, a Action, stdout, stderr []byte) {
-	if !a.DropStdout {
+	if !a.Extras().DropStdout {
 		forwardStream(log, stdout, func([]byte) logline.Level { return logline.Info }, "standard output")
 	}
 	forwardStream(log, stderr, stderrLevel, "standard error")

@@ -58,40 +58,69 @@ func (p Policy) String() string {
 	return "fatal"
 }
 
-// Action is one change (or log line) of a plan.
+// Action is one change (or log line) of a plan. A plan of a host with
+// 150k cgroup mounts holds 600k of them, so the fields only runs and
+// rollbacks use are apart, in Extra (issue 24: at 296 bytes an action,
+// that plan alone was 178 MB).
 type Action struct {
-	Op      Op
-	Path    string            // the file, directory or mount point changed
-	Source  string            // mount source; symlink target
-	FSType  string            // mount filesystem type
-	Flags   system.MountFlags // mount flags
-	Data    []byte            // file content; mount data; log message
-	Mode    fs.FileMode       // file or directory mode
-	UID     int               // chown
-	GID     int               // chown
-	Argv    []string          // run: fixed argv, never a shell
-	Stdin   []byte            // run
-	Timeout time.Duration     // run
+	Op     Op
+	Path   string            // the file, directory or mount point changed
+	Source string            // mount source; symlink target
+	FSType string            // mount filesystem type
+	Flags  system.MountFlags // mount flags
+	Data   []byte            // file content; mount data; log message
+	Mode   fs.FileMode       // file or directory mode
+	// EveryBoot marks a change made on every start by design (a new
+	// machine-id), so that a restart is not expected to plan it away.
+	EveryBoot bool
+	UID       int           // chown
+	GID       int           // chown
+	Level     logline.Level // log
+	Reason    string        // why, one line, shown by --dry-run
+	OnFail    Policy
+	// FailMsg is logged when a failure is tolerated (Warn, TolerateInUserNS,
+	// LogError).
+	FailMsg string
+	// Extra holds a run's fields and a rollback; nil when the action has
+	// neither. Its fields read as the action's own (a.Argv), which
+	// dereferences it: read them on a run (Op == OpRun) only, or through
+	// Extras.
+	*Extra
+}
+
+// Extra is what few actions have: a run's command, and a rollback.
+type Extra struct {
+	Argv    []string      // run: fixed argv, never a shell
+	Stdin   []byte        // run
+	Timeout time.Duration // run
 	// DropStdout: a run's standard output is not logged (see Apply).
 	DropStdout bool
 	// Creates are the files a run must leave behind, regular and not
 	// empty: a command that exits 0 without them has failed all the same.
 	Creates []string
-	Level   logline.Level // log
-	Reason  string        // why, one line, shown by --dry-run
-	OnFail  Policy
-	// FailMsg is logged when a failure is tolerated (Warn, TolerateInUserNS,
-	// LogError).
-	FailMsg string
 	// Rollback is applied, in order, when this action fails and before its
 	// policy handles the failure: it puts back what earlier actions of the
 	// plan moved aside for this one (the old apiserver certificate when
 	// kubeadm fails). Plans are decided before anything runs, so "undo on
 	// failure" cannot be a later action.
 	Rollback []Action
-	// EveryBoot marks a change made on every start by design (a new
-	// machine-id), so that a restart is not expected to plan it away.
-	EveryBoot bool
+}
+
+// Extras is a copy of a's Extra, the zero Extra when it has none.
+func (a Action) Extras() Extra {
+	if a.Extra == nil {
+		return Extra{}
+	}
+	return *a.Extra
+}
+
+// withExtra returns a with its Extra changed by set, on a copy: actions
+// are values, and two copies of one must not share a change.
+func (a Action) withExtra(set func(*Extra)) Action {
+	e := a.Extras()
+	set(&e)
+	a.Extra = &e
+	return a
 }
 
 // Mutates reports whether the action changes anything (log lines don't).
@@ -146,17 +175,23 @@ func (a Action) OrWarn(msg string) Action { a.OnFail, a.FailMsg = Warn, msg; ret
 func (a Action) OrError(msg string) Action { a.OnFail, a.FailMsg = LogError, msg; return a }
 
 // WithRollback sets the actions applied when a fails (see Action.Rollback).
-func (a Action) WithRollback(rollback ...Action) Action { a.Rollback = rollback; return a }
+func (a Action) WithRollback(rollback ...Action) Action {
+	return a.withExtra(func(e *Extra) { e.Rollback = rollback })
+}
 
 // WithoutStdout keeps a run's standard output out of the log, where the
 // script sends it to /dev/null.
-func (a Action) WithoutStdout() Action { a.DropStdout = true; return a }
+func (a Action) WithoutStdout() Action {
+	return a.withExtra(func(e *Extra) { e.DropStdout = true })
+}
 
 // Creating makes a run that exits 0 but leaves any of paths missing or
 // empty a failure (its policy and Rollback then apply): whoever removes a
 // file for a command to write it anew must not take the exit code alone as
 // proof that it did.
-func (a Action) Creating(paths ...string) Action { a.Creates = paths; return a }
+func (a Action) Creating(paths ...string) Action {
+	return a.withExtra(func(e *Extra) { e.Creates = paths })
+}
 
 // OrIgnore makes a failure of a silent.
 func (a Action) OrIgnore() Action { a.OnFail = Ignore; return a }
@@ -229,7 +264,7 @@ func Unmount(target string) Action { return Action{Op: OpUnmount, Path: target} 
 
 // Run runs argv (never through a shell), killing it after timeout.
 func Run(argv []string, stdin []byte, timeout time.Duration) Action {
-	return Action{Op: OpRun, Argv: argv, Stdin: stdin, Timeout: timeout}
+	return Action{Op: OpRun, Extra: &Extra{Argv: argv, Stdin: stdin, Timeout: timeout}}
 }
 
 // Sync is sync(2).

@@ -21,6 +21,7 @@ const maxShown = 200
 // (logline.Escape).
 func (a Action) String() string {
 	var b strings.Builder
+	x := a.Extras()
 	b.WriteString(string(a.Op))
 	switch a.Op {
 	case OpLog:
@@ -53,19 +54,19 @@ func (a Action) String() string {
 			fmt.Fprintf(&b, " data %q", a.Data)
 		}
 	case OpRun:
-		for _, arg := range a.Argv {
+		for _, arg := range x.Argv {
 			b.WriteByte(' ')
 			b.WriteString(shellQuote(arg))
 		}
-		if a.Stdin != nil {
-			fmt.Fprintf(&b, " < %s", content(a.Stdin))
+		if x.Stdin != nil {
+			fmt.Fprintf(&b, " < %s", content(x.Stdin))
 		}
-		if a.DropStdout {
+		if x.DropStdout {
 			b.WriteString(" >/dev/null")
 		}
-		fmt.Fprintf(&b, " (timeout %s)", a.Timeout)
-		if len(a.Creates) > 0 {
-			fmt.Fprintf(&b, " (must write %s)", strings.Join(a.Creates, ", "))
+		fmt.Fprintf(&b, " (timeout %s)", x.Timeout)
+		if len(x.Creates) > 0 {
+			fmt.Fprintf(&b, " (must write %s)", strings.Join(x.Creates, ", "))
 		}
 	}
 	if a.Op != OpLog && a.OnFail != Fatal {
@@ -75,9 +76,9 @@ func (a Action) String() string {
 		}
 		b.WriteString("]")
 	}
-	if len(a.Rollback) > 0 {
+	if len(x.Rollback) > 0 {
 		b.WriteString(" [rollback:")
-		for i, r := range a.Rollback {
+		for i, r := range x.Rollback {
 			if i > 0 {
 				b.WriteByte(';')
 			}
@@ -162,17 +163,18 @@ type jsonAction struct {
 
 // MarshalJSON renders the action with flags and modes by name.
 func (a Action) MarshalJSON() ([]byte, error) {
+	x := a.Extras()
 	j := jsonAction{
 		Op: a.Op, Path: a.Path, Source: a.Source, FSType: a.FSType,
-		Data: string(a.Data), Argv: a.Argv, Stdin: string(a.Stdin),
-		TimeoutMS: a.Timeout.Milliseconds(), DropStdout: a.DropStdout, Creates: a.Creates, Level: string(a.Level), Reason: a.Reason, FailMsg: a.FailMsg,
-		Rollback: a.Rollback,
+		Data: string(a.Data), Argv: x.Argv, Stdin: string(x.Stdin),
+		TimeoutMS: x.Timeout.Milliseconds(), DropStdout: x.DropStdout, Creates: x.Creates, Level: string(a.Level), Reason: a.Reason, FailMsg: a.FailMsg,
+		Rollback: x.Rollback,
 	}
 	if !utf8.Valid(a.Data) {
 		j.Data, j.DataBase64 = "", base64.StdEncoding.EncodeToString(a.Data)
 	}
-	if !utf8.Valid(a.Stdin) {
-		j.Stdin, j.StdinBase64 = "", base64.StdEncoding.EncodeToString(a.Stdin)
+	if !utf8.Valid(x.Stdin) {
+		j.Stdin, j.StdinBase64 = "", base64.StdEncoding.EncodeToString(x.Stdin)
 	}
 	if a.Op == OpMount {
 		j.Flags = a.Flags.String()

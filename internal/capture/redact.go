@@ -1,0 +1,138 @@
+package capture
+
+import (
+	"bytes"
+	"encoding/json"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/kind-entrypoint/entrypoint/internal/proxy"
+)
+
+// scrub removes private keys and URL credentials from an extra file (the
+// rendered plan shows up to 200 bytes of a file written, quoted).
+func (b *builder) scrub(data []byte) []byte {
+	if !b.needsScrub(data) {
+		// The plan of a host with 50k cpuset mounts is 160 MB of text,
+		// which two copies made 320 MB more of capture's peak (issue 24).
+		return data
+	}
+	s := string(data)
+	for _, k := range b.keys {
+		if len(k) == 0 {
+			continue
+		}
+		quoted := strconv.Quote(string(k))
+		s = strings.ReplaceAll(s, quoted[1:len(quoted)-1], "(private key, not archived)")
+		s = strings.ReplaceAll(s, string(k), "(private key, not archived)")
+	}
+	return []byte(b.redact(s))
+}
+
+// needsScrub reports whether scrub would change data: it holds a private
+// key read, a credential recorded, or a URL's userinfo.
+func (b *builder) needsScrub(data []byte) bool {
+	for _, k := range b.keys {
+		if len(k) == 0 {
+			continue
+		}
+		quoted := strconv.Quote(string(k))
+		if bytes.Contains(data, k) || bytes.Contains(data, []byte(quoted[1:len(quoted)-1])) {
+			return true
+		}
+	}
+	for _, c := range b.credentials {
+		if bytes.Contains(data, []byte(c+"@")) {
+			return true
+		}
+	}
+	return bytes.Contains(data, []byte("://")) && bytes.Contains(data, []byte("@"))
+}
+
+// addCredentials records the user and password of a proxy setting, in
+// the forms the archive can hold it in: as it is (.host/environ), quoted
+// for systemd (the drop-in), and each of those quoted again as Go and
+// JSON strings (the plan shows the drop-in's content, check.json rows).
+func (b *builder) addCredentials(value string) {
+	u := proxyUserinfo(value)
+	if u == "" {
+		return
+	}
+	inner := func(q string) string { return q[1 : len(q)-1] }
+	forSystemd := inner(proxy.Quote(u))
+	for _, f := range []string{u, forSystemd} {
+		j, _ := json.Marshal(f)
+		for _, form := range []string{f, inner(strconv.Quote(f)), inner(string(j))} {
+			if !slices.Contains(b.credentials, form) {
+				b.credentials = append(b.credentials, form)
+			}
+		}
+	}
+	// Longest first: a form may hold a shorter one.
+	slices.SortStableFunc(b.credentials, func(x, y string) int { return len(y) - len(x) })
+}
+
+// redact replaces every recorded credential, where it stands before the
+// "@" of its host, and whatever else looks like a URL's user and password.
+func (b *builder) redact(s string) string {
+	for _, c := range b.credentials {
+		s = strings.ReplaceAll(s, c+"@", "REDACTED@")
+	}
+	return RedactURLCredentials(s)
+}
+
+// proxyUserinfo is the user and password of a proxy setting: "user:pass"
+// of "http://user:pass@proxy:3128", and of "user:pass@proxy:3128", the
+// form without a scheme that curl, Go and Docker take too; "" when there
+// is none. The password may hold an unencoded '@', '/', quote or blank:
+// the user part ends at the last '@' before the first '/' after an '@'.
+func proxyUserinfo(v string) string {
+	if i := strings.Index(v, "://"); i > 0 && urlScheme.MatchString(v[:i]) {
+		v = v[i+len("://"):]
+	}
+	at := strings.IndexByte(v, '@')
+	if at < 0 {
+		return ""
+	}
+	end := len(v)
+	if j := strings.IndexByte(v[at:], '/'); j >= 0 {
+		end = at + j
+	}
+	return v[:strings.LastIndexByte(v[:end], '@')]
+}
+
+// IsPrivateKey reports whether a file is a private key: named *.key (as
+// kubeadm names them under /etc/kubernetes/pki), or holding a PEM private
+// key block.
+func IsPrivateKey(p string, data []byte) bool {
+	return strings.HasSuffix(p, ".key") || bytes.Contains(data, []byte("PRIVATE KEY-----"))
+}
+
+// urlScheme is a URL scheme (RFC 3986).
+var urlScheme = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9+.-]*$`)
+
+// urlUserinfo is the userinfo of a URL: from "scheme://" to the last "@"
+// before the host (a password may hold an unencoded "@" too).
+var urlUserinfo = regexp.MustCompile(`([A-Za-z][A-Za-z0-9+.-]*://)[^/\s"'@]*(?:@[^/\s"'@]*)*@`)
+
+// RedactURLCredentials replaces the user and password of every URL in s:
+// http://user:pass@host -> http://REDACTED@host.
+func RedactURLCredentials(s string) string {
+	// A match never spans a line (it holds no space): only the lines
+	// with "://" and "@" go through the regexp, which made capturing a
+	// host of 70k mounts spend seconds on its plan's text.
+	if !strings.Contains(s, "://") || !strings.Contains(s, "@") {
+		return s
+	}
+	var b strings.Builder
+	b.Grow(len(s))
+	for line := range strings.Lines(s) {
+		if strings.Contains(line, "://") && strings.Contains(line, "@") {
+			line = urlUserinfo.ReplaceAllString(line, "${1}REDACTED@")
+		}
+		b.WriteString(line)
+	}
+	return b.String()
+}

@@ -1,0 +1,59 @@
+package capture
+
+import (
+	"archive/tar"
+	"compress/gzip"
+	"fmt"
+	"io"
+	"maps"
+	"path"
+	"slices"
+	"strings"
+)
+
+func (b *builder) manifestFile() {
+	var m strings.Builder
+	m.WriteString("# entrypoint capture: every path the dry run (and check) read on the node, and\n")
+	m.WriteString("# the answers to their probes, laid out for `entrypoint --dry-run --root DIR`.\n")
+	m.WriteString("# Private keys are never archived: an empty file records only that one exists.\n")
+	for _, it := range b.items {
+		fmt.Fprintf(&m, "%s: %s\n", it.Path, it.What)
+	}
+	b.probeFile(ManifestFile, []byte(m.String()), "")
+}
+
+func (b *builder) write(w io.Writer) error {
+	zw := gzip.NewWriter(w)
+	tw := tar.NewWriter(zw)
+	// Sorted by name, every directory comes before what it holds.
+	names := slices.SortedFunc(maps.Keys(b.entries), func(x, y string) int {
+		return strings.Compare(b.entries[x].hdr.Name, b.entries[y].hdr.Name)
+	})
+	dirs := map[string]bool{}
+	for _, p := range names {
+		e := b.entries[p]
+		// A probe file's directory (.host/, .host/run/) has no entry of
+		// its own: make one.
+		for d := path.Dir(strings.TrimSuffix(e.hdr.Name, "/")); d != "."; d = path.Dir(d) {
+			if _, ok := b.entries["/"+d]; ok || dirs[d] {
+				continue
+			}
+			dirs[d] = true
+			if err := tw.WriteHeader(&tar.Header{Name: d + "/", Typeflag: tar.TypeDir, Mode: 0o755, ModTime: b.mtime, Format: tar.FormatPAX}); err != nil {
+				return err
+			}
+		}
+		if err := tw.WriteHeader(&e.hdr); err != nil {
+			return fmt.Errorf("archive %s: %w", p, err)
+		}
+		if e.hdr.Typeflag == tar.TypeReg {
+			if _, err := tw.Write(e.data); err != nil {
+				return err
+			}
+		}
+	}
+	if err := tw.Close(); err != nil {
+		return err
+	}
+	return zw.Close()
+}

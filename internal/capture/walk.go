@@ -1,0 +1,205 @@
+package capture
+
+import (
+	"archive/tar"
+	"io/fs"
+	"path"
+	"strings"
+	"syscall"
+
+	"github.com/kind-entrypoint/entrypoint/internal/proxy"
+)
+
+// maxLinks bounds the symlinks followed for one path, as the kernel does.
+const maxLinks = 40
+
+func underProc(p string) bool { return p == "/proc" || strings.HasPrefix(p, "/proc/") }
+
+// resolveDir adds the directories (and kept symlinks) leading to d and
+// returns where d's content is in the archive.
+func (b *builder) resolveDir(d string, hops int) (string, error) {
+	d = path.Clean("/" + d)
+	if d == "/" {
+		return "/", nil
+	}
+	if r, ok := b.resolved[d]; ok && hops == 0 {
+		return r, nil
+	}
+	r, err := b.resolveDirOnce(d, hops)
+	if err == nil && hops == 0 {
+		if b.resolved == nil {
+			b.resolved = map[string]string{}
+		}
+		b.resolved[d] = r
+	}
+	return r, err
+}
+
+// resolveDirOnce is resolveDir of a clean d other than "/", not memoized.
+func (b *builder) resolveDirOnce(d string, hops int) (string, error) {
+	parent, err := b.resolveDir(path.Dir(d), hops)
+	if err != nil {
+		return "", err
+	}
+	cur := path.Join(parent, path.Base(d))
+	fi, err := b.sys.Lstat(cur)
+	if err != nil {
+		return cur, nil // missing: what is under it is missing too
+	}
+	if fi.Mode()&fs.ModeSymlink != 0 && b.preserve[cur] && !underProc(cur) {
+		target, err := b.sys.Readlink(cur)
+		if err != nil {
+			return "", err
+		}
+		b.put(cur, fi, nil, target)
+		if hops++; hops > maxLinks {
+			return "", &fs.PathError{Op: "capture", Path: d, Err: syscall.ELOOP}
+		}
+		if !path.IsAbs(target) {
+			target = path.Join(path.Dir(cur), target)
+		}
+		return b.resolveDir(target, hops)
+	}
+	if fi, err = b.sys.Stat(cur); err == nil && fi.IsDir() {
+		b.put(cur, fi, nil, "")
+	}
+	return cur, nil
+}
+
+// add archives node path p, read as a says (with that read's limit).
+func (b *builder) add(p string, a Access, limit, hops int) error {
+	p = path.Clean("/" + p)
+	if p == "/" {
+		return nil
+	}
+	dir, err := b.resolveDir(path.Dir(p), hops)
+	if err != nil {
+		return err
+	}
+	loc := path.Join(dir, path.Base(p))
+	fi, err := b.sys.Lstat(loc)
+	if err != nil {
+		b.note(p, "absent (%s)", a)
+		return nil
+	}
+	if fi.Mode()&fs.ModeSymlink != 0 {
+		if a&(Lstat|Link) != 0 && !underProc(loc) {
+			target, err := b.sys.Readlink(loc)
+			if err != nil {
+				return err
+			}
+			b.put(loc, fi, nil, target)
+			b.note(p, "symlink -> %s (%s)", target, a)
+			if rest := a &^ (Lstat | Link); rest != 0 {
+				// Also read through the link: archive where it leads.
+				if hops++; hops > maxLinks {
+					return &fs.PathError{Op: "capture", Path: p, Err: syscall.ELOOP}
+				}
+				if !path.IsAbs(target) {
+					target = path.Join(path.Dir(loc), target)
+				}
+				return b.add(target, rest, limit, hops)
+			}
+			return nil
+		}
+		if fi, err = b.sys.Stat(loc); err != nil {
+			b.note(p, "absent: a dangling symlink (%s)", a)
+			return nil
+		}
+	}
+	switch {
+	case fi.IsDir():
+		b.put(loc, fi, nil, "")
+		if a&List == 0 {
+			b.note(p, "directory (%s)", a)
+			return nil
+		}
+		entries, err := b.sys.ReadDir(loc)
+		if err != nil {
+			return err
+		}
+		for _, e := range entries {
+			child := path.Join(loc, e.Name())
+			cfi, err := b.sys.Lstat(child)
+			if err != nil {
+				continue
+			}
+			if cfi.Mode()&fs.ModeSymlink != 0 {
+				target, err := b.sys.Readlink(child)
+				if err != nil {
+					return err
+				}
+				b.put(child, cfi, nil, target)
+			} else {
+				b.put(child, cfi, []byte{}, "")
+			}
+		}
+		b.note(p, "directory, its %d entries listed, their content not archived (%s)", len(entries), a)
+	case fi.Mode().IsRegular() && a&Read != 0:
+		data, err := b.sys.ReadFile(loc, limit)
+		if err != nil {
+			b.note(p, "unreadable: %v (%s)", err, a)
+			return nil
+		}
+		switch {
+		case IsPrivateKey(p, data):
+			b.keys = append(b.keys, data)
+			b.put(loc, fi, []byte{}, "")
+			b.note(p, "PRIVATE KEY, NOT ARCHIVED: an empty file records only that it exists")
+			return nil
+		case p == proxy.DropIn:
+			for _, v := range proxy.Values(data) {
+				b.addCredentials(v)
+			}
+			if red := b.redact(string(data)); red != string(data) {
+				data = []byte(red)
+				b.put(loc, fi, data, "")
+				b.note(p, "file, proxy credentials redacted (%s)", a)
+				return nil
+			}
+		}
+		b.put(loc, fi, data, "")
+		b.note(p, "file (%s)", a)
+	case fi.Mode().IsRegular():
+		b.put(loc, fi, []byte{}, "")
+		b.note(p, "metadata only: mode and owner, content not read (%s)", a)
+	default:
+		b.put(loc, fi, []byte{}, "")
+		b.note(p, "%s: archived as an empty file, existence only (%s)", fi.Mode().Type(), a)
+	}
+	return nil
+}
+
+// put adds an entry for node path p: a directory, a symlink to target
+// (target != ""), or a regular file holding data. The first entry for a
+// path wins.
+func (b *builder) put(p string, fi fs.FileInfo, data []byte, target string) {
+	if _, ok := b.entries[p]; ok {
+		return
+	}
+	h := tar.Header{Name: strings.TrimPrefix(p, "/"), ModTime: b.mtime, Format: tar.FormatPAX}
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+		h.Uid, h.Gid = int(st.Uid), int(st.Gid)
+	}
+	perm := int64(fi.Mode().Perm())
+	if fi.Mode()&fs.ModeSetuid != 0 {
+		perm |= 0o4000
+	}
+	if fi.Mode()&fs.ModeSetgid != 0 {
+		perm |= 0o2000
+	}
+	if fi.Mode()&fs.ModeSticky != 0 {
+		perm |= 0o1000
+	}
+	switch {
+	case target != "":
+		h.Typeflag, h.Linkname, h.Mode = tar.TypeSymlink, target, 0o777
+	case fi.IsDir():
+		// Owner-writable, so that whoever extracts it can fill and
+		// remove it; no step looks at a directory's mode.
+		h.Typeflag, h.Name, h.Mode = tar.TypeDir, h.Name+"/", perm|0o700
+	default:
+		h.Typeflag, h.Mode, h.Size = tar.TypeReg, perm, int64(len(data))
+	}
+	b.entries[p] = &entry{hdr: h, data: data}
+}

@@ -1,0 +1,94 @@
+package cgroupfix
+
+import (
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/moby/sys/mountinfo"
+)
+
+// nestedCpusets are the facts of a cgroupns host with n cpuset mounts
+// nested under its cpuset hierarchy, each depth levels down; foreign
+// mounts show cgroups of other roots, which no hierarchy mount shows.
+func nestedCpusets(n, depth int, foreign bool) V1Facts {
+	f := V1Facts{Current: "/", Cpuset: map[string][2][]byte{}}
+	for i := range n {
+		root := "/"
+		if foreign {
+			root = "/other" + strconv.Itoa(i)
+		}
+		f.Mounts = append(f.Mounts, &mountinfo.Info{
+			ID: 5000 + i, Major: 0, Minor: 36, Root: root, FSType: "cgroup", VFSOptions: "rw,cpuset",
+			Mountpoint: Root + "/cpuset" + strings.Repeat("/k", i%depth) + "/n" + strconv.Itoa(i),
+		})
+	}
+	// The hierarchy mount last: every nested mount looked for it.
+	f.Mounts = append(f.Mounts, &mountinfo.Info{ID: 1056, Minor: 36, Root: "/", FSType: "cgroup", VFSOptions: "rw,cpuset", Mountpoint: Root + "/cpuset"})
+	f.Cpuset[Root+"/cpuset"] = [2][]byte{[]byte("0-3\n"), []byte("0\n")}
+	return f
+}
+
+// TestPlanV1NestedCpusetsAllocs: planning nested cpuset mounts allocates
+// in one go what the plan holds (its actions, its paths' text), never
+// a doubling (issue 24: the cpuset roots' files were not counted, and 50k
+// mounts grew both by doubling). The bound is 1.75 times the plan's own
+// size (its maps, a little slack in the paths' text): the old code
+// allocated 2.7 times.
+func TestPlanV1NestedCpusetsAllocs(t *testing.T) {
+	f := nestedCpusets(5000, 200, false)
+	var actions, text int
+	res := testing.Benchmark(func(b *testing.B) {
+		for b.Loop() {
+			a, err := PlanV1(f)
+			if err != nil {
+				b.Fatal(err)
+			}
+			actions, text = len(a), 0
+			for _, x := range a {
+				text += len(x.Path)
+			}
+		}
+	})
+	const actionSize = 184 // plan.TestActionSize
+	own := int64(actions*actionSize + text)
+	if got := res.AllocedBytesPerOp(); got > own*7/4 {
+		t.Errorf("planning %d nested cpuset mounts allocated %d bytes; the plan is %d (%d actions, %d bytes of paths): want at most 1.75 times that", len(f.Mounts), got, own, actions, text)
+	}
+}
+
+// TestPlanV1ForeignCpusets: a cpuset mount of a cgroup no hierarchy mount
+// shows gets no cpuset files, one that some mount shows gets its files,
+// however many mounts there are.
+func TestPlanV1ForeignCpusets(t *testing.T) {
+	f := nestedCpusets(3, 2, true)
+	f.Mounts = append(f.Mounts, &mountinfo.Info{ID: 9000, Minor: 36, Root: "/", FSType: "cgroup", VFSOptions: "rw,cpuset", Mountpoint: "/elsewhere"})
+	shown := cpusetShown(f)
+	for _, m := range f.Mounts {
+		_, ok := cpusetOf(f, shown, m)
+		if want := m.Root == "/"; ok != want {
+			t.Errorf("%s (root %s): cpuset files found %t, want %t", m.Mountpoint, m.Root, ok, want)
+		}
+	}
+}
+
+// BenchmarkPlanV1ForeignCpusets plans 50k cpuset mounts of cgroups no
+// hierarchy mount shows: the old code looked each up in the whole table,
+// 2.5G lookups, 167 s; 0.33 s now.
+func BenchmarkPlanV1ForeignCpusets(b *testing.B) {
+	f := nestedCpusets(50_000, 200, true)
+	b.ReportAllocs()
+	for b.Loop() {
+		PlanV1(f)
+	}
+}
+
+// BenchmarkPlanV1NestedCpusets plans 50k nested cpuset mounts, ten times
+// TestPlanV1NestedCpusetsAllocs.
+func BenchmarkPlanV1NestedCpusets(b *testing.B) {
+	f := nestedCpusets(50_000, 200, false)
+	b.ReportAllocs()
+	for b.Loop() {
+		PlanV1(f)
+	}
+}
