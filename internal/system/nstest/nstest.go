@@ -47,7 +47,8 @@ var mountTables = []string{"/proc/self/mountinfo", "/proc/1/mountinfo"}
 // here never mount there, so those lines are left out of the comparison,
 // as are those below any directory named containerd (a containerd of its
 // own state directory, as a nerdctl run starts).
-var othersMounts = []string{"/var/lib/docker/", "/run/docker/", "/var/lib/containerd/", "/run/containerd/", "/run/netns/"}
+var othersMounts = []string{"/var/lib/docker/", "/run/docker/", "/var/lib/containerd/", "/run/containerd/", "/run/netns/",
+	"/var/lib/containers/", "/run/containers/"} // podman's storage and state
 
 func snapshot() map[string]string {
 	s := map[string]string{}
