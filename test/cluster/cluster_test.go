@@ -264,11 +264,15 @@ func (c *cluster) remove(t *testing.T) {
 			if i >= c.controlPlanes {
 				continue
 			}
+			// the kubelet's logs of the static pods (the node image has
+			// no crictl): the newest file of each
 			for _, component := range []string{"etcd", "kube-apiserver"} {
-				ids, _ := c.cli(time.Minute, nil, "exec", n, "crictl", "ps", "-a", "-q", "--name", component)
-				if f := strings.Fields(ids); len(f) > 0 {
-					logs, _ := c.cli(time.Minute, nil, "exec", n, "crictl", "logs", "--tail", "30", f[0])
-					t.Logf("=== %s: %s (container %s of %d)\n%s", n, component, f[0], len(f), logs)
+				files, _ := c.cli(time.Minute, nil, "exec", n, "find", "/var/log/pods", "-path", "*_"+component+"-*", "-name", "*.log", "-printf", "%T@ %p\n")
+				if f := strings.Split(strings.TrimSpace(files), "\n"); f[0] != "" {
+					slices.Sort(f) // by modification time
+					newest := f[len(f)-1][strings.Index(f[len(f)-1], " ")+1:]
+					logs, _ := c.cli(time.Minute, nil, "exec", n, "tail", "-n", "30", newest)
+					t.Logf("=== %s: %s (%s)\n%s", n, component, newest, logs)
 				}
 			}
 		}
