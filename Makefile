@@ -8,7 +8,7 @@ STATICCHECK_VERSION ?= v0.8.2
 
 export CGO_ENABLED := 0
 
-.PHONY: all build vet test unit e2e e2e-podman e2e-cluster e2e-vm e2e-vm-cluster run bench fuzz lint image clean
+.PHONY: all build vet test unit e2e e2e-podman e2e-cluster e2e-cluster-matrix e2e-vm e2e-vm-cluster run bench fuzz lint image clean
 
 all: build
 
@@ -46,6 +46,13 @@ e2e-podman: build
 # with kind's own script as a control run; see test/cluster/README.md.
 e2e-cluster: build
 	bash test/cluster/run.sh
+
+# kind's cluster shapes on our nodes and on kind's script: IPv4 1+2, IPv6,
+# dual-stack, 3 control planes behind kind's load balancer, podman; each
+# restarted with new addresses. Not in `test` (its time: see
+# test/cluster/README.md). Needs `make e2e-podman` first for the podman shape.
+e2e-cluster-matrix: build
+	bash test/cluster/run.sh --matrix
 
 # cgroup v2 and rootless hosts: the same node image in a Debian VM (qemu,
 # TCG); see test/vm/README.md.

@@ -6,6 +6,7 @@
 package cluster
 
 import (
+	"cmp"
 	"context"
 	"crypto/x509"
 	"encoding/pem"
@@ -22,7 +23,10 @@ import (
 	"github.com/kind-entrypoint/entrypoint/test/tier"
 )
 
-const namePrefix = "kind-ep-cl-" // run.sh and cleanup find leftovers by it
+// namePrefix starts every cluster, container and network name of the tier:
+// run.sh and cleanup find leftovers by it. The matrix (matrix_test.go) has
+// its own, so that neither run removes the other's clusters.
+const namePrefix = "kind-ep-cl-"
 
 // The environment run.sh sets (the VM's cluster suite sets only what its
 // test reads): the images, kind's CLIs (the release made for this
@@ -41,6 +45,11 @@ func docker(timeout time.Duration, stdin []byte, args ...string) (string, error)
 	return tier.Run(timeout, stdin, "docker", args...)
 }
 
+// cli runs the cluster's container engine (docker or podman) the same way.
+func (c *cluster) cli(timeout time.Duration, stdin []byte, args ...string) (string, error) {
+	return tier.Run(timeout, stdin, c.engine, args...)
+}
+
 func mustEnv(t *testing.T, key string) string {
 	t.Helper()
 	v := os.Getenv(key)
@@ -53,9 +62,9 @@ func mustEnv(t *testing.T, key string) string {
 // TestOurNodes: a 1+1 cluster from our image, created by the kind release
 // made for this Kubernetes; checked, restarted with new IPs, checked again.
 func TestOurNodes(t *testing.T) {
-	c := createCluster(t, spec{tag: "ours", image: mustEnv(t, envImage), kind: mustEnv(t, envKind), worker: true})
+	c := createCluster(t, spec{tag: "ours", image: mustEnv(t, envImage), kind: mustEnv(t, envKind), workers: 1})
 	c.checkAll(t, "before-restart")
-	c.restartWithNewIPs(t)
+	c.readySince(t, c.restartWithNewIPs(t), 5*time.Minute)
 	c.checkAll(t, "after-restart")
 }
 
@@ -65,9 +74,9 @@ func TestOurNodes(t *testing.T) {
 // change, kubelet.conf among the files an IP change rewrites. Where this
 // fails too, the fault is the recipe's.
 func TestReferenceScript(t *testing.T) {
-	c := createCluster(t, spec{tag: "ref", image: mustEnv(t, envReferenceImage), kind: mustEnv(t, envKind), worker: true})
+	c := createCluster(t, spec{tag: "ref", image: mustEnv(t, envReferenceImage), kind: mustEnv(t, envKind), workers: 1})
 	c.checkAll(t, "before-restart")
-	c.restartWithNewIPs(t)
+	c.readySince(t, c.restartWithNewIPs(t), 5*time.Minute)
 	c.checkAll(t, "after-restart")
 }
 
@@ -76,7 +85,7 @@ func TestReferenceScript(t *testing.T) {
 // its restart with a new IP leaves the kubelet talking to the old one. The
 // test shows that, which is why the entrypoint rewrites kubelet.conf.
 func TestReferenceScriptV023(t *testing.T) {
-	c := createCluster(t, spec{tag: "ref023", image: mustEnv(t, envReferenceOldImage), kind: mustEnv(t, envKind), worker: true})
+	c := createCluster(t, spec{tag: "ref023", image: mustEnv(t, envReferenceOldImage), kind: mustEnv(t, envKind), workers: 1})
 	c.staleKubeletConf = true
 	c.checkAll(t, "before-restart")
 	c.restartWithNewIPs(t)
@@ -92,7 +101,15 @@ func TestOlderKind(t *testing.T) {
 // spec is what createCluster makes.
 type spec struct {
 	tag, image, kind string
-	worker           bool // one worker besides the control plane
+	// controlPlanes (0 means 1) and workers: the nodes; with more than one
+	// control plane kind puts its load balancer in front of them
+	controlPlanes, workers int
+	// family is kind's networking.ipFamily: ipv4 (when empty), ipv6, dual
+	family string
+	// engine is docker (when empty) or podman, kind's provider
+	engine string
+	// prefix starts every name the cluster makes (namePrefix when empty)
+	prefix string
 	// slow stretches every time limit of the checks (0 or 1: as on this
 	// host); the VM's cluster suite runs under emulation
 	slow int
@@ -105,8 +122,15 @@ type cluster struct {
 	net               string
 	logDir            string
 	slow              time.Duration // a factor: see spec.slow
-	nodes             []string      // control plane first
+	nodes             []string      // control planes first
+	controlPlanes     int           // the first ones of nodes
+	lb                string        // kind's load balancer container, if any
+	family            string        // ipv4, ipv6 or dual
+	engine, prefix    string
 	env               []string
+	throwaways        int // containers made to hold old addresses
+	// createTime: from `kind create cluster` to every node Ready
+	createTime time.Duration
 	// staleKubeletConf: the node's script leaves the old address in the
 	// control plane's kubelet.conf (kind v0.23.0's)
 	staleKubeletConf bool
@@ -114,20 +138,67 @@ type cluster struct {
 
 func (c *cluster) cp() string { return c.nodes[0] }
 
-// createCluster runs `kind create cluster --wait` for one control plane and,
-// with worker, one worker, and removes all it made when the test ends,
+// families are the IP families of the cluster, the primary one first (as
+// kind orders them: IPv4 first in dual-stack).
+func (c *cluster) families() []family {
+	switch c.family {
+	case "ipv6":
+		return []family{ipv6}
+	case "dual":
+		return []family{ipv4, ipv6}
+	}
+	return []family{ipv4}
+}
+
+type family int
+
+const (
+	ipv4 family = 4
+	ipv6 family = 6
+)
+
+func (f family) String() string { return fmt.Sprintf("IPv%d", int(f)) }
+
+func familyOf(a netip.Addr) family {
+	if a.Unmap().Is4() {
+		return ipv4
+	}
+	return ipv6
+}
+
+// kindNodeNames: kind names its nodes CLUSTER-ROLE, then CLUSTER-ROLE2...
+func kindNodeNames(cluster, role string, n int) []string {
+	var names []string
+	for i := 1; i <= n; i++ {
+		name := cluster + "-" + role
+		if i > 1 {
+			name += fmt.Sprint(i)
+		}
+		names = append(names, name)
+	}
+	return names
+}
+
+// createCluster runs `kind create cluster --wait` for the nodes of s, waits
+// for every node to be Ready, and removes all it made when the test ends,
 // exporting the node logs first if the test failed.
 func createCluster(t *testing.T, s spec) *cluster {
 	t.Helper()
-	id := fmt.Sprintf("%s%s-%d", namePrefix, s.tag, time.Now().Unix()%100000)
+	prefix := cmp.Or(s.prefix, namePrefix)
+	id := fmt.Sprintf("%s%s-%d", prefix, s.tag, time.Now().Unix()%100000)
 	c := &cluster{name: id, image: s.image, kind: s.kind, net: id + "-net",
-		logDir: mustEnv(t, envLogDir), slow: time.Duration(max(s.slow, 1))}
-	c.nodes = []string{id + "-control-plane"}
-	cfg := "kind: Cluster\napiVersion: kind.x-k8s.io/v1alpha4\nnodes:\n- role: control-plane\n"
-	if s.worker {
-		c.nodes = append(c.nodes, id+"-worker")
-		cfg += "- role: worker\n"
+		logDir: mustEnv(t, envLogDir), slow: time.Duration(max(s.slow, 1)),
+		controlPlanes: max(s.controlPlanes, 1), family: cmp.Or(s.family, "ipv4"),
+		engine: cmp.Or(s.engine, "docker"), prefix: prefix}
+	c.nodes = append(kindNodeNames(id, "control-plane", c.controlPlanes), kindNodeNames(id, "worker", s.workers)...)
+	if c.controlPlanes > 1 {
+		c.lb = id + "-external-load-balancer"
 	}
+	cfg := "kind: Cluster\napiVersion: kind.x-k8s.io/v1alpha4\n"
+	if s.family != "" {
+		cfg += "networking:\n  ipFamily: " + s.family + "\n"
+	}
+	cfg += "nodes:\n" + strings.Repeat("- role: control-plane\n", c.controlPlanes) + strings.Repeat("- role: worker\n", s.workers)
 	if len(s.kubeadmPatches) > 0 {
 		cfg += "kubeadmConfigPatches:\n"
 		for _, p := range s.kubeadmPatches {
@@ -140,6 +211,9 @@ func createCluster(t *testing.T, s spec) *cluster {
 	}
 	// our own network, not the user's "kind" one
 	c.env = append(os.Environ(), "KIND_EXPERIMENTAL_DOCKER_NETWORK="+c.net)
+	if c.engine == "podman" {
+		c.env = append(c.env, "KIND_EXPERIMENTAL_PROVIDER=podman", "KIND_EXPERIMENTAL_PODMAN_NETWORK="+c.net)
+	}
 	t.Cleanup(func() { c.remove(t) })
 
 	start := time.Now()
@@ -149,6 +223,12 @@ func createCluster(t *testing.T, s spec) *cluster {
 	if err != nil {
 		t.Fatalf("kind create cluster: %v", err)
 	}
+	// kind waits for the control plane; a user waits for every node
+	if err := eventually(c.slow*5*time.Minute, c.nodesReady); err != nil {
+		t.Fatalf("nodes after kind create cluster: %v", err)
+	}
+	c.createTime = time.Since(start)
+	t.Logf("created, every node Ready, in %v", c.createTime.Round(time.Second))
 	return c
 }
 
@@ -166,31 +246,51 @@ func (c *cluster) kindCmd(timeout time.Duration, args ...string) (string, error)
 }
 
 // remove deletes the cluster, the throwaway containers and the network; on
-// failure it first exports the node logs and prints the entrypoint's lines.
+// failure it first exports the node logs and prints, per node, the
+// entrypoint's lines, the failed units and the kubelet's journal, and per
+// control plane the last lines of etcd and the API server.
 func (c *cluster) remove(t *testing.T) {
 	if t.Failed() {
 		dir := filepath.Join(c.logDir, c.name)
 		out, err := c.kindCmd(c.slow*5*time.Minute, "export", "logs", dir, "--name", c.name)
 		t.Logf("kind export logs %s: %v\n%s", dir, err, lastLines(out, 5))
-		for _, n := range c.nodes {
-			logs, _ := tier.Logs(time.Minute, "docker", "--tail", "80", n)
-			t.Logf("=== %s: docker logs\n%s", n, strings.ReplaceAll(logs, "\r", ""))
-			failed, _ := docker(time.Minute, nil, "exec", n, "systemctl", "--failed", "--no-pager")
+		for i, n := range c.nodes {
+			logs, _ := tier.Logs(time.Minute, c.engine, "--tail", "80", n)
+			t.Logf("=== %s: %s logs\n%s", n, c.engine, strings.ReplaceAll(logs, "\r", ""))
+			failed, _ := c.cli(time.Minute, nil, "exec", n, "systemctl", "--failed", "--no-pager")
 			t.Logf("=== %s: failed units\n%s", n, failed)
-			kubelet, _ := docker(time.Minute, nil, "exec", n, "journalctl", "-u", "kubelet", "--no-pager", "-n", "40")
+			kubelet, _ := c.cli(time.Minute, nil, "exec", n, "journalctl", "-u", "kubelet", "--no-pager", "-n", "40")
 			t.Logf("=== %s: kubelet\n%s", n, kubelet)
+			if i >= c.controlPlanes {
+				continue
+			}
+			// the kubelet's logs of the static pods (the node image has
+			// no crictl): the newest file of each
+			for _, component := range []string{"etcd", "kube-apiserver"} {
+				files, _ := c.cli(time.Minute, nil, "exec", n, "find", "/var/log/pods", "-path", "*_"+component+"-*", "-name", "*.log", "-printf", "%T@ %p\n")
+				if f := strings.Split(strings.TrimSpace(files), "\n"); f[0] != "" {
+					slices.Sort(f) // by modification time
+					newest := f[len(f)-1][strings.Index(f[len(f)-1], " ")+1:]
+					logs, _ := c.cli(time.Minute, nil, "exec", n, "tail", "-n", "30", newest)
+					t.Logf("=== %s: %s (%s)\n%s", n, component, newest, logs)
+				}
+			}
+		}
+		if c.lb != "" {
+			logs, _ := tier.Logs(time.Minute, c.engine, "--tail", "40", c.lb)
+			t.Logf("=== %s: %s logs\n%s", c.lb, c.engine, logs)
 		}
 	}
 	if out, err := c.kindCmd(c.slow*5*time.Minute, "delete", "cluster", "--name", c.name); err != nil {
 		t.Errorf("kind delete cluster: %v\n%s", err, out)
 	}
-	if ids, _ := docker(time.Minute, nil, "ps", "-aq", "--filter", "label="+namePrefix+"throwaway="+c.name); strings.TrimSpace(ids) != "" {
+	if ids, _ := c.cli(time.Minute, nil, "ps", "-aq", "--filter", "label="+c.prefix+"throwaway="+c.name); strings.TrimSpace(ids) != "" {
 		args := append([]string{"rm", "-f", "-v"}, strings.Fields(ids)...)
-		if _, err := docker(time.Minute, nil, args...); err != nil {
+		if _, err := c.cli(time.Minute, nil, args...); err != nil {
 			t.Errorf("cleanup: %v", err)
 		}
 	}
-	if _, err := docker(time.Minute, nil, "network", "rm", c.net); err != nil && !strings.Contains(err.Error(), "No such network") && !strings.Contains(err.Error(), "not found") {
+	if _, err := c.cli(time.Minute, nil, "network", "rm", c.net); err != nil && !strings.Contains(err.Error(), "No such network") && !strings.Contains(err.Error(), "not found") {
 		t.Errorf("cleanup: %v", err)
 	}
 }
@@ -204,7 +304,7 @@ func (c *cluster) kubectl(stdin string, args ...string) (string, error) {
 		in = []byte(stdin)
 	}
 	argv = append(argv, c.cp(), "kubectl", "--kubeconfig=/etc/kubernetes/admin.conf")
-	return docker(c.slow*2*time.Minute, in, append(argv, args...)...)
+	return c.cli(c.slow*2*time.Minute, in, append(argv, args...)...)
 }
 
 // eventually retries f every 2 s until it succeeds or limit passes, and
@@ -273,7 +373,7 @@ func (c *cluster) systemPodsRunning() error {
 	}
 	// kubeadm's control plane (4 per control-plane node), CoreDNS (2), and
 	// per node kube-proxy and the CNI.
-	if want := 4 + 2 + 2*len(c.nodes); len(lines) < want {
+	if want := 4*c.controlPlanes + 2 + 2*len(c.nodes); len(lines) < want {
 		return fmt.Errorf("%d kube-system pods, want at least %d:\n%s", len(lines), want, out)
 	}
 	if len(bad) > 0 {
@@ -293,58 +393,113 @@ func (c *cluster) recordState(t *testing.T, stage string) {
 	}
 }
 
-// checkTraffic: a pod on the last node (the worker, when there is one)
-// resolves the cluster's own service name, which CoreDNS answers, and a
-// node container's name, which CoreDNS forwards to the node's resolv.conf
-// and so to Docker's embedded DNS through the rules step 10 rewrote; it also
-// reaches a pod on the control plane over the pod network.
+// checkTraffic: a pod on the last node (a worker, when there is one)
+//   - resolves the cluster's own service name, which CoreDNS answers;
+//   - resolves the first control plane's container name, which CoreDNS
+//     forwards to the node's resolv.conf and so to Docker's embedded DNS
+//     through the rules step 10 rewrote, in each family that DNS can answer
+//     in (see dockerDNSFamilies);
+//   - reaches a pod on every other node over the pod network, at each of
+//     that pod's addresses: one per family of the cluster.
 func (c *cluster) checkTraffic(t *testing.T, stage string) {
 	t.Helper()
-	client, server := c.nodes[len(c.nodes)-1], c.cp()
-	manifest := fmt.Sprintf(podManifest, "probe-server", server, `["/podprobe", "serve", ":8080"]`) +
-		"---\n" + fmt.Sprintf(podManifest, "probe-client", client, `["/podprobe"]`)
+	client, servers := c.nodes[len(c.nodes)-1], c.nodes[:len(c.nodes)-1]
+	if len(servers) == 0 {
+		servers = c.nodes // one node: the pod reaches a pod beside it
+	}
+	manifest := fmt.Sprintf(podManifest, "probe-client", client, `["/podprobe"]`)
+	pods := []string{"pod/probe-client"}
+	for i, n := range servers {
+		name := fmt.Sprintf("probe-server-%d", i)
+		manifest += "---\n" + fmt.Sprintf(podManifest, name, n, `["/podprobe", "serve", ":8080"]`)
+		pods = append(pods, "pod/"+name)
+	}
 	if out, err := c.kubectl(manifest, "apply", "-f", "-"); err != nil {
 		t.Fatalf("%s: apply probe pods: %v\n%s", stage, err, out)
 	}
-	if out, err := c.kubectl("", "wait", "--for=condition=Ready", "pod/probe-server", "pod/probe-client", "--timeout="+(c.slow*3*time.Minute).String()); err != nil {
-		desc, _ := c.kubectl("", "describe", "pod", "probe-server", "probe-client")
+	defer func() {
+		if out, err := c.kubectl("", append([]string{"delete", "--grace-period=1", "--wait=true"}, pods...)...); err != nil {
+			t.Errorf("%s: delete probe pods: %v\n%s", stage, err, out)
+		}
+	}()
+	if out, err := c.kubectl("", append([]string{"wait", "--for=condition=Ready", "--timeout=" + (c.slow * 3 * time.Minute).String()}, pods...)...); err != nil {
+		desc, _ := c.kubectl("", append([]string{"describe"}, pods...)...)
 		t.Fatalf("%s: probe pods not Ready: %v\n%s\n%s", stage, err, out, desc)
 	}
-	serverIP, err := c.kubectl("", "get", "pod", "probe-server", "-o", "jsonpath={.status.podIP}")
+	type check struct {
+		what string
+		args []string
+		want []string
+	}
+	svcIPs, err := c.kubectl("", "get", "service", "kubernetes", "-o", "jsonpath={.spec.clusterIPs[*]}")
 	if err != nil {
 		t.Fatal(err)
 	}
-	cpIP := c.nodeIP(t, c.cp())
-	exec := func(args ...string) (string, error) {
-		return c.kubectl("", append([]string{"exec", "probe-client", "--", "/podprobe"}, args...)...)
+	checks := []check{{"the kubernetes service's name", []string{"resolve", "kubernetes.default.svc.cluster.local"}, strings.Fields(svcIPs)}}
+	if fams := c.dockerDNSFamilies(); len(fams) > 0 {
+		var want []string
+		for _, f := range fams {
+			want = append(want, c.nodeAddr(t, c.cp(), f).String())
+		}
+		checks = append(checks, check{fmt.Sprintf("the control-plane node's container name (Docker's DNS, %v)", fams),
+			[]string{"resolve", c.cp()}, want})
+	} else {
+		t.Logf("%s: no check of a node container's name: Docker's embedded DNS answers at an IPv4 address, and an %s cluster's pods have no IPv4", stage, c.family)
 	}
-	for _, check := range []struct {
-		what string
-		args []string
-		want string
-	}{
-		{"the kubernetes service's name", []string{"resolve", "kubernetes.default.svc.cluster.local"}, "10.96.0.1"},
-		{"the control-plane node's container name (Docker's DNS)", []string{"resolve", c.cp()}, cpIP.String()},
-		{"a pod on " + server + " from " + client, []string{"get", "http://" + serverIP + ":8080/"}, "probe-server"},
-	} {
+	for i, n := range servers {
+		name := fmt.Sprintf("probe-server-%d", i)
+		ips, err := c.kubectl("", "get", "pod", name, "-o", "jsonpath={.status.podIPs[*].ip}")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var fams []family
+		for _, ip := range strings.Fields(ips) {
+			a, err := netip.ParseAddr(ip)
+			if err != nil {
+				t.Fatalf("%s: pod %s: IP %q: %v", stage, name, ip, err)
+			}
+			fams = append(fams, familyOf(a))
+			checks = append(checks, check{fmt.Sprintf("a pod on %s from %s over %v", n, client, familyOf(a)),
+				[]string{"get", "http://" + netip.AddrPortFrom(a, 8080).String() + "/"}, []string{name}})
+		}
+		if !slices.Equal(fams, c.families()) {
+			t.Errorf("%s: pod %s has addresses %q, want one per family %v", stage, name, ips, c.families())
+		}
+	}
+	for _, ch := range checks {
 		var out string
 		err := eventually(c.slow*time.Minute, func() error {
 			var err error
-			out, err = exec(check.args...)
-			if err == nil && !strings.Contains(out, check.want) {
-				err = fmt.Errorf("got %q, want %q in it", strings.TrimSpace(out), check.want)
+			out, err = c.kubectl("", append([]string{"exec", "probe-client", "--", "/podprobe"}, ch.args...)...)
+			for _, w := range ch.want {
+				if err == nil && !slices.Contains(strings.Fields(out), w) {
+					err = fmt.Errorf("got %q, want %q in it", strings.TrimSpace(out), w)
+				}
 			}
 			return err
 		})
 		if err != nil {
-			t.Errorf("%s: %s: podprobe %s: %v", stage, check.what, strings.Join(check.args, " "), err)
+			t.Errorf("%s: %s: podprobe %s: %v", stage, ch.what, strings.Join(ch.args, " "), err)
 		} else {
-			t.Logf("%s: %s: podprobe %s: %s", stage, check.what, strings.Join(check.args, " "), strings.TrimSpace(out))
+			t.Logf("%s: %s: podprobe %s: %s", stage, ch.what, strings.Join(ch.args, " "), strings.TrimSpace(out))
 		}
 	}
-	if out, err := c.kubectl("", "delete", "pod", "probe-server", "probe-client", "--grace-period=1", "--wait=true"); err != nil {
-		t.Errorf("%s: delete probe pods: %v\n%s", stage, err, out)
+}
+
+// dockerDNSFamilies: the families in which a pod can have a node container's
+// name answered. CoreDNS forwards it to the node's resolv.conf, that is to
+// Docker's embedded DNS at the IPv4 address step 10 put there; it answers A
+// and AAAA records. A pod of an IPv6 single-stack cluster has no IPv4
+// address to reach it from (and kind's IPv6 CI drops CoreDNS's forward
+// altogether, see coreDNSOffline).
+func (c *cluster) dockerDNSFamilies() []family {
+	switch c.family {
+	case "ipv6":
+		return nil
+	case "dual":
+		return []family{ipv4, ipv6}
 	}
+	return []family{ipv4}
 }
 
 const podManifest = `apiVersion: v1
@@ -362,92 +517,214 @@ spec:
     command: %s
 `
 
-func (c *cluster) nodeIP(t *testing.T, node string) netip.Addr {
+// addrs: the container's addresses on its networks, IPv4 first.
+func (c *cluster) addrs(t *testing.T, container string) []netip.Addr {
 	t.Helper()
-	out, err := docker(time.Minute, nil, "inspect", "-f", "{{range .NetworkSettings.Networks}}{{.IPAddress}}{{end}}", node)
+	out, err := c.cli(time.Minute, nil, "inspect", "-f", "{{range .NetworkSettings.Networks}}{{.IPAddress}} {{.GlobalIPv6Address}} {{end}}", container)
 	if err != nil {
 		t.Fatal(err)
 	}
-	a, err := netip.ParseAddr(strings.TrimSpace(out))
-	if err != nil {
-		t.Fatalf("%s: IP %q: %v", node, out, err)
+	var addrs []netip.Addr
+	for _, f := range strings.Fields(out) {
+		a, err := netip.ParseAddr(f)
+		if err != nil {
+			t.Fatalf("%s: address %q: %v", container, f, err)
+		}
+		addrs = append(addrs, a)
 	}
-	return a
+	slices.SortStableFunc(addrs, func(a, b netip.Addr) int { return int(familyOf(a)) - int(familyOf(b)) })
+	return addrs
 }
 
-// restartWithNewIPs stops every node, lets throwaway containers take their
-// addresses, and starts the nodes again, so that each comes back with a new
-// IP. The entrypoint must rewrite the old address in the control plane's
-// files and have kubeadm renew the apiserver certificate for the new one.
-func (c *cluster) restartWithNewIPs(t *testing.T) {
+// nodeAddr: the container's address of family f.
+func (c *cluster) nodeAddr(t *testing.T, container string, f family) netip.Addr {
 	t.Helper()
-	old := map[string]netip.Addr{}
-	for _, n := range c.nodes {
-		old[n] = c.nodeIP(t, n)
+	addrs := c.addrs(t, container)
+	for _, a := range addrs {
+		if familyOf(a) == f {
+			return a
+		}
 	}
-	if _, err := docker(3*time.Minute, nil, append([]string{"stop"}, c.nodes...)...); err != nil {
+	t.Fatalf("%s has no %v address (it has %v)", container, f, addrs)
+	return netip.Addr{}
+}
+
+// restartWithNewIPs stops every node (and kind's load balancer, if any),
+// lets throwaway containers take their addresses, and starts them again, so
+// that each comes back with a new address in every family. The entrypoint
+// must rewrite the old addresses in each control plane's files and have
+// kubeadm renew the apiserver certificate for the new one. It returns when
+// the nodes were started (see readySince); it does not wait for Kubernetes.
+func (c *cluster) restartWithNewIPs(t *testing.T) time.Time {
+	t.Helper()
+	containers := slices.Clone(c.nodes)
+	if c.lb != "" {
+		containers = append(containers, c.lb)
+	}
+	old := map[string][]netip.Addr{}
+	for _, n := range containers {
+		old[n] = c.addrs(t, n)
+	}
+	if _, err := c.cli(3*time.Minute, nil, append([]string{"stop"}, containers...)...); err != nil {
 		t.Fatal(err)
 	}
-	// Docker hands out the lowest free address: one throwaway per node holds
-	// the addresses the nodes had.
-	for i := range c.nodes {
-		if _, err := docker(time.Minute, nil, "run", "-d", "--name", fmt.Sprintf("%s-throwaway%d", c.name, i),
-			"--label", namePrefix+"throwaway="+c.name, "--network", c.net,
+	// The engine hands out the lowest free address (in each family): one
+	// throwaway per stopped container holds the addresses they had.
+	for range containers {
+		if _, err := c.cli(time.Minute, nil, "run", "-d", "--name", fmt.Sprintf("%s-throwaway%d", c.name, c.throwaways),
+			"--label", c.prefix+"throwaway="+c.name, "--network", c.net,
 			"--entrypoint", "/bin/sleep", c.image, "infinity"); err != nil {
 			t.Fatal(err)
 		}
+		c.throwaways++
 	}
-	if _, err := docker(3*time.Minute, nil, append([]string{"start"}, c.nodes...)...); err != nil {
+	started := time.Now()
+	if _, err := c.cli(3*time.Minute, nil, append([]string{"start"}, containers...)...); err != nil {
 		t.Fatal(err)
 	}
+	now := map[string][]netip.Addr{}
+	for _, n := range containers {
+		now[n] = c.addrs(t, n)
+		for _, a := range now[n] {
+			if slices.Contains(old[n], a) {
+				t.Fatalf("%s kept its address %s across the restart (%v -> %v): the test did not change it", n, a, old[n], now[n])
+			}
+		}
+		if len(now[n]) != len(old[n]) {
+			t.Fatalf("%s: addresses %v before the restart, %v after", n, old[n], now[n])
+		}
+		t.Logf("%s: %v -> %v", n, old[n], now[n])
+	}
+	// the entrypoint records the addresses it booted with
 	for _, n := range c.nodes {
-		now := c.nodeIP(t, n)
-		if now == old[n] {
-			t.Fatalf("%s kept its address %s across the restart: the test did not change it", n, now)
-		}
-		t.Logf("%s: %s -> %s", n, old[n], now)
-		// the entrypoint records the address it booted with
-		if err := eventually(time.Minute, func() error {
-			rec, err := docker(time.Minute, nil, "exec", n, "cat", "/kind/old-ipv4")
-			if err == nil && strings.TrimSpace(rec) != now.String() {
-				err = fmt.Errorf("/kind/old-ipv4 is %q, want %s", rec, now)
+		for _, a := range now[n] {
+			record := fmt.Sprintf("/kind/old-ipv%d", int(familyOf(a)))
+			if err := eventually(time.Minute, func() error {
+				rec, err := c.cli(time.Minute, nil, "exec", n, "cat", record)
+				if err == nil {
+					if got, perr := netip.ParseAddr(strings.TrimSpace(rec)); perr != nil || got != a {
+						err = fmt.Errorf("%s is %q, want %s", record, rec, a)
+					}
+				}
+				return err
+			}); err != nil {
+				t.Errorf("%s: %v", n, err)
 			}
-			return err
-		}); err != nil {
-			t.Errorf("%s: %v", n, err)
 		}
 	}
-	cp := c.cp()
-	newIP := c.nodeIP(t, cp)
 	const kubeletConf = "/etc/kubernetes/kubelet.conf"
-	for _, f := range []string{"/etc/kubernetes/manifests/kube-apiserver.yaml", "/etc/kubernetes/manifests/etcd.yaml", "/kind/kubeadm.conf", kubeletConf} {
-		text, err := docker(time.Minute, nil, "exec", cp, "cat", f)
-		if err != nil {
-			t.Errorf("%s: %v", f, err)
-			continue
-		}
-		rewritten := !strings.Contains(text, old[cp].String()) && strings.Contains(text, newIP.String())
-		switch {
-		case f == kubeletConf && c.staleKubeletConf:
-			if rewritten {
-				t.Errorf("%s: rewritten to %s, by a script that should not have", f, newIP)
-			} else {
-				t.Logf("%s still points at the old address %s", f, old[cp])
+	for _, cp := range c.nodes[:c.controlPlanes] {
+		// the address kubeadm advertises: the primary family's; kind's
+		// kubeadm.conf names the node's address in each family
+		primary := c.nodeAddr(t, cp, c.families()[0])
+		for _, f := range []string{"/etc/kubernetes/manifests/kube-apiserver.yaml", "/etc/kubernetes/manifests/etcd.yaml", "/kind/kubeadm.conf", kubeletConf} {
+			text, err := c.cli(time.Minute, nil, "exec", cp, "cat", f)
+			if err != nil {
+				t.Errorf("%s: %s: %v", cp, f, err)
+				continue
 			}
-		case !rewritten:
-			t.Errorf("%s: the old address %s is still there, or the new %s is not", f, old[cp], newIP)
+			want := []netip.Addr{primary}
+			if f == "/kind/kubeadm.conf" {
+				want = nil
+				for _, fam := range c.families() {
+					want = append(want, c.nodeAddr(t, cp, fam))
+				}
+			}
+			var stale, missing []netip.Addr
+			for _, a := range old[cp] {
+				if containsAddr(text, a) {
+					stale = append(stale, a)
+				}
+			}
+			for _, a := range want {
+				if !containsAddr(text, a) {
+					missing = append(missing, a)
+				}
+			}
+			rewritten := len(stale) == 0 && len(missing) == 0
+			switch {
+			case f == kubeletConf && c.staleKubeletConf:
+				if rewritten {
+					t.Errorf("%s: %s: rewritten to %v, by a script that should not have", cp, f, want)
+				} else {
+					t.Logf("%s: %s still points at the old address %v", cp, f, stale)
+				}
+			case !rewritten:
+				t.Errorf("%s: %s: old addresses %v still there, new %v missing", cp, f, stale, missing)
+			}
+		}
+		if err := eventually(2*time.Minute, func() error { return c.certHasIP(cp, primary) }); err != nil {
+			t.Errorf("%s: apiserver certificate: %v", cp, err)
 		}
 	}
-	if err := eventually(2*time.Minute, func() error { return certHasIP(cp, newIP) }); err != nil {
-		t.Errorf("apiserver certificate: %v", err)
+	logs, _ := tier.Logs(time.Minute, c.engine, c.cp())
+	t.Logf("%s: entrypoint log after the restart:\n%s", c.cp(), entrypointLines(logs))
+	return started
+}
+
+// containsAddr: text holds a as a whole address: 172.18.0.3 is not in
+// 172.18.0.30, fc00::3 not in fc00::31 (an IPv4 address may be followed by
+// a port's colon; an IPv6 one, in brackets then).
+func containsAddr(text string, a netip.Addr) bool {
+	word := a.String()
+	isAddrByte := func(b byte) bool {
+		if b == '.' || ('0' <= b && b <= '9') {
+			return true
+		}
+		return a.Is6() && (b == ':' || ('a' <= b && b <= 'f') || ('A' <= b && b <= 'F'))
 	}
-	logs, _ := tier.Logs(time.Minute, "docker", cp)
-	t.Logf("%s: entrypoint log after the restart:\n%s", cp, entrypointLines(logs))
+	for i := 0; ; {
+		j := strings.Index(text[i:], word)
+		if j < 0 {
+			return false
+		}
+		start, end := i+j, i+j+len(word)
+		if (start == 0 || !isAddrByte(text[start-1])) && (end == len(text) || !isAddrByte(text[end])) {
+			return true
+		}
+		i = start + 1
+	}
+}
+
+// readySince waits until every node has reported Ready since the time
+// given (a kubelet heartbeat after the restart: the Ready the API holds
+// from before the stop does not count) and returns how long that took.
+func (c *cluster) readySince(t *testing.T, since time.Time, limit time.Duration) time.Duration {
+	t.Helper()
+	err := eventually(c.slow*limit, func() error {
+		out, err := c.kubectl("", "get", "nodes", "-o",
+			`jsonpath={range .items[*]}{.metadata.name}{" "}{.status.conditions[?(@.type=="Ready")].status}{" "}{.status.conditions[?(@.type=="Ready")].lastHeartbeatTime}{"\n"}{end}`)
+		if err != nil {
+			return err
+		}
+		fresh := map[string]bool{}
+		for _, l := range strings.Split(strings.TrimSpace(out), "\n") {
+			f := strings.Fields(l)
+			if len(f) != 3 || f[1] != "True" {
+				continue
+			}
+			if beat, err := time.Parse(time.RFC3339, f[2]); err == nil && !beat.Before(since.Truncate(time.Second)) {
+				fresh[f[0]] = true
+			}
+		}
+		for _, n := range c.nodes {
+			if !fresh[n] {
+				return fmt.Errorf("%s has not reported Ready since %s:\n%s", n, since.UTC().Format(time.RFC3339), out)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("after the restart: %v", err)
+	}
+	took := time.Since(since)
+	t.Logf("every node Ready %v after docker start", took.Round(time.Second))
+	return took
 }
 
 // certHasIP: the apiserver's serving certificate on node lists ip.
-func certHasIP(node string, ip netip.Addr) error {
-	text, err := docker(time.Minute, nil, "exec", node, "cat", "/etc/kubernetes/pki/apiserver.crt")
+func (c *cluster) certHasIP(node string, ip netip.Addr) error {
+	text, err := c.cli(time.Minute, nil, "exec", node, "cat", "/etc/kubernetes/pki/apiserver.crt")
 	if err != nil {
 		return err
 	}
@@ -483,4 +760,25 @@ func entrypointLines(logs string) string {
 func lastLines(s string, n int) string {
 	lines := strings.Split(strings.TrimSpace(s), "\n")
 	return strings.Join(lines[max(0, len(lines)-n):], "\n")
+}
+
+func TestContainsAddr(t *testing.T) {
+	for _, tc := range []struct {
+		text, addr string
+		want       bool
+	}{
+		{"--advertise-address=172.18.0.3\n", "172.18.0.3", true},
+		{"--advertise-address=172.18.0.30\n", "172.18.0.3", false},
+		{"server: https://172.18.0.3:6443", "172.18.0.3", true},
+		{"x 172.18.0.30 and 172.18.0.3", "172.18.0.3", true},
+		{"1172.18.0.3", "172.18.0.3", false},
+		{"https://[fc00:f853:ccd:e793::3]:6443", "fc00:f853:ccd:e793::3", true},
+		{"fc00:f853:ccd:e793::31", "fc00:f853:ccd:e793::3", false},
+		{"node-ip: 172.18.0.3,fc00:f853:ccd:e793::3", "fc00:f853:ccd:e793::3", true},
+		{"", "172.18.0.3", false},
+	} {
+		if got := containsAddr(tc.text, netip.MustParseAddr(tc.addr)); got != tc.want {
+			t.Errorf("containsAddr(%q, %s) = %v, want %v", tc.text, tc.addr, got, tc.want)
+		}
+	}
 }

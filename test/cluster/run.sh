@@ -14,15 +14,21 @@
 #      checks and restarts clusters from both images.
 #
 # `run.sh --build-only` stops after step 4 and prints the three image names.
+# `run.sh --matrix` (make e2e-cluster-matrix) runs the shape matrix instead
+# of step 5's tests: IPv4 1+2, IPv6, dual-stack, HA and podman clusters from
+# the same images (matrix_test.go); it also builds kind's load balancer image
+# and loads the node images into podman.
 # Environment: CLUSTER_GO_TEST_ARGS (extra `go test` arguments),
-# CLUSTER_STATE_DIR (default /var/cache/kind-entrypoint-cluster).
+# CLUSTER_STATE_DIR (default /var/cache/kind-entrypoint-cluster),
+# CLUSTER_LOCK_WAIT (seconds to wait for the e2e lock, default 1800).
 set -o errexit -o nounset -o pipefail
 
-build_only=0
+build_only=0 matrix=0
 case ${1:-} in
   "") ;;
   --build-only) build_only=1 ;;
-  *) echo "usage: $0 [--build-only]" >&2; exit 2 ;;
+  --matrix) matrix=1 ;;
+  *) echo "usage: $0 [--build-only | --matrix]" >&2; exit 2 ;;
 esac
 
 tier_start=$(date +%s)
@@ -41,8 +47,8 @@ tier_init cluster
 mkdir -p "$state" "$e2e_state" "$log_dir"
 
 # The e2e tier's lock, for this whole run: both tiers tag images and drive
-# the same dockerd.
-tier_lock "$e2e_state/lock"
+# the same dockerd. A caller that holds it says so with E2E_LOCK_HELD=1.
+[[ ${E2E_LOCK_HELD:-} == 1 ]] || tier_lock "$e2e_state/lock" "${CLUSTER_LOCK_WAIT:-1800}"
 export E2E_LOCK_HELD=1
 
 # shellcheck source=versions
@@ -55,17 +61,24 @@ base_image=$(docker image inspect -f '{{index .Config.Labels "kind-entrypoint.ba
 docker image inspect "$base_image" > /dev/null || die "base image $base_image missing"
 
 # Leftovers of an interrupted run: kind's nodes and our throwaway containers
-# carry the cluster's name, which starts kind-ep-cl-, and so do the networks.
-mapfile -t stale < <(docker ps -a --format '{{.ID}} {{.Names}}' | awk '$2 ~ /^kind-ep-cl-/ {print $1}')
-if ((${#stale[@]})); then
-  log "removing ${#stale[@]} leftover containers"
-  docker rm -f -v "${stale[@]}" > /dev/null
-fi
-mapfile -t stale_nets < <(docker network ls --format '{{.Name}}' | grep '^kind-ep-cl-' || true)
-if ((${#stale_nets[@]})); then
-  log "removing leftover networks: ${stale_nets[*]}"
-  docker network rm "${stale_nets[@]}" > /dev/null
-fi
+# carry the cluster's name, which starts kind-ep-cl- (the matrix's:
+# kind-ep-mx-), and so do the networks.
+prefix=kind-ep-cl-
+((matrix)) && prefix=kind-ep-mx-
+remove_leftovers() { # ENGINE
+  local stale stale_nets
+  mapfile -t stale < <("$1" ps -a --format '{{.ID}} {{.Names}}' | awk -v p="$prefix" 'index($2, p) == 1 {print $1}')
+  if ((${#stale[@]})); then
+    log "removing ${#stale[@]} leftover $1 containers"
+    "$1" rm -f -v "${stale[@]}" > /dev/null
+  fi
+  mapfile -t stale_nets < <("$1" network ls --format '{{.Name}}' | grep "^$prefix" || true)
+  if ((${#stale_nets[@]})); then
+    log "removing leftover $1 networks: ${stale_nets[*]}"
+    "$1" network rm "${stale_nets[@]}" > /dev/null
+  fi
+}
+remove_leftovers docker
 
 # --- 2. Kubernetes, etcd, CoreDNS --------------------------------------------
 bin_hash=$(cat "$here/versions" "$here/build-binaries.sh" | sha256sum | cut -c1-12)
@@ -186,9 +199,46 @@ CLUSTER_KIND=$(bash test/kind-cli.sh "$KIND") || die "building kind $KIND (test/
 CLUSTER_KIND_OLD=$(bash test/kind-cli.sh "$KIND_REFERENCE") || die "building kind $KIND_REFERENCE (test/kind-cli.sh) failed"
 export CLUSTER_KIND CLUSTER_KIND_OLD
 export CLUSTER_LOG_DIR=$log_dir
+tags=cluster timeout=60m
+if ((matrix)); then
+  tags="cluster matrix" timeout=180m
+  t=$(date +%s)
+  # kind's load balancer for the HA shape, under the exact name the kind
+  # release asks for (it would pull it otherwise): Debian's haproxy.
+  kind_dir=$(module_dir "sigs.k8s.io/kind@$KIND") || die "go mod download sigs.k8s.io/kind@$KIND failed"
+  lb_image=$(sed -n 's/^const Image = "\(.*\)"$/\1/p' "$kind_dir/pkg/cluster/internal/loadbalancer/const.go")
+  [[ $lb_image == */haproxy:* ]] || die "kind $KIND's load balancer image is \"$lb_image\", not haproxy: node/haproxy/ builds haproxy"
+  docker build -q -t "$lb_image" --label "$label=1" --build-arg BASE_IMAGE="$base_image" "$here/node/haproxy" \
+    > /dev/null 2> "$log_dir/build-haproxy.log" || { cat "$log_dir/build-haproxy.log" >&2; die "haproxy image build failed"; }
+  log "load balancer image $lb_image built in $(since "$t")"
+  # The podman shape: both node images in podman's store (rootful podman,
+  # set up by test/podman/run.sh: make e2e-podman), loaded when it lacks them.
+  if command -v podman > /dev/null; then
+    t=$(date +%s)
+    remove_leftovers podman
+    for img in "$cluster_image" "$reference_image"; do
+      id=$(docker image inspect -f '{{.Id}}' "$img")
+      if [[ $(podman image inspect -f '{{.Id}}' "localhost/$img" 2> /dev/null) != "${id#sha256:}" ]]; then
+        docker save "$img" | podman load -q > "$log_dir/podman-load.log" 2>&1 \
+          || { cat "$log_dir/podman-load.log" >&2; die "podman load of $img failed"; }
+      fi
+    done
+    export CLUSTER_PODMAN_IMAGE=localhost/$cluster_image CLUSTER_PODMAN_REFERENCE_IMAGE=localhost/$reference_image
+    log "node images in podman in $(since "$t")"
+  else
+    log "WARN: no podman: the podman shape will fail (make e2e-podman installs it)"
+  fi
+fi
 t=$(date +%s)
 rc=0
-# shellcheck disable=SC2086 # CLUSTER_GO_TEST_ARGS is a list of arguments
-go test -tags cluster -v -count=1 -timeout 60m ${CLUSTER_GO_TEST_ARGS:-} ./test/cluster/ || rc=$?
+if ((matrix)); then
+  # shellcheck disable=SC2086 # CLUSTER_GO_TEST_ARGS is a list of arguments
+  go test -tags "$tags" -v -count=1 -timeout "$timeout" -run '^(TestMatrix|TestOfflineCorefile|TestContainsAddr)$' ${CLUSTER_GO_TEST_ARGS:-} ./test/cluster/ || rc=$?
+  command -v podman > /dev/null && remove_leftovers podman
+else
+  # shellcheck disable=SC2086 # CLUSTER_GO_TEST_ARGS is a list of arguments
+  go test -tags "$tags" -v -count=1 -timeout "$timeout" ${CLUSTER_GO_TEST_ARGS:-} ./test/cluster/ || rc=$?
+fi
+remove_leftovers docker
 log "go test finished in $(since "$t") (exit $rc); whole tier $(since "$tier_start")"
 exit "$rc"

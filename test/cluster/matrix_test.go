@@ -1,0 +1,288 @@
+//go:build cluster && matrix
+
+package cluster
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+// matrixPrefix starts every name the matrix makes (matrix.sh removes
+// leftovers by it); the cluster tier's run.sh removes kind-ep-cl-* at its
+// start, which must not take a matrix run's clusters with it.
+const matrixPrefix = "kind-ep-mx-"
+
+// The podman shape's images: the cluster tier's images as podman's store
+// names them once matrix.sh has loaded them.
+const (
+	envPodmanImage          = "CLUSTER_PODMAN_IMAGE"
+	envPodmanReferenceImage = "CLUSTER_PODMAN_REFERENCE_IMAGE"
+)
+
+// shape is one row pair of the matrix: the cluster shapes kind's own CI and
+// users run.
+type shape struct {
+	name                   string
+	family                 string // kind's ipFamily ("" is ipv4)
+	engine                 string // "" is docker
+	controlPlanes, workers int
+	// creates: how many clusters of the shape each image creates, for the
+	// median of the create time (the first one is checked and restarted)
+	creates int
+}
+
+func (s shape) nodes() string {
+	return fmt.Sprintf("%d+%d", max(s.controlPlanes, 1), s.workers)
+}
+
+// shapes, in the order they run: the families first, whose pods no other
+// test covers; HA, whose restart may not come back, after the IPv4 shape.
+var shapes = []shape{
+	{name: "ipv6", family: "ipv6", workers: 1},
+	{name: "dual", family: "dual", workers: 1},
+	{name: "ipv4", workers: 2, creates: 3}, // kind CI's shape
+	{name: "ha", controlPlanes: 3, workers: 1},
+	{name: "podman", engine: "podman", workers: 1},
+}
+
+// restartLimit: how long every node may take to report Ready after a
+// restart (about a minute is usual here).
+const restartLimit = 3 * time.Minute
+
+// result is one row of the table: each stage's outcome and the times.
+type result struct {
+	shape                                shape
+	image                                string // ours or script
+	create, checks, restart, checksAfter string // pass, FAIL, or - (not run)
+	createTimes, restartTimes            []time.Duration
+}
+
+// TestMatrix: every shape, from our image and from the control image with
+// kind's own script (the release in versions), with that release's CLI:
+// created (time to every node Ready), checked (checkAll), restarted with new
+// addresses in every family (time from docker start to every node Ready,
+// and the rewritten files and the certificate checked), checked again, then
+// restarted twice more for the median of the restart time. The table goes
+// to the log and to CLUSTER_LOG_DIR/matrix.md. One row pair at a time:
+// go test -run 'TestMatrix/ipv6/'.
+func TestMatrix(t *testing.T) {
+	restarts := 3
+	if v := os.Getenv("CLUSTER_MATRIX_RESTARTS"); v != "" {
+		if _, err := fmt.Sscan(v, &restarts); err != nil || restarts < 1 {
+			t.Fatalf("CLUSTER_MATRIX_RESTARTS=%q: want a whole number from 1", v)
+		}
+	}
+	kind := mustEnv(t, envKind)
+	var results []*result
+	t.Cleanup(func() { writeTable(t, results) })
+	for _, sh := range shapes {
+		images := [][2]string{{"ours", envImage}, {"script", envReferenceImage}}
+		if sh.engine == "podman" {
+			images = [][2]string{{"ours", envPodmanImage}, {"script", envPodmanReferenceImage}}
+		}
+		for _, im := range images {
+			r := &result{shape: sh, image: im[0], create: "-", checks: "-", restart: "-", checksAfter: "-"}
+			base := spec{image: os.Getenv(im[1]), kind: kind, prefix: matrixPrefix, family: sh.family,
+				engine: sh.engine, controlPlanes: sh.controlPlanes, workers: sh.workers}
+			name := sh.name + "/" + im[0]
+			if !t.Run(name, func(t *testing.T) {
+				if base.image == "" {
+					t.Fatalf("%s is not set: run test/cluster/matrix.sh (make e2e-cluster-matrix)", im[1])
+				}
+				results = append(results, r)
+				runShape(t, base, sh, r, restarts)
+			}) {
+				continue
+			}
+			for i := 2; i <= sh.creates; i++ {
+				t.Run(fmt.Sprintf("%s/create%d", name, i), func(t *testing.T) {
+					s := base
+					s.tag = fmt.Sprintf("%s-%s-c%d", sh.name, im[0], i)
+					c := createCluster(t, s)
+					r.createTimes = append(r.createTimes, c.createTime)
+				})
+			}
+		}
+	}
+}
+
+// runShape creates, checks and restarts one cluster, filling in r as it
+// goes: a stage that fails stays FAIL, one not reached stays -.
+func runShape(t *testing.T, s spec, sh shape, r *result, restarts int) {
+	s.tag = sh.name + "-" + r.image
+	r.create = "FAIL"
+	c := createCluster(t, s)
+	r.create = "pass"
+	r.createTimes = append(r.createTimes, c.createTime)
+	if c.family == "ipv6" {
+		c.coreDNSOffline(t)
+	}
+	r.checks = passed(t.Run("checks", func(t *testing.T) { c.checkAll(t, "before-restart") }))
+	// every stage runs even when one before it failed, as far as the
+	// cluster allows: what comes back after a restart is the point
+	r.restart = passed(t.Run("restart", func(t *testing.T) {
+		r.restartTimes = append(r.restartTimes, c.readySince(t, c.restartWithNewIPs(t), restartLimit))
+	}))
+	if r.restart != "pass" {
+		return
+	}
+	r.checksAfter = passed(t.Run("checks-after-restart", func(t *testing.T) { c.checkAll(t, "after-restart") }))
+	for i := 2; i <= restarts; i++ {
+		if !t.Run(fmt.Sprintf("restart%d", i), func(t *testing.T) {
+			r.restartTimes = append(r.restartTimes, c.readySince(t, c.restartWithNewIPs(t), restartLimit))
+		}) {
+			r.restart = fmt.Sprintf("FAIL at restart %d", i)
+			return
+		}
+	}
+}
+
+func passed(ok bool) string {
+	if ok {
+		return "pass"
+	}
+	return "FAIL"
+}
+
+// coreDNSOffline makes the change to CoreDNS that kind's CI makes for IPv6
+// clusters (hack/ci/e2e-k8s.sh): no forwarding to the node's resolvers
+// (unreachable from IPv6-only pods: Docker's DNS answers at an IPv4
+// address), no loop detection, and NXDOMAIN rather than SERVFAIL for the
+// "internal" domains of the search path; then restarts CoreDNS with it.
+func (c *cluster) coreDNSOffline(t *testing.T) {
+	t.Helper()
+	corefile, err := c.kubectl("", "get", "configmap", "coredns", "-n", "kube-system", "-o", "jsonpath={.data.Corefile}")
+	if err != nil {
+		t.Fatal(err)
+	}
+	patched := offlineCorefile(corefile)
+	patch, err := json.Marshal(map[string]map[string]string{"data": {"Corefile": patched}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out, err := c.kubectl("", "patch", "configmap", "coredns", "-n", "kube-system", "--type=merge", "-p", string(patch)); err != nil {
+		t.Fatalf("patch CoreDNS: %v\n%s", err, out)
+	}
+	if out, err := c.kubectl("", "rollout", "restart", "deployment/coredns", "-n", "kube-system"); err != nil {
+		t.Fatalf("restart CoreDNS: %v\n%s", err, out)
+	}
+	if out, err := c.kubectl("", "rollout", "status", "deployment/coredns", "-n", "kube-system", "--timeout=3m"); err != nil {
+		t.Fatalf("CoreDNS rollout: %v\n%s", err, out)
+	}
+	t.Logf("CoreDNS without upstream (as kind's IPv6 CI):\n%s", patched)
+}
+
+// offlineCorefile is e2e-k8s.sh's sed on the Corefile: "internal" joins the
+// kubernetes plugin's zones, and the upstream, fallthrough, forward to
+// /etc/resolv.conf and loop lines go.
+func offlineCorefile(corefile string) string {
+	var out []string
+	for _, l := range strings.Split(corefile, "\n") {
+		f := strings.Fields(l)
+		switch {
+		case strings.HasSuffix(l, "upstream"), strings.Contains(l, "fallthrough"), strings.HasSuffix(l, "loop"),
+			slices.Equal(f, []string{"forward", ".", "/etc/resolv.conf"}):
+			continue
+		case strings.Contains(l, "kubernetes cluster.local"):
+			l = strings.Replace(l, "kubernetes cluster.local", "kubernetes cluster.local internal", 1)
+		}
+		out = append(out, l)
+	}
+	return strings.Join(out, "\n")
+}
+
+func median(ds []time.Duration) string {
+	if len(ds) == 0 {
+		return "-"
+	}
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	m := s[len(s)/2]
+	if len(s)%2 == 0 {
+		m = (s[len(s)/2-1] + s[len(s)/2]) / 2
+	}
+	var all []string
+	for _, d := range ds {
+		all = append(all, fmt.Sprint(d.Round(time.Second)))
+	}
+	return fmt.Sprintf("%v (n=%d: %s)", m.Round(time.Second), len(ds), strings.Join(all, " "))
+}
+
+// writeTable logs the results as the README's table and writes them to
+// CLUSTER_LOG_DIR/matrix.md.
+func writeTable(t *testing.T, results []*result) {
+	var b strings.Builder
+	b.WriteString("| shape | nodes | image | create | checks | restart | checks after restart | create time | restart-to-Ready |\n")
+	b.WriteString("| --- | --- | --- | --- | --- | --- | --- | --- | --- |\n")
+	for _, r := range results {
+		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", r.shape.name, r.shape.nodes(), r.image,
+			r.create, r.checks, r.restart, r.checksAfter, median(r.createTimes), median(r.restartTimes))
+	}
+	t.Logf("matrix:\n%s", b.String())
+	dir := os.Getenv(envLogDir)
+	if dir == "" {
+		return
+	}
+	if err := os.WriteFile(filepath.Join(dir, "matrix.md"), []byte(b.String()), 0o644); err != nil {
+		t.Error(err)
+	}
+}
+
+func TestOfflineCorefile(t *testing.T) {
+	// kubeadm v1.34's Corefile, as kind's cluster holds it
+	in := `.:53 {
+    errors
+    health {
+       lameduck 5s
+    }
+    ready
+    kubernetes cluster.local in-addr.arpa ip6.arpa {
+       pods insecure
+       fallthrough in-addr.arpa ip6.arpa
+       ttl 30
+    }
+    prometheus :9153
+    forward . /etc/resolv.conf {
+       max_concurrent 1000
+    }
+    cache 30 {
+       disable success cluster.local
+       disable denial cluster.local
+    }
+    loop
+    reload
+    loadbalance
+}
+`
+	want := `.:53 {
+    errors
+    health {
+       lameduck 5s
+    }
+    ready
+    kubernetes cluster.local internal in-addr.arpa ip6.arpa {
+       pods insecure
+       ttl 30
+    }
+    prometheus :9153
+    forward . /etc/resolv.conf {
+       max_concurrent 1000
+    }
+    cache 30 {
+       disable success cluster.local
+       disable denial cluster.local
+    }
+    reload
+    loadbalance
+}
+`
+	if got := offlineCorefile(in); got != want {
+		t.Errorf("offlineCorefile:\n%s\nwant:\n%s", got, want)
+	}
+}
