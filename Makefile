@@ -8,7 +8,7 @@ STATICCHECK_VERSION ?= v0.8.2
 
 export CGO_ENABLED := 0
 
-.PHONY: all build test unit e2e e2e-podman e2e-cluster e2e-vm e2e-vm-cluster run bench fuzz lint image clean
+.PHONY: all build test unit e2e e2e-podman e2e-cluster e2e-conformance e2e-vm e2e-vm-cluster run bench fuzz lint image clean
 
 all: build
 
@@ -43,6 +43,13 @@ e2e-podman: build
 # with kind's own script as a control run; see test/cluster/README.md.
 e2e-cluster: build
 	bash test/cluster/run.sh
+
+# Kubernetes' conformance suite, as kind's CI runs it, on our nodes and on
+# kind's script, with a comparison; not in `test` (its time: see
+# test/conformance/README.md). CONFORMANCE_SUITE=full for every
+# [Conformance] spec instead of the subset the entrypoint touches.
+e2e-conformance: build
+	bash test/conformance/run.sh
 
 # cgroup v2 and rootless hosts: the same node image in a Debian VM (qemu,
 # TCG); see test/vm/README.md.
