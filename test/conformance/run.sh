@@ -105,25 +105,27 @@ log "tools ready in $(since "$t")"
 # --- 3. test images ----------------------------------------------------------
 t=$(date +%s)
 "$tools/e2e.test" --list-images > "$work/list-images"
-# image_name NAME: the exact name e2e.test uses for the image NAME.
-image_name() {
-  grep -E "/$1:[^/]+$" "$work/list-images" | head -n 1 | grep . \
-    || die "e2e.test --list-images names no $1 image"
+# image_names NAME: the exact names e2e.test uses for the test image NAME
+# (of Kubernetes' e2e-test-images; other registries on the list hold images
+# that must not be found, such as agnhost in a registry that needs a login).
+image_names() {
+  grep -E "/e2e-test-images/$1:[^/]+$" "$work/list-images" \
+    || die "e2e.test --list-images names no e2e-test-images/$1 image"
 }
-busybox=$(image_name busybox)
-declare -A built=(
-  [agnhost]=$(image_name agnhost)
-  [dnsutils]=$(image_name jessie-dnsutils)
-  [nonewprivs]=$(image_name nonewprivs)
-)
-httpd=$(grep -E '/httpd:[^/]+$' "$work/list-images")
-nginx=$(grep -E '/nginx:[^/]+$' "$work/list-images")
-# shellcheck disable=SC2206 # httpd and nginx are lists of names
-all_images=("$busybox" "${built[@]}" $httpd $nginx)
+# Each is a list of names (httpd and nginx have two tags each).
+busybox=$(image_names busybox)
+agnhost=$(image_names agnhost)
+dnsutils=$(image_names jessie-dnsutils)
+nonewprivs=$(image_names nonewprivs)
+httpd=$(image_names httpd)
+nginx=$(image_names nginx)
+[[ $busybox != *$'\n'* ]] || die "e2e.test --list-images names more than one busybox: $busybox"
+# shellcheck disable=SC2206 # lists of names
+all_images=($busybox $agnhost $dnsutils $nonewprivs $httpd $nginx)
 images_key=$({
   docker image inspect -f '{{.Id}}' "$base_image"
   printf '%s\n' "${all_images[@]}"
-  cat "$tools/agnhost" "$tools/nonewprivs" "$here"/images/* "$here/run.sh"
+  cat "$tools/agnhost" "$tools/nonewprivs" "$here"/images/*
 } | sha256sum | cut -c1-12)
 images_tar=$state/conformance-images-$images_key.tar
 if [[ -s $images_tar ]]; then
@@ -147,13 +149,14 @@ else
       || { cat "$out/build-$file.log" >&2; die "$file: image build failed"; }
   }
   build_image Dockerfile.busybox "$busybox"
-  build_image Dockerfile.agnhost "${built[agnhost]}"
-  build_image Dockerfile.dnsutils "${built[dnsutils]}"
-  build_image Dockerfile.nonewprivs "${built[nonewprivs]}"
   # shellcheck disable=SC2086 # lists of image names
-  build_image Dockerfile.httpd $httpd
-  # shellcheck disable=SC2086
-  build_image Dockerfile.nginx $nginx
+  {
+    build_image Dockerfile.agnhost $agnhost
+    build_image Dockerfile.dnsutils $dnsutils
+    build_image Dockerfile.nonewprivs $nonewprivs
+    build_image Dockerfile.httpd $httpd
+    build_image Dockerfile.nginx $nginx
+  }
   docker save -o "$images_tar.tmp" "${all_images[@]}"
   mv "$images_tar.tmp" "$images_tar"
   find "$state" -maxdepth 1 -name 'conformance-images-*.tar' ! -path "$images_tar" -delete
