@@ -77,7 +77,8 @@ source test/cluster/versions
 
 # --- 1. node images ----------------------------------------------------------
 t=$(date +%s)
-mapfile -t node_images < <(bash test/cluster/run.sh --build-only)
+bash test/cluster/run.sh --build-only > "$work/node-images" || die "test/cluster/run.sh --build-only failed"
+mapfile -t node_images < "$work/node-images"
 declare -A image_of=([ours]=${node_images[0]} [control]=${node_images[1]})
 for r in "${runs[@]}"; do
   [[ -n ${image_of[$r]:-} ]] || die "CONFORMANCE_RUNS: $r is neither ours nor control"
