@@ -252,6 +252,9 @@ for r in "${runs[@]}"; do
     die "$r: no JUnit report"
   fi
   reports+=("$r=$out/$r-junit.xml")
+  # this run alone, at once (the comparison waits for the last run)
+  go run ./test/conformance/junitdiff "$r=$out/$r-junit.xml" > "$out/$r-summary.md" || true
+  sed -n '1,7p' "$out/$r-summary.md" >&2
   "$kind" delete cluster --name "$cluster" > /dev/null 2>&1 || true
 done
 
