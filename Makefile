@@ -8,7 +8,7 @@ STATICCHECK_VERSION ?= v0.8.2
 
 export CGO_ENABLED := 0
 
-.PHONY: all build vet test unit e2e e2e-podman e2e-cluster e2e-cluster-matrix e2e-vm e2e-vm-cluster run bench fuzz lint image clean
+.PHONY: all build vet test unit e2e e2e-podman e2e-cluster e2e-cluster-matrix e2e-conformance e2e-vm e2e-vm-cluster run bench fuzz lint image clean
 
 all: build
 
@@ -53,6 +53,13 @@ e2e-cluster: build
 # test/cluster/README.md). Needs `make e2e-podman` first for the podman shape.
 e2e-cluster-matrix: build
 	bash test/cluster/run.sh --matrix
+
+# Kubernetes' conformance suite, as kind's CI runs it, on our nodes and on
+# kind's script, with a comparison; not in `test` (its time: see
+# test/conformance/README.md). CONFORMANCE_SUITE=full for every
+# [Conformance] spec instead of the subset the entrypoint touches.
+e2e-conformance: build
+	bash test/conformance/run.sh
 
 # cgroup v2 and rootless hosts: the same node image in a Debian VM (qemu,
 # TCG); see test/vm/README.md.

@@ -3,10 +3,7 @@
 # proxy, static and trimmed, into OUT_DIR. Nothing is pulled but Go modules.
 # Usage: build-binaries.sh VERSIONS_FILE OUT_DIR
 #
-# k8s.io/kubernetes is not meant to be required as a module: its go.mod
-# points every k8s.io/* staging module at ./staging. Built from a module of
-# our own that requires it, each staging module is replaced by its published
-# v0.MINOR.PATCH, as ENV.md records.
+# Kubernetes is built from the module k8s-module.sh writes.
 set -o errexit -o nounset -o pipefail
 
 versions=$1 out=$2
@@ -22,25 +19,13 @@ trap 'rm -rf "$work"' EXIT
 mkdir -p "$out.tmp"
 
 # --- Kubernetes --------------------------------------------------------------
-k8s_dir=$(go mod download -json "k8s.io/kubernetes@$KUBERNETES" | sed -n 's/^\t"Dir": "\(.*\)",$/\1/p')
-[[ -n $k8s_dir ]] || { log "k8s.io/kubernetes@$KUBERNETES: no module directory"; exit 1; }
-staging_version=v0.${KUBERNETES#v1.}
-mkdir "$work/k8s"
-{
-  echo "module kind-entrypoint.test/cluster-k8s"
-  echo "go 1.26"
-  echo "require k8s.io/kubernetes $KUBERNETES"
-  grep -E '^\s*k8s\.io/[a-z0-9-]+ => \./staging/' "$k8s_dir/go.mod" \
-    | awk -v v="$staging_version" '{print "replace " $1 " => " $1 " " v}'
-} > "$work/k8s/go.mod"
+bash "$(dirname "${BASH_SOURCE[0]}")/k8s-module.sh" "$versions" "$work/k8s"
 cmds=(kubeadm kubelet kubectl kube-apiserver kube-controller-manager kube-scheduler kube-proxy)
 pkgs=()
 for c in "${cmds[@]}"; do pkgs+=("k8s.io/kubernetes/cmd/$c"); done
 t=$(date +%s)
 log "building Kubernetes $KUBERNETES: ${cmds[*]}"
-# The version the binaries report (kubeadm checks the kubelet's, and picks
-# image tags by its own).
-ldflags="-s -w -X k8s.io/component-base/version.gitVersion=$KUBERNETES -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=$(cut -d. -f2 <<< "$KUBERNETES") -X k8s.io/component-base/version.gitTreeState=clean -X k8s.io/client-go/pkg/version.gitVersion=$KUBERNETES"
+ldflags=$(cat "$work/k8s/ldflags")
 (cd "$work/k8s" && go build -trimpath -ldflags "$ldflags" -o "$out.tmp/" "${pkgs[@]}")
 log "Kubernetes built in $(( $(date +%s) - t ))s"
 

@@ -47,7 +47,8 @@ tier_init cluster
 mkdir -p "$state" "$e2e_state" "$log_dir"
 
 # The e2e tier's lock, for this whole run: both tiers tag images and drive
-# the same dockerd. A caller that holds it says so with E2E_LOCK_HELD=1.
+# the same dockerd. A caller that holds it already (test/conformance/run.sh, the matrix)
+# says so with E2E_LOCK_HELD=1.
 [[ ${E2E_LOCK_HELD:-} == 1 ]] || tier_lock "$e2e_state/lock" "${CLUSTER_LOCK_WAIT:-1800}"
 export E2E_LOCK_HELD=1
 
@@ -81,7 +82,7 @@ remove_leftovers() { # ENGINE
 remove_leftovers docker
 
 # --- 2. Kubernetes, etcd, CoreDNS --------------------------------------------
-bin_hash=$(cat "$here/versions" "$here/build-binaries.sh" | sha256sum | cut -c1-12)
+bin_hash=$(cat "$here/versions" "$here/build-binaries.sh" "$here/k8s-module.sh" | sha256sum | cut -c1-12)
 bins=$state/bin-$bin_hash
 t=$(date +%s)
 if [[ -x $bins/kubeadm && -x $bins/etcd && -x $bins/coredns ]]; then
