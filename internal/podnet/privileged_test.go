@@ -120,11 +120,15 @@ func requireNSGone(t *testing.T, inode uint64) {
 	}
 }
 
+// netlinkRules is why the preflight cannot run under qemu-user.
+const netlinkRules = "qemu-user does not translate the netlink messages of routing rules (RTM_GETRULE: EOPNOTSUPP), which the preflight and the test's snapshots use"
+
 // standIn makes this test's network namespace a stand-in node (root
 // only), and returns the machine's own namespace and the node's, before.
 func standIn(t *testing.T) (machine, node State) {
 	t.Helper()
 	nstest.RequireRoot(t)
+	nstest.SkipEmulated(t, netlinkRules)
 	machine = machineState(t)
 	standInNode(t)
 	node, err := Snapshot()
