@@ -18,6 +18,7 @@ import (
 	"github.com/kind-entrypoint/entrypoint/internal/check"
 	"github.com/kind-entrypoint/entrypoint/internal/podnet"
 	"github.com/kind-entrypoint/entrypoint/internal/system/hosttest"
+	"github.com/kind-entrypoint/entrypoint/internal/system/nstest"
 )
 
 // engineLinks are links container engines add and remove on their own

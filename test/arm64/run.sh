@@ -16,22 +16,19 @@ set -o errexit -o nounset -o pipefail
 start=$(date +%s)
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 cd "$repo"
-log() { printf '%s arm64: %s\n' "$(date +%T)" "$*" >&2; }
-die() { log "ERROR: $*"; exit 1; }
+# shellcheck source=test/lib.sh
+source test/lib.sh
+tier_name=arm64 # not tier_init: without qemu to install, no root is needed
 
 [[ -d /usr/local/go/bin ]] && export PATH="$PATH:/usr/local/go/bin"
 command -v go > /dev/null || die "go not found (Go 1.26 is expected at /usr/local/go)"
 qemu=/usr/bin/qemu-aarch64-static
 if [[ ! -x $qemu ]]; then
   [[ $(id -u) == 0 ]] || die "$qemu is missing; as root this script installs qemu-user-static"
-  log "installing qemu-user-static"
   export DEBIAN_FRONTEND=noninteractive
   apt_log=$(mktemp)
   trap 'rm -f "$apt_log"' EXIT
-  # Lock::Timeout: another session's apt may hold the dpkg lock for a while.
-  { apt-get -o DPkg::Lock::Timeout=600 update -q \
-    && apt-get -o DPkg::Lock::Timeout=600 install -y -q --no-install-recommends qemu-user-static; } > "$apt_log" 2>&1 \
-    || { tail -n 20 "$apt_log" >&2; die "installing qemu-user-static failed"; }
+  apt_install "$apt_log" qemu-user-static
 fi
 log "$("$qemu" --version | head -n 1)"
 
