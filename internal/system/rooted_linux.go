@@ -7,6 +7,7 @@ import (
 	"path"
 	"slices"
 	"strings"
+	"sync/atomic"
 
 	"golang.org/x/sys/unix"
 )
@@ -58,8 +59,15 @@ func (t *Tree) openIn(op, p string, flags int) (int, error) {
 	}
 	how := unix.OpenHow{Flags: uint64(flags | unix.O_CLOEXEC), Resolve: inRoot}
 	rel := relPath(p)
+	if t.walk || noOpenat2.Load() {
+		return walkIn(op, p, root, rel, flags)
+	}
 	for range 16 {
 		fd, err := openRetry(func() (int, error) { return unix.Openat2(root, rel, &how) })
+		if err == unix.ENOSYS {
+			noOpenat2.Store(true)
+			return walkIn(op, p, root, rel, flags)
+		}
 		// EAGAIN: a rename raced the lookup; the kernel asks to retry.
 		if err == unix.EAGAIN {
 			continue
@@ -70,6 +78,129 @@ func (t *Tree) openIn(op, p string, flags int) (int, error) {
 		return fd, nil
 	}
 	return -1, &fs.PathError{Op: op, Path: p, Err: unix.EAGAIN}
+}
+
+// noOpenat2 is set once openat2(2) said ENOSYS: kernels before Linux 5.6,
+// and qemu-user before 9.0, where the arm64 tests run (make test-arm64).
+var noOpenat2 atomic.Bool
+
+// maxLinks is the kernel's limit of symlinks in one lookup (ELOOP past it).
+const maxLinks = 40
+
+// walkIn is openIn without openat2: it resolves rel below root in user
+// space, one component at a time, the way RESOLVE_IN_ROOT does in the
+// kernel. Every component is opened O_PATH|O_NOFOLLOW relative to its
+// directory; a symlink's target is read and resolved here, an absolute one
+// from root, and ".." never climbs above root. So no lookup leaves the
+// root, and a magic link (/proc/PID/fd/N) is never followed: its target is
+// only a string resolved inside the root. The last component is opened
+// with flags, O_NOFOLLOW added once its links are resolved. A rename that
+// races the walk may give another file of the tree, never one outside it.
+func walkIn(op, p string, root int, rel string, flags int) (int, error) {
+	fd, err := walk(root, rel, flags|unix.O_CLOEXEC)
+	if err != nil {
+		return -1, &fs.PathError{Op: op, Path: p, Err: err}
+	}
+	return fd, nil
+}
+
+func walk(root int, rel string, flags int) (int, error) {
+	follow := flags&unix.O_NOFOLLOW == 0
+	todo := strings.Split(rel, "/")
+	// dirs are the open directories from below root down to the current
+	// one; the current one is root when it is empty.
+	var dirs []int
+	defer func() {
+		for _, d := range dirs {
+			unix.Close(d)
+		}
+	}()
+	cur := func() int {
+		if len(dirs) == 0 {
+			return root
+		}
+		return dirs[len(dirs)-1]
+	}
+	links := 0
+	for len(todo) > 0 {
+		name := todo[0]
+		todo = todo[1:]
+		switch name {
+		case "", ".":
+			continue
+		case "..":
+			if n := len(dirs); n > 0 {
+				unix.Close(dirs[n-1])
+				dirs = dirs[:n-1]
+			}
+			continue
+		}
+		last := !slices.ContainsFunc(todo, func(s string) bool { return s != "" && s != "." })
+		fd, err := openRetry(func() (int, error) {
+			return unix.Openat(cur(), name, unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+		})
+		if err != nil {
+			return -1, err
+		}
+		var st unix.Stat_t
+		if err := unix.Fstat(fd, &st); err != nil {
+			unix.Close(fd)
+			return -1, err
+		}
+		switch st.Mode & unix.S_IFMT {
+		case unix.S_IFLNK:
+			if last && !follow {
+				unix.Close(fd)
+				return openRetry(func() (int, error) { return unix.Openat(cur(), name, flags, 0) })
+			}
+			links++
+			if links > maxLinks {
+				unix.Close(fd)
+				return -1, unix.ELOOP
+			}
+			target, err := readlinkFD(fd)
+			unix.Close(fd)
+			if err != nil {
+				return -1, err
+			}
+			if strings.HasPrefix(target, "/") {
+				for _, d := range dirs {
+					unix.Close(d)
+				}
+				dirs = dirs[:0]
+			}
+			todo = append(strings.Split(target, "/"), todo...)
+		case unix.S_IFDIR:
+			if last {
+				unix.Close(fd)
+				return openRetry(func() (int, error) { return unix.Openat(cur(), name, flags|unix.O_NOFOLLOW, 0) })
+			}
+			dirs = append(dirs, fd)
+		default:
+			unix.Close(fd)
+			if !last {
+				return -1, unix.ENOTDIR
+			}
+			return openRetry(func() (int, error) { return unix.Openat(cur(), name, flags|unix.O_NOFOLLOW, 0) })
+		}
+	}
+	// The path ended at a directory: root itself, or after "..".
+	return openRetry(func() (int, error) { return unix.Openat(cur(), ".", flags, 0) })
+}
+
+// readlinkFD reads the target of the symlink open (O_PATH) as fd.
+func readlinkFD(fd int) (string, error) {
+	for size := 256; size <= 1<<16; size *= 4 {
+		buf := make([]byte, size)
+		n, err := unix.Readlinkat(fd, "", buf)
+		if err != nil {
+			return "", err
+		}
+		if n < size {
+			return string(buf[:n]), nil
+		}
+	}
+	return "", unix.ENAMETOOLONG
 }
 
 // readIn reads node path p, a regular file of at most limit bytes, into
@@ -110,21 +241,15 @@ func (t *Tree) readlinkIn(p string) (string, error) {
 		return "", err
 	}
 	defer unix.Close(fd)
-	for size := 256; size <= 1<<16; size *= 4 {
-		buf := make([]byte, size)
-		n, err := unix.Readlinkat(fd, "", buf)
-		if err == unix.ENOENT {
-			// An empty path names fd itself; ENOENT: it is no symlink.
-			err = unix.EINVAL
-		}
-		if err != nil {
-			return "", &fs.PathError{Op: "readlink", Path: p, Err: err}
-		}
-		if n < size {
-			return string(buf[:n]), nil
-		}
+	l, err := readlinkFD(fd)
+	if err == unix.ENOENT {
+		// An empty path names fd itself; ENOENT: it is no symlink.
+		err = unix.EINVAL
 	}
-	return "", &fs.PathError{Op: "readlink", Path: p, Err: unix.ENAMETOOLONG}
+	if err != nil {
+		return "", &fs.PathError{Op: "readlink", Path: p, Err: err}
+	}
+	return l, nil
 }
 
 // readDirIn lists the directory at node path p inside the root, sorted by

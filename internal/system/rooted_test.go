@@ -16,10 +16,26 @@ import (
 	"github.com/kind-entrypoint/entrypoint/internal/system/hosttest"
 )
 
+// trees are the two ways a Tree resolves paths: openat2 in the kernel, and
+// the walk in user space that kernels without openat2 get.
+var trees = []struct {
+	name string
+	new  func(dir string) *system.Tree
+}{
+	{"openat2", system.NewTree},
+	{"walk", func(dir string) *system.Tree { return system.WalkOnly(system.NewTree(dir)) }},
+}
+
 // TestTreeStaysInRoot: every read of a Tree resolves symlinks inside its
 // root, as the node would (issue 15, 2): absolute links, links climbing
 // with "..", links to directories on the way.
 func TestTreeStaysInRoot(t *testing.T) {
+	for _, tr := range trees {
+		t.Run(tr.name, func(t *testing.T) { testTreeStaysInRoot(t, tr.new) })
+	}
+}
+
+func testTreeStaysInRoot(t *testing.T, newTree func(string) *system.Tree) {
 	out := t.TempDir()
 	if err := hosttest.WriteFiles(out, map[string]string{"secret": "outside", "dir/f": "outside"}); err != nil {
 		t.Fatal(err)
@@ -38,7 +54,7 @@ func TestTreeStaysInRoot(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	tree := system.NewTree(root)
+	tree := newTree(root)
 	for _, p := range []string{"/abs", "/rel", "/absdir/f"} {
 		if b, err := tree.ReadFile(p, system.LimitValue); err == nil {
 			t.Errorf("ReadFile(%s) = %q: read outside the root", p, b)
@@ -85,6 +101,12 @@ func TestTreeStaysInRoot(t *testing.T) {
 // blocking, and a file larger than its limit, naming path and limit
 // (issue 15, 3 and 4).
 func TestReadLimits(t *testing.T) {
+	for _, tr := range trees {
+		t.Run(tr.name, func(t *testing.T) { testReadLimits(t, tr.new) })
+	}
+}
+
+func testReadLimits(t *testing.T, newTree func(string) *system.Tree) {
 	root := t.TempDir()
 	if err := hosttest.WriteFiles(root, map[string]string{"big": strings.Repeat("x", 5000), "ok": "1234"}); err != nil {
 		t.Fatal(err)
@@ -92,7 +114,7 @@ func TestReadLimits(t *testing.T) {
 	if err := unix.Mkfifo(filepath.Join(root, "fifo"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	tree := system.NewTree(root)
+	tree := newTree(root)
 	done := make(chan error, 1)
 	go func() { _, err := tree.ReadFile("/fifo", system.LimitValue); done <- err }()
 	select {
@@ -124,6 +146,88 @@ func TestReadLimits(t *testing.T) {
 	if _, err := (system.Linux{}).ReadFile("/proc/self/mountinfo", 10); err == nil {
 		t.Error("/proc/self/mountinfo read past a 10-byte limit")
 	}
+}
+
+// TestWalkAsOpenat2: the walk in user space answers every lookup as
+// openat2 with RESOLVE_IN_ROOT does: the same file or the same errno, for
+// links relative and absolute, chains, loops, ".." at the root, a file
+// used as a directory, and links as the last component (followed by
+// ReadFile and Stat, not by Lstat and Readlink).
+func TestWalkAsOpenat2(t *testing.T) {
+	root := t.TempDir()
+	if err := hosttest.WriteFiles(root, map[string]string{
+		"secret":     "root's secret",
+		"dir/f":      "dir's f",
+		"dir/sub/g":  "sub's g",
+		"dir/up":     "->../../../../secret",
+		"dir/sib":    "->sub/g",
+		"dir/subabs": "->/dir/sub",
+		"chain1":     "->chain2",
+		"chain2":     "->dir/sib",
+		"loop":       "->loop",
+		"dangling":   "->/nowhere",
+		"todir":      "->dir",
+	}); err != nil {
+		t.Fatal(err)
+	}
+	kernel, walk := system.NewTree(root), system.WalkOnly(system.NewTree(root))
+	if _, err := kernel.ReadFile("/secret", system.LimitValue); errors.Is(err, unix.ENOSYS) {
+		t.Fatalf("openat2 is not there to compare with: %v", err)
+	}
+	paths := []string{
+		"/", ".", "..", "/../../secret", "secret", "/dir/f", "/dir/../secret", "/dir/up",
+		"/dir/sib", "/dir/subabs/g", "/dir/subabs/../f", "/chain1", "/loop", "/loop/x",
+		"/dangling", "/todir/sub/../f", "/secret/x", "/nothing", "/dir/sub/../../dir/./f",
+		"/todir", "/dir/subabs",
+	}
+	type answer struct {
+		data, link string
+		mode       fs.FileMode
+		err        string
+	}
+	ask := func(tree *system.Tree, p string) [4]answer {
+		var a [4]answer
+		b, err := tree.ReadFile(p, system.LimitValue)
+		a[0] = answer{data: string(b), err: errno(err)}
+		if fi, err := tree.Stat(p); err != nil {
+			a[1].err = errno(err)
+		} else {
+			a[1].mode = fi.Mode()
+		}
+		if fi, err := tree.Lstat(p); err != nil {
+			a[2].err = errno(err)
+		} else {
+			a[2].mode = fi.Mode()
+		}
+		l, err := tree.Readlink(p)
+		a[3] = answer{link: l, err: errno(err)}
+		return a
+	}
+	for _, p := range paths {
+		want, got := ask(kernel, p), ask(walk, p)
+		for i, op := range []string{"ReadFile", "Stat", "Lstat", "Readlink"} {
+			if want[i] != got[i] {
+				t.Errorf("%s(%s): walk %+v, openat2 %+v", op, p, got[i], want[i])
+			}
+		}
+	}
+	entries, err := walk.ReadDir("/dir/subabs")
+	if err != nil || len(entries) != 1 || entries[0].Name() != "g" {
+		t.Errorf("walk: ReadDir(/dir/subabs) = %v, %v", entries, err)
+	}
+}
+
+// errno is err's errno, or its text when it has none (a too-large or
+// not-regular file).
+func errno(err error) string {
+	var e unix.Errno
+	if errors.As(err, &e) {
+		return e.Error()
+	}
+	if err != nil {
+		return err.Error()
+	}
+	return ""
 }
 
 // TestRunOutputLimit: a command's output past LimitOutput is an error,

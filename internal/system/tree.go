@@ -56,6 +56,10 @@ type Tree struct {
 	// "mount", ...) and its error is returned instead of making it.
 	Fail func(op, path string) error
 
+	// walk resolves paths in user space even where openat2 works
+	// (rooted_linux.go, walkIn); tests set it to cover both ways.
+	walk bool
+
 	mu sync.Mutex
 	// root is Root, open: every read resolves below it (rooted_linux.go).
 	root struct {
