@@ -92,6 +92,9 @@ func TestAheadRunsWhatItDidNotStart(t *testing.T) {
 	ahead := NewAhead(sys)
 	ahead.Go(t.Context(), decided(Run([]string{"restore"}, []byte("rules"), time.Second)))
 	ahead.Go(t.Context(), func() (Action, bool) { return Action{}, false })
+	// The order below is the started run's only once it has started: on a
+	// slow host (arm64 under qemu-user) the test's own runs came first.
+	waitRuns(t, sys, 1)
 	s := ahead.System()
 	// Another input, another command: each runs itself.
 	for _, c := range []struct{ argv, stdin string }{{"restore", "other rules"}, {"other", "rules"}} {
