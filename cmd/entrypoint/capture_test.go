@@ -40,7 +40,7 @@ func TestCaptureBinary(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	hermetic := func(args ...string) *exec.Cmd {
-		cmd := exec.CommandContext(ctx, bin, args...)
+		cmd := nstest.Command(ctx, bin, args...)
 		cmd.Env = []string{} // a --root host's environment is its .host/environ
 		return cmd
 	}
@@ -92,7 +92,7 @@ func TestCaptureBinary(t *testing.T) {
 	t.Run("this machine", func(t *testing.T) {
 		before := hostState(t)
 		archive := filepath.Join(t.TempDir(), "node.tar.gz")
-		r := runCmd(t, exec.CommandContext(ctx, bin, "capture", "-o", archive))
+		r := runCmd(t, nstest.Command(ctx, bin, "capture", "-o", archive))
 		if r.code != 0 {
 			t.Fatalf("capture: exit %d\n%s", r.code, r.stderr)
 		}
@@ -134,7 +134,7 @@ func TestCaptureBinary(t *testing.T) {
 
 	t.Run("usage", func(t *testing.T) {
 		for _, args := range [][]string{{"capture"}, {"capture", "-o"}, {"capture", "-o", "x", "extra"}, {"capture", "-o", "x", "--root", "/nonexistent"}} {
-			if r := runCmd(t, exec.CommandContext(ctx, bin, args...)); r.code != 2 {
+			if r := runCmd(t, nstest.Command(ctx, bin, args...)); r.code != 2 {
 				t.Errorf("%q: exit %d, want 2", args, r.code)
 			}
 		}

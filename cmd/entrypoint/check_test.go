@@ -9,7 +9,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -78,8 +77,9 @@ func TestCheckBinary(t *testing.T) {
 	defer cancel()
 
 	t.Run("this machine", func(t *testing.T) {
+		nstest.SkipEmulated(t, netlinkRules)
 		state, network := hostState(t), machineNetwork(t)
-		r := runCmd(t, exec.CommandContext(ctx, bin, "check", "--json"))
+		r := runCmd(t, nstest.Command(ctx, bin, "check", "--json"))
 		rows := parseRows(t, r.stdout)
 		if want := check.ExitCode(rows); r.code != want {
 			t.Errorf("exit %d, but the rows say %d", r.code, want)
@@ -106,7 +106,7 @@ func TestCheckBinary(t *testing.T) {
 		}
 
 		// The text form: the same rows, the same exit code.
-		text := runCmd(t, exec.CommandContext(ctx, bin, "check", "--no-pod-network"))
+		text := runCmd(t, nstest.Command(ctx, bin, "check", "--no-pod-network"))
 		if text.code != check.ExitCode(rows[:len(rows)-1]) {
 			t.Errorf("text form: exit %d, JSON rows without pod-network say %d", text.code, check.ExitCode(rows[:len(rows)-1]))
 		}
@@ -133,7 +133,7 @@ func TestCheckBinary(t *testing.T) {
 			if err := hosttest.CopyScenario(filepath.Join("../../testdata/hosts", tt.host, "root"), root); err != nil {
 				t.Fatal(err)
 			}
-			cmd := exec.CommandContext(ctx, bin, "check", "--json", "--root", root)
+			cmd := nstest.Command(ctx, bin, "check", "--json", "--root", root)
 			cmd.Env = []string{} // the host's environment is its .host/environ
 			r := runCmd(t, cmd)
 			rows := parseRows(t, r.stdout)
@@ -157,11 +157,11 @@ func TestCheckBinary(t *testing.T) {
 			}
 		}
 		for _, args := range [][]string{{"check", "--bogus"}, {"check", "extra"}, {"check", "--root", "/nonexistent"}} {
-			if r := runCmd(t, exec.CommandContext(ctx, bin, args...)); r.code != check.ExitUsage {
+			if r := runCmd(t, nstest.Command(ctx, bin, args...)); r.code != check.ExitUsage {
 				t.Errorf("%q: exit %d, want %d", args, r.code, check.ExitUsage)
 			}
 		}
-		if r := runCmd(t, exec.CommandContext(ctx, bin, "check", "--help")); r.code != 0 || !strings.Contains(r.stderr, "exit status: 0") {
+		if r := runCmd(t, nstest.Command(ctx, bin, "check", "--help")); r.code != 0 || !strings.Contains(r.stderr, "exit status: 0") {
 			t.Errorf("--help: exit %d, stderr %q", r.code, r.stderr)
 		}
 	})

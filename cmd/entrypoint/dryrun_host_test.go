@@ -34,6 +34,9 @@ import (
 
 func TestMain(m *testing.M) { nstest.Main(m) }
 
+// netlinkRules is why the pod-network preflight cannot run under qemu-user.
+const netlinkRules = "qemu-user does not translate the netlink messages of routing rules (RTM_GETRULE: EOPNOTSUPP), which the pod-network preflight and the test's snapshot of the machine's network use"
+
 // scenarioDir is the fake host whose golden plan the binary must print.
 const scenarioDir = "../../testdata/hosts/docker-v1-cgroupns"
 
@@ -86,6 +89,7 @@ func runCmd(t *testing.T, cmd *exec.Cmd) result {
 // and network namespaces.
 func sandboxed(t *testing.T, ctx context.Context, bin string, args ...string) result {
 	t.Helper()
+	nstest.SkipEmulated(t, "the run is started in a chroot with new mount and network namespaces, and qemu-user refuses clone(2) with CLONE_NEWNS|CLONE_NEWNET (EINVAL)")
 	root := t.TempDir()
 	b, err := os.ReadFile(bin)
 	if err != nil {
@@ -121,7 +125,7 @@ func TestEntrypointBinary(t *testing.T) {
 
 	t.Run("dry-run on this machine", func(t *testing.T) {
 		before := hostState(t)
-		r := runCmd(t, exec.CommandContext(ctx, bin, "--dry-run"))
+		r := runCmd(t, nstest.Command(ctx, bin, "--dry-run"))
 		if r.code != 0 {
 			t.Fatalf("exit %d, want 0; stderr:\n%s", r.code, r.stderr)
 		}
@@ -146,7 +150,7 @@ func TestEntrypointBinary(t *testing.T) {
 
 	t.Run("dry-run json", func(t *testing.T) {
 		before := hostState(t)
-		r := runCmd(t, exec.CommandContext(ctx, bin, "--dry-run", "--log-format", "json"))
+		r := runCmd(t, nstest.Command(ctx, bin, "--dry-run", "--log-format", "json"))
 		if r.code != 0 {
 			t.Fatalf("exit %d, want 0; stderr:\n%s", r.code, r.stderr)
 		}
@@ -198,7 +202,7 @@ func TestEntrypointBinary(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		cmd := exec.CommandContext(ctx, bin, "--dry-run", "--root", root)
+		cmd := nstest.Command(ctx, bin, "--dry-run", "--root", root)
 		cmd.Env = []string{} // the fake host's environment is its .host/environ
 		r := runCmd(t, cmd)
 		wantCode := 0

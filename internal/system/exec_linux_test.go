@@ -28,6 +28,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/kind-entrypoint/entrypoint/internal/system"
+	"github.com/kind-entrypoint/entrypoint/internal/system/nstest"
 )
 
 // helperEnv selects what the test binary does instead of testing:
@@ -242,10 +243,14 @@ func sigStatus(path string) (ign, blk uint64, err error) {
 	return ign, blk, nil
 }
 
+// foreignExec is why the exec tests cannot run under qemu-user.
+const foreignExec = "the helper execs the test binary from inside the emulated process, and without binfmt_misc (the host kernel's, which no test registers) the kernel refuses a foreign binary (ENOEXEC)"
+
 // runHelper runs the test binary as a helper in mode, handing it fd 3
 // without close-on-exec, and decodes the report of the process it execs.
 func runHelper(t *testing.T, mode string) execReport {
 	t.Helper()
+	nstest.SkipEmulated(t, foreignExec)
 	exe, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
@@ -326,6 +331,7 @@ func TestExecControl(t *testing.T) {
 // entries. exec.Cmd also drops duplicates, so the helper is started by
 // ForkExec itself.
 func TestEnviron(t *testing.T) {
+	nstest.SkipEmulated(t, foreignExec)
 	exe, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)

@@ -15,9 +15,11 @@ package nstest
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"runtime"
 	"slices"
 	"strings"
@@ -139,6 +141,36 @@ func RequireRoot(t testing.TB) {
 	t.Helper()
 	if os.Geteuid() != 0 {
 		t.Fatalf("privileged test: needs root (euid %d); run go test as root, as CI does (this tier fails rather than skips)", os.Geteuid())
+	}
+}
+
+// EmulatorEnv names the variable that holds the user-mode emulator the
+// tests run under (make test-arm64 sets it to qemu-aarch64-static); unset
+// on a native run.
+const EmulatorEnv = "ENTRYPOINT_TEST_EMULATOR"
+
+// Emulator is the emulator the tests run under, or "".
+func Emulator() string { return os.Getenv(EmulatorEnv) }
+
+// Command is exec.CommandContext(ctx, bin, args...) for a binary built for
+// the architecture under test. Under an emulator it runs through it: the
+// kernel cannot start a foreign binary itself (ENOEXEC), since that needs
+// binfmt_misc, which belongs to the host's kernel and no test registers.
+func Command(ctx context.Context, bin string, args ...string) *exec.Cmd {
+	if emu := Emulator(); emu != "" {
+		return exec.CommandContext(ctx, emu, append([]string{bin}, args...)...)
+	}
+	return exec.CommandContext(ctx, bin, args...)
+}
+
+// SkipEmulated skips t when it runs under an emulator, naming the emulator
+// and why. Only for what user-mode emulation cannot do: start a child in
+// namespaces of its own, exec a foreign binary from inside the test, or
+// netlink messages it does not translate.
+func SkipEmulated(t testing.TB, why string) {
+	t.Helper()
+	if emu := Emulator(); emu != "" {
+		t.Skipf("under %s: %s", emu, why)
 	}
 }
 
