@@ -8,12 +8,17 @@ STATICCHECK_VERSION ?= v0.8.2
 
 export CGO_ENABLED := 0
 
-.PHONY: all build test unit e2e e2e-podman e2e-cluster e2e-vm e2e-vm-cluster run bench fuzz lint image clean
+.PHONY: all build build-arm64 test test-arm64 unit e2e e2e-podman e2e-cluster e2e-vm e2e-vm-cluster run bench fuzz lint image clean
 
 all: build
 
 build:
 	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/entrypoint
+
+# The same static binary for arm64 (kind publishes its node images for
+# amd64 and arm64).
+build-arm64:
+	GOARCH=arm64 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)-arm64 ./cmd/entrypoint
 
 # Every tier: unit and golden tests, privileged tests (root, namespaces),
 # the end-to-end tier in Docker (this host: cgroup v1), kind's podman
@@ -25,6 +30,11 @@ test: unit e2e e2e-podman e2e-cluster e2e-vm
 unit:
 	$(GO) vet ./...
 	$(GO) test -count=1 ./...
+
+# The unit and golden tests built for arm64, run under qemu-user (installed
+# if missing); see test/arm64/run.sh.
+test-arm64:
+	bash test/arm64/run.sh
 
 # A dry run of the plan for this host: prints facts and plan, changes nothing.
 run: build
@@ -76,9 +86,19 @@ lint:
 	@$(GO) mod tidy -diff || { echo "go.mod/go.sum are not tidy: run go mod tidy"; exit 1; }
 	$(GO) run honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION) ./...
 
-# The image node images copy the binary from (FROM scratch).
-image: build
-	docker build -t kind-entrypoint:$(VERSION) -t kind-entrypoint:latest .
+# The image node images copy the binary from (FROM scratch), one per
+# architecture: kind-entrypoint:TAG (amd64) and kind-entrypoint:TAG-arm64,
+# with the classic builder (no registry here to hold a manifest list). The
+# arm64 image is built from a context of its own holding the arm64 binary
+# as bin/entrypoint: the classic builder commits any step before the COPY
+# (an ARG naming the binary) as amd64, and then refuses it for arm64.
+image: build build-arm64
+	DOCKER_BUILDKIT=0 docker build --platform linux/amd64 -t kind-entrypoint:$(VERSION) -t kind-entrypoint:latest .
+	@set -e; ctx=$$(mktemp -d); trap 'rm -rf "$$ctx"' EXIT; \
+	  mkdir "$$ctx/bin"; cp $(BIN)-arm64 "$$ctx/bin/entrypoint"; cp .dockerignore "$$ctx/"; \
+	  DOCKER_BUILDKIT=0 docker build --platform linux/arm64 -f Dockerfile -t kind-entrypoint:$(VERSION)-arm64 -t kind-entrypoint:latest-arm64 "$$ctx"
+	@for t in kind-entrypoint:$(VERSION) kind-entrypoint:$(VERSION)-arm64; do \
+	  docker image inspect -f "$$t: {{.Os}}/{{.Architecture}}" $$t; done
 
 clean:
 	rm -rf bin
