@@ -8,7 +8,7 @@ STATICCHECK_VERSION ?= v0.8.2
 
 export CGO_ENABLED := 0
 
-.PHONY: all build build-arm64 test test-arm64 unit e2e e2e-podman e2e-cluster e2e-vm e2e-vm-cluster run bench fuzz lint image clean
+.PHONY: all build build-arm64 test test-arm64 unit e2e e2e-podman e2e-cluster e2e-nerdctl e2e-vm e2e-vm-cluster run bench fuzz lint image clean
 
 all: build
 
@@ -53,6 +53,12 @@ e2e-podman: build
 # with kind's own script as a control run; see test/cluster/README.md.
 e2e-cluster: build
 	bash test/cluster/run.sh
+
+# kind's nerdctl provider: a real 1+1 cluster from the cluster tier's image,
+# made, restarted and checked by the kind CLI under nerdctl and a containerd
+# of the tier's own; not in `test` (see test/nerdctl/README.md: its time).
+e2e-nerdctl: build
+	bash test/nerdctl/run.sh
 
 # cgroup v2 and rootless hosts: the same node image in a Debian VM (qemu,
 # TCG); see test/vm/README.md.

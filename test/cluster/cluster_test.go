@@ -24,6 +24,13 @@ import (
 
 const namePrefix = "kind-ep-cl-" // run.sh and cleanup find leftovers by it
 
+// The providers a cluster is made with: kind's default, Docker, or nerdctl
+// (KIND_EXPERIMENTAL_PROVIDER=nerdctl; test/nerdctl/run.sh, nerdctl_test.go).
+const (
+	providerDocker  = ""
+	providerNerdctl = "nerdctl"
+)
+
 // The environment run.sh sets (the VM's cluster suite sets only what its
 // test reads): the images, kind's CLIs (the release made for this
 // Kubernetes, and v0.23.0) and where each cluster's state and logs go.
@@ -34,11 +41,16 @@ const (
 	envKind              = "CLUSTER_KIND"
 	envKindOld           = "CLUSTER_KIND_OLD"
 	envLogDir            = "CLUSTER_LOG_DIR"
+	// test/nerdctl/run.sh: the nerdctl CLI kind runs, and the prefix of
+	// every name its tests give
+	envNerdctl       = "NERDCTL_CLI"
+	envNerdctlPrefix = "NERDCTL_NAME_PREFIX"
 )
 
-// docker runs the docker CLI with a fixed argv and a timeout.
-func docker(timeout time.Duration, stdin []byte, args ...string) (string, error) {
-	return tier.Run(timeout, stdin, "docker", args...)
+// engine runs the provider's CLI (docker, nerdctl) with a fixed argv and
+// a timeout.
+func (c *cluster) engine(timeout time.Duration, stdin []byte, args ...string) (string, error) {
+	return tier.Run(timeout, stdin, c.cli, args...)
 }
 
 func mustEnv(t *testing.T, key string) string {
@@ -98,10 +110,15 @@ type spec struct {
 	slow int
 	// kubeadmPatches go into kind's config as kubeadmConfigPatches
 	kubeadmPatches []string
+	// provider: providerDocker or providerNerdctl
+	provider string
 }
 
 type cluster struct {
 	name, image, kind string
+	provider          string
+	cli               string // the provider's CLI: docker, or the nerdctl kind runs
+	prefix            string // of every name the test gives (cleanup finds leftovers by it)
 	net               string
 	logDir            string
 	slow              time.Duration // a factor: see spec.slow
@@ -119,9 +136,13 @@ func (c *cluster) cp() string { return c.nodes[0] }
 // exporting the node logs first if the test failed.
 func createCluster(t *testing.T, s spec) *cluster {
 	t.Helper()
-	id := fmt.Sprintf("%s%s-%d", namePrefix, s.tag, time.Now().Unix()%100000)
-	c := &cluster{name: id, image: s.image, kind: s.kind, net: id + "-net",
+	c := &cluster{image: s.image, kind: s.kind, provider: s.provider, cli: "docker", prefix: namePrefix,
 		logDir: mustEnv(t, envLogDir), slow: time.Duration(max(s.slow, 1))}
+	if s.provider == providerNerdctl {
+		c.cli, c.prefix = mustEnv(t, envNerdctl), mustEnv(t, envNerdctlPrefix)
+	}
+	id := fmt.Sprintf("%s%s-%d", c.prefix, s.tag, time.Now().Unix()%100000)
+	c.name, c.net = id, id+"-net"
 	c.nodes = []string{id + "-control-plane"}
 	cfg := "kind: Cluster\napiVersion: kind.x-k8s.io/v1alpha4\nnodes:\n- role: control-plane\n"
 	if s.worker {
@@ -140,6 +161,14 @@ func createCluster(t *testing.T, s spec) *cluster {
 	}
 	// our own network, not the user's "kind" one
 	c.env = append(os.Environ(), "KIND_EXPERIMENTAL_DOCKER_NETWORK="+c.net)
+	if s.provider == providerNerdctl {
+		// kind's nerdctl provider runs `nerdctl` from PATH, on its fixed
+		// network "kind": in the tier's own CNI configuration directory
+		// (NERDCTL_TOML, set by run.sh), which nothing else uses.
+		c.net = "kind"
+		c.env = append(os.Environ(), "KIND_EXPERIMENTAL_PROVIDER=nerdctl",
+			"PATH="+filepath.Dir(c.cli)+string(os.PathListSeparator)+os.Getenv("PATH"))
+	}
 	t.Cleanup(func() { c.remove(t) })
 
 	start := time.Now()
@@ -173,24 +202,24 @@ func (c *cluster) remove(t *testing.T) {
 		out, err := c.kindCmd(c.slow*5*time.Minute, "export", "logs", dir, "--name", c.name)
 		t.Logf("kind export logs %s: %v\n%s", dir, err, lastLines(out, 5))
 		for _, n := range c.nodes {
-			logs, _ := tier.Logs(time.Minute, "docker", "--tail", "80", n)
-			t.Logf("=== %s: docker logs\n%s", n, strings.ReplaceAll(logs, "\r", ""))
-			failed, _ := docker(time.Minute, nil, "exec", n, "systemctl", "--failed", "--no-pager")
+			logs, _ := tier.Logs(time.Minute, c.cli, "--tail", "80", n)
+			t.Logf("=== %s: %s logs\n%s", n, c.cli, strings.ReplaceAll(logs, "\r", ""))
+			failed, _ := c.engine(time.Minute, nil, "exec", n, "systemctl", "--failed", "--no-pager")
 			t.Logf("=== %s: failed units\n%s", n, failed)
-			kubelet, _ := docker(time.Minute, nil, "exec", n, "journalctl", "-u", "kubelet", "--no-pager", "-n", "40")
+			kubelet, _ := c.engine(time.Minute, nil, "exec", n, "journalctl", "-u", "kubelet", "--no-pager", "-n", "40")
 			t.Logf("=== %s: kubelet\n%s", n, kubelet)
 		}
 	}
 	if out, err := c.kindCmd(c.slow*5*time.Minute, "delete", "cluster", "--name", c.name); err != nil {
 		t.Errorf("kind delete cluster: %v\n%s", err, out)
 	}
-	if ids, _ := docker(time.Minute, nil, "ps", "-aq", "--filter", "label="+namePrefix+"throwaway="+c.name); strings.TrimSpace(ids) != "" {
+	if ids, _ := c.engine(time.Minute, nil, "ps", "-aq", "--filter", "label="+c.prefix+"throwaway="+c.name); strings.TrimSpace(ids) != "" {
 		args := append([]string{"rm", "-f", "-v"}, strings.Fields(ids)...)
-		if _, err := docker(time.Minute, nil, args...); err != nil {
+		if _, err := c.engine(time.Minute, nil, args...); err != nil {
 			t.Errorf("cleanup: %v", err)
 		}
 	}
-	if _, err := docker(time.Minute, nil, "network", "rm", c.net); err != nil && !strings.Contains(err.Error(), "No such network") && !strings.Contains(err.Error(), "not found") {
+	if _, err := c.engine(time.Minute, nil, "network", "rm", c.net); err != nil && !strings.Contains(err.Error(), "No such network") && !strings.Contains(err.Error(), "not found") {
 		t.Errorf("cleanup: %v", err)
 	}
 }
@@ -204,7 +233,7 @@ func (c *cluster) kubectl(stdin string, args ...string) (string, error) {
 		in = []byte(stdin)
 	}
 	argv = append(argv, c.cp(), "kubectl", "--kubeconfig=/etc/kubernetes/admin.conf")
-	return docker(c.slow*2*time.Minute, in, append(argv, args...)...)
+	return c.engine(c.slow*2*time.Minute, in, append(argv, args...)...)
 }
 
 // eventually retries f every 2 s until it succeeds or limit passes, and
@@ -297,7 +326,10 @@ func (c *cluster) recordState(t *testing.T, stage string) {
 // resolves the cluster's own service name, which CoreDNS answers, and a
 // node container's name, which CoreDNS forwards to the node's resolv.conf
 // and so to Docker's embedded DNS through the rules step 10 rewrote; it also
-// reaches a pod on the control plane over the pod network.
+// reaches a pod on the control plane over the pod network. Under nerdctl no
+// DNS server knows the containers' names (nerdctl writes them into each
+// node's /etc/hosts, which CoreDNS does not read): that check is Docker's
+// only, and nerdctl_test.go checks the nodes' /etc/hosts instead.
 func (c *cluster) checkTraffic(t *testing.T, stage string) {
 	t.Helper()
 	client, server := c.nodes[len(c.nodes)-1], c.cp()
@@ -318,15 +350,19 @@ func (c *cluster) checkTraffic(t *testing.T, stage string) {
 	exec := func(args ...string) (string, error) {
 		return c.kubectl("", append([]string{"exec", "probe-client", "--", "/podprobe"}, args...)...)
 	}
-	for _, check := range []struct {
+	type check struct {
 		what string
 		args []string
 		want string
-	}{
+	}
+	checks := []check{
 		{"the kubernetes service's name", []string{"resolve", "kubernetes.default.svc.cluster.local"}, "10.96.0.1"},
-		{"the control-plane node's container name (Docker's DNS)", []string{"resolve", c.cp()}, cpIP.String()},
 		{"a pod on " + server + " from " + client, []string{"get", "http://" + serverIP + ":8080/"}, "probe-server"},
-	} {
+	}
+	if c.provider == providerDocker {
+		checks = append(checks, check{"the control-plane node's container name (Docker's DNS)", []string{"resolve", c.cp()}, cpIP.String()})
+	}
+	for _, check := range checks {
 		var out string
 		err := eventually(c.slow*time.Minute, func() error {
 			var err error
@@ -364,7 +400,7 @@ spec:
 
 func (c *cluster) nodeIP(t *testing.T, node string) netip.Addr {
 	t.Helper()
-	out, err := docker(time.Minute, nil, "inspect", "-f", "{{range .NetworkSettings.Networks}}{{.IPAddress}}{{end}}", node)
+	out, err := c.engine(time.Minute, nil, "inspect", "-f", "{{range .NetworkSettings.Networks}}{{.IPAddress}}{{end}}", node)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -385,19 +421,21 @@ func (c *cluster) restartWithNewIPs(t *testing.T) {
 	for _, n := range c.nodes {
 		old[n] = c.nodeIP(t, n)
 	}
-	if _, err := docker(3*time.Minute, nil, append([]string{"stop"}, c.nodes...)...); err != nil {
+	if _, err := c.engine(3*time.Minute, nil, append([]string{"stop"}, c.nodes...)...); err != nil {
 		t.Fatal(err)
 	}
 	// Docker hands out the lowest free address: one throwaway per node holds
-	// the addresses the nodes had.
+	// the addresses the nodes had. (nerdctl's host-local IPAM hands out the
+	// next address after the last one it gave: the nodes get new ones
+	// either way.)
 	for i := range c.nodes {
-		if _, err := docker(time.Minute, nil, "run", "-d", "--name", fmt.Sprintf("%s-throwaway%d", c.name, i),
-			"--label", namePrefix+"throwaway="+c.name, "--network", c.net,
+		if _, err := c.engine(time.Minute, nil, "run", "-d", "--name", fmt.Sprintf("%s-throwaway%d", c.name, i),
+			"--label", c.prefix+"throwaway="+c.name, "--network", c.net,
 			"--entrypoint", "/bin/sleep", c.image, "infinity"); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if _, err := docker(3*time.Minute, nil, append([]string{"start"}, c.nodes...)...); err != nil {
+	if _, err := c.engine(3*time.Minute, nil, append([]string{"start"}, c.nodes...)...); err != nil {
 		t.Fatal(err)
 	}
 	for _, n := range c.nodes {
@@ -408,7 +446,7 @@ func (c *cluster) restartWithNewIPs(t *testing.T) {
 		t.Logf("%s: %s -> %s", n, old[n], now)
 		// the entrypoint records the address it booted with
 		if err := eventually(time.Minute, func() error {
-			rec, err := docker(time.Minute, nil, "exec", n, "cat", "/kind/old-ipv4")
+			rec, err := c.engine(time.Minute, nil, "exec", n, "cat", "/kind/old-ipv4")
 			if err == nil && strings.TrimSpace(rec) != now.String() {
 				err = fmt.Errorf("/kind/old-ipv4 is %q, want %s", rec, now)
 			}
@@ -421,7 +459,7 @@ func (c *cluster) restartWithNewIPs(t *testing.T) {
 	newIP := c.nodeIP(t, cp)
 	const kubeletConf = "/etc/kubernetes/kubelet.conf"
 	for _, f := range []string{"/etc/kubernetes/manifests/kube-apiserver.yaml", "/etc/kubernetes/manifests/etcd.yaml", "/kind/kubeadm.conf", kubeletConf} {
-		text, err := docker(time.Minute, nil, "exec", cp, "cat", f)
+		text, err := c.engine(time.Minute, nil, "exec", cp, "cat", f)
 		if err != nil {
 			t.Errorf("%s: %v", f, err)
 			continue
@@ -438,16 +476,16 @@ func (c *cluster) restartWithNewIPs(t *testing.T) {
 			t.Errorf("%s: the old address %s is still there, or the new %s is not", f, old[cp], newIP)
 		}
 	}
-	if err := eventually(2*time.Minute, func() error { return certHasIP(cp, newIP) }); err != nil {
+	if err := eventually(2*time.Minute, func() error { return c.certHasIP(cp, newIP) }); err != nil {
 		t.Errorf("apiserver certificate: %v", err)
 	}
-	logs, _ := tier.Logs(time.Minute, "docker", cp)
+	logs, _ := tier.Logs(time.Minute, c.cli, cp)
 	t.Logf("%s: entrypoint log after the restart:\n%s", cp, entrypointLines(logs))
 }
 
 // certHasIP: the apiserver's serving certificate on node lists ip.
-func certHasIP(node string, ip netip.Addr) error {
-	text, err := docker(time.Minute, nil, "exec", node, "cat", "/etc/kubernetes/pki/apiserver.crt")
+func (c *cluster) certHasIP(node string, ip netip.Addr) error {
+	text, err := c.engine(time.Minute, nil, "exec", node, "cat", "/etc/kubernetes/pki/apiserver.crt")
 	if err != nil {
 		return err
 	}

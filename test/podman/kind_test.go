@@ -3,7 +3,6 @@
 package podman
 
 import (
-	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -20,10 +19,6 @@ import (
 // node as KIND_DNS_SEARCH, the one thing step 10 still changes in a podman
 // node's resolv.conf.
 const dnsSearch = "podman.example"
-
-// noDockerDNS starts the line enable_network_magic logs when a node has
-// no trace of Docker's embedded DNS (internal/network, noEmbeddedDNS).
-const noDockerDNS = "INFO: no nameserver 127.0.0.11 in /etc/resolv.conf and no "
 
 // TestKindCreateCluster: kind v0.23.0 with KIND_EXPERIMENTAL_PROVIDER=podman
 // creates a control plane and a worker from our image with its own
@@ -98,41 +93,16 @@ nodes:
 	}
 }
 
-// checkNode asserts what every podman node must show: systemd running with
-// no failed unit, the line kind waits for and no ERROR: line in its log,
-// DNS left as podman set it up (but for KIND_DNS_SEARCH) and working, and
-// no `fail` row from `entrypoint check`. nodes are the cluster's nodes
-// (name -> IPv4): each must resolve through podman's DNS.
+// checkNode asserts what every podman node must show: what every node
+// must (tier.CheckNode: systemd running with no failed unit, the line kind
+// waits for and no ERROR: line in its log, no `fail` row from `entrypoint
+// check`), and DNS left as podman set it up (but for KIND_DNS_SEARCH) and
+// working. nodes are the cluster's nodes (name -> IPv4): each must resolve
+// through podman's DNS.
 func checkNode(t *testing.T, n *node, network string, nodes map[string]string) {
 	t.Helper()
-	n.waitRunning()
-	if failed := n.failedUnits(); failed != "" {
-		t.Errorf("failed units:\n%s", failed)
-	}
-
-	log := n.logs()
-	var lines []string
-	for _, l := range strings.Split(log, "\n") {
-		if strings.HasPrefix(l, "INFO: ") || strings.HasPrefix(l, "WARN: ") || strings.HasPrefix(l, "ERROR: ") {
-			lines = append(lines, l)
-		}
-		if strings.HasPrefix(l, "ERROR: ") {
-			t.Errorf("log: %s", l)
-		}
-	}
-	if !kindWaitRe.MatchString(log) {
-		t.Errorf("the log never matches kind's %q:\n%s", kindWaitRe, log)
-	}
-	version := "INFO: detected cgroup v1"
-	if tier.CgroupV2() {
-		version = "INFO: detected cgroup v2"
-	}
-	if !slices.Contains(lines, version) {
-		t.Errorf("no line %q in:\n%s", version, strings.Join(lines, "\n"))
-	}
-	if !slices.ContainsFunc(lines, func(l string) bool { return strings.HasPrefix(l, noDockerDNS) }) {
-		t.Errorf("enable_network_magic does not say why it leaves podman's DNS alone (%q...):\n%s", noDockerDNS, strings.Join(lines, "\n"))
-	}
+	lines := tier.CheckNode(t, n.Node, bootLimit)
+	tier.LeavesDNSAlone(t, n.Name, lines)
 
 	// resolv.conf: podman's nameservers (aardvark-dns at the network's
 	// gateways first), untouched; only the search line is kind's.
@@ -161,21 +131,6 @@ func checkNode(t *testing.T, n *node, network string, nodes map[string]string) {
 		out, err := n.ExecErr("getent", "ahostsv4", name)
 		if f := strings.Fields(out); err != nil || len(f) == 0 || f[0] != ip {
 			t.Errorf("getent ahostsv4 %s: %q, %v; want %s", name, out, err, ip)
-		}
-	}
-
-	// entrypoint check: no fail row (it exits 1 on a warn).
-	out, _ := n.ExecErr("/usr/local/bin/entrypoint", "check", "--json")
-	var rows []struct{ Name, Status, Observed, Hint string }
-	if err := json.Unmarshal([]byte(out), &rows); err != nil || len(rows) == 0 {
-		t.Fatalf("entrypoint check --json: %v\n%s", err, out)
-	}
-	for _, r := range rows {
-		switch r.Status {
-		case "fail":
-			t.Errorf("check row %s fails: %s (%s)", r.Name, r.Observed, r.Hint)
-		case "warn":
-			t.Logf("check row %s warns: %s", r.Name, r.Observed)
 		}
 	}
 }

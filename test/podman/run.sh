@@ -41,6 +41,8 @@ prefix=kind-ep-podman-
 log() { printf '%s podman: %s\n' "$(date +%T)" "$*" >&2; }
 die() { log "ERROR: $*"; exit 1; }
 since() { echo "$(( $(date +%s) - $1 ))s"; }
+# shellcheck source=test/tier/lib.sh
+source test/tier/lib.sh
 
 [[ $(id -u) == 0 ]] || die "must run as root (installs packages, runs rootful podman)"
 export DEBIAN_FRONTEND=noninteractive
@@ -70,13 +72,11 @@ fi
 podman_version=$(podman version --format '{{.Client.Version}}') || die "podman does not answer"
 
 # --- 2. the runtime wrapper --------------------------------------------------
-cap_last=$(cat /proc/sys/kernel/cap_last_cap)
-full_mask=$(( (1 << (cap_last + 1)) - 1 ))
-bounding=$(( 16#$(awk '/^CapBnd:/ {print $2}' /proc/self/status) ))
 want_runtime=
-if (( (bounding & full_mask) != full_mask )); then
+caps_missing=$(missing_caps)
+if [[ $caps_missing != 0x0 ]]; then
   want_runtime=$shim_runtime
-  log "capability bounding set is short (missing mask $(printf '%#x' $(( full_mask & ~bounding )))): podman runs nodes through the runtime wrapper"
+  log "capability bounding set is short (missing mask $caps_missing): podman runs nodes through the runtime wrapper"
   go build -trimpath -o "$shim.new" ./test/e2e/runtimeshim
   if cmp -s "$shim.new" "$shim"; then rm "$shim.new"; else mv "$shim.new" "$shim"; fi
   want_conf="[engine]
@@ -104,13 +104,8 @@ t=$(date +%s)
 docker_image=$(bash test/e2e/run.sh --build-only 9>&-) || die "building the node image (test/e2e/run.sh --build-only) failed"
 image_id=$(docker image inspect -f '{{.Id}}' "$docker_image") || die "no image $docker_image"
 image_id=${image_id#sha256:}
-# The e2e tag is shared by every checkout on this machine: make sure the
-# image holds this checkout's binary, not one another run tagged since.
-probe=$(docker create "$image_id" /bin/true)
-image_bin_sum=$(docker cp "$probe:/usr/local/bin/entrypoint" - | tar -xO | sha256sum | cut -d' ' -f1)
-docker rm "$probe" > /dev/null
-[[ $image_bin_sum == $(sha256sum < bin/entrypoint | cut -d' ' -f1) ]] \
-  || die "$docker_image ($image_id) holds another entrypoint than bin/entrypoint: another checkout rebuilt the tag; rerun"
+# The e2e tag is shared by every checkout on this machine.
+require_own_binary "$docker_image" "$image_id"
 node_image=$image_repo:${image_id:0:12}
 if [[ $(podman image inspect -f '{{.Id}}' "$image_id" 2> /dev/null) != "$image_id" ]]; then
   docker save "$docker_image" | podman load -q > "$log_dir/load.log" 2>&1 \
