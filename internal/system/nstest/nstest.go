@@ -29,6 +29,15 @@ import (
 	"golang.org/x/sys/unix"
 )
 
+// init keeps the main goroutine on the startup thread from the start: init
+// functions run on it, and one that calls LockOSThread makes main run
+// there too. Run's own LockOSThread came too late: the main goroutine could
+// already have moved to another thread, leaving the main thread free for a
+// test's goroutine (Unshare then failed, "the test runs on the main
+// thread"): once in six runs of a package under qemu-user, where threads
+// are rescheduled more often.
+func init() { runtime.LockOSThread() }
+
 // Main is TestMain for a package with privileged tests; it does not return.
 func Main(m *testing.M) { os.Exit(Run(m)) }
 
