@@ -16,11 +16,13 @@ import (
 
 	"github.com/kind-entrypoint/entrypoint/internal/network"
 	"github.com/kind-entrypoint/entrypoint/internal/system"
+	"github.com/kind-entrypoint/entrypoint/internal/system/nstest"
 )
 
 // testProbeTimeout stands in for the 5 s probe limit, so that a scenario
-// whose probe hangs (root/.host/run/NAME.hang) takes a moment, not 5 s.
-const testProbeTimeout = 150 * time.Millisecond
+// whose probe hangs (root/.host/run/NAME.hang) takes a moment, not 5 s
+// (longer under an emulator: nstest.Stretch).
+var testProbeTimeout = nstest.Stretch(150 * time.Millisecond)
 
 // fixedRand is the randomness of every test run: the same machine-id and
 // product_uuid each time, so that goldens are stable.

@@ -30,7 +30,7 @@ import (
 const hostsDir = "../../testdata/hosts"
 
 // testProbeTimeout keeps the hanging probes of some hosts short.
-const testProbeTimeout = 200 * time.Millisecond
+var testProbeTimeout = nstest.Stretch(200 * time.Millisecond)
 
 // copyHost copies a fake host to a temp dir, with a fixed random seed so
 // that its plan draws the same identities every time.

@@ -24,6 +24,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/moby/sys/mountinfo"
 	"golang.org/x/sys/unix"
@@ -170,6 +171,17 @@ func Command(ctx context.Context, bin string, args ...string) *exec.Cmd {
 		return exec.CommandContext(ctx, emu, append([]string{bin}, args...)...)
 	}
 	return exec.CommandContext(ctx, bin, args...)
+}
+
+// Stretch is a test's time limit for work that takes a moment natively
+// (a fake command's answer): d, or 8 times d under an emulator, where a
+// loaded machine ran a fake iptables-save past 150 ms and the scenario was
+// planned as if the save had hung.
+func Stretch(d time.Duration) time.Duration {
+	if Emulator() != "" {
+		return 8 * d
+	}
+	return d
 }
 
 // SkipEmulated skips t when it runs under an emulator, naming the emulator
