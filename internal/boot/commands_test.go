@@ -22,7 +22,11 @@ import (
 // testProbeTimeout stands in for the 5 s probe limit, so that a scenario
 // whose probe hangs (root/.host/run/NAME.hang) takes a moment, not 5 s
 // (longer under an emulator: nstest.Stretch).
-var testProbeTimeout = nstest.Stretch(150 * time.Millisecond)
+var testProbeTimeout = nstest.Stretch(nativeProbeTimeout)
+
+// nativeProbeTimeout is testProbeTimeout outside an emulator, the limit the
+// golden plans name.
+const nativeProbeTimeout = 150 * time.Millisecond
 
 // fixedRand is the randomness of every test run: the same machine-id and
 // product_uuid each time, so that goldens are stable.

@@ -100,7 +100,11 @@ func TestHosts(t *testing.T) {
 			if err := Render(&out, h, results); err != nil {
 				t.Fatal(err)
 			}
-			hosttest.Golden(t, filepath.Join(s.dir, "plan.golden"), out.Bytes())
+			// Under an emulator the plan of a host whose probe hangs names
+			// the stretched limit; its golden names the native one.
+			got := bytes.ReplaceAll(out.Bytes(), []byte("timed out after "+testProbeTimeout.String()),
+				[]byte("timed out after "+nativeProbeTimeout.String()))
+			hosttest.Golden(t, filepath.Join(s.dir, "plan.golden"), got)
 			if len(tree.Changes()) != 0 {
 				t.Fatalf("a dry run changed the tree: %q", tree.Changes())
 			}
