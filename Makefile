@@ -21,11 +21,11 @@ build-arm64:
 	GOARCH=arm64 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)-arm64 ./cmd/entrypoint
 
 # Every tier: unit and golden tests, privileged tests (root, namespaces),
-# the end-to-end tier in Docker (this host: cgroup v1), kind's podman
-# provider with rootful podman, real Kubernetes clusters on our nodes, then
-# the same node image on cgroup v2 and rootless hosts (Docker and podman) in
-# a VM.
-test: unit e2e e2e-podman e2e-cluster e2e-vm
+# the same unit and golden tests built for arm64 under qemu-user, the
+# end-to-end tier in Docker (this host: cgroup v1), kind's podman provider
+# with rootful podman, real Kubernetes clusters on our nodes, then the same
+# node image on cgroup v2 and rootless hosts (Docker and podman) in a VM.
+test: unit test-arm64 e2e e2e-podman e2e-cluster e2e-vm
 
 unit:
 	$(GO) vet ./...

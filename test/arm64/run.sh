@@ -39,6 +39,9 @@ export GOARCH=arm64 CGO_ENABLED=0 ENTRYPOINT_TEST_EMULATOR=$qemu
 go vet ./...
 rc=0
 # shellcheck disable=SC2086 # ARM64_GO_TEST_ARGS is a list of arguments
-go test -count=1 -exec "$qemu" ${ARM64_GO_TEST_ARGS:-} ./... || rc=$?
+# -timeout: internal/boot's fault-injection and hostile-input tests take
+# about 8 minutes under emulation on a loaded machine, near go test's
+# default 10 minutes per package.
+go test -count=1 -timeout 30m -exec "$qemu" ${ARM64_GO_TEST_ARGS:-} ./... || rc=$?
 log "finished in $(( $(date +%s) - start ))s (exit $rc)"
 exit "$rc"
