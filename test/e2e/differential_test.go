@@ -439,15 +439,20 @@ func modeString(h *tar.Header) string {
 }
 
 // mustCollect runs a read in the node that must succeed, and fails the test
-// when it does not after three tries. A failed read taken as empty output
+// when it does not after six tries. A failed read taken as empty output
 // made a difference that was not there: the script's enabled units came
-// back empty once in the VM, under load.
+// back empty once in the VM, under load. There, under emulation, systemd
+// also once left `systemctl list-unit-files` unanswered (D-Bus "Connection
+// timed out") for three tries 2 s apart: the waits now double, from 2 s, so
+// a busy systemd has about three minutes to answer.
 func mustCollect(n *node, argv ...string) string {
 	n.t.Helper()
 	var err error
-	for try := 0; try < 3; try++ {
+	wait := 2 * time.Second
+	for try := 0; try < 6; try++ {
 		if try > 0 {
-			time.Sleep(2 * time.Second)
+			time.Sleep(wait)
+			wait *= 2
 		}
 		var out string
 		if out, err = n.ExecErr(argv...); err == nil {
