@@ -40,20 +40,16 @@ label="kind-entrypoint-conformance" # on every image it makes
 net=${prefix}net
 export DOCKER_BUILDKIT=0
 
-log() { printf '%s conformance: %s\n' "$(date +%T)" "$*" >&2; }
-die() { log "ERROR: $*"; exit 1; }
-since() { echo "$(( $(date +%s) - $1 ))s"; }
-
-[[ $(id -u) == 0 ]] || die "must run as root (drives dockerd and node containers)"
-[[ -d /usr/local/go/bin ]] && export PATH="$PATH:/usr/local/go/bin"
+# shellcheck source=test/lib.sh
+source test/lib.sh
+tier_init conformance
 case $suite in subset | full) ;; *) die "CONFORMANCE_SUITE must be subset or full, not $suite" ;; esac
 mkdir -p "$state" "$e2e_state" "$out"
 
 # The e2e lock for the whole run: clusters of the tiers and of other runs
 # would share 2 cores and time out. A conformance run waits up to 90 minutes.
-exec 9> "$e2e_state/lock"
 log "waiting for $e2e_state/lock"
-flock -w 5400 9 || die "another run still holds $e2e_state/lock after 90 minutes"
+tier_lock "$e2e_state/lock" 5400
 export E2E_LOCK_HELD=1
 log "lock taken after $(since "$start")"
 
@@ -68,9 +64,8 @@ remove_ours() {
   # shellcheck disable=SC2086 # a list of network names
   [[ -z $nets ]] || docker network rm $nets > /dev/null || true
 }
-remove_ours
 work=$(mktemp -d)
-trap 'remove_ours; rm -rf "$work"' EXIT
+trap 'rm -rf "$work"' EXIT
 
 # shellcheck source=../cluster/versions
 source test/cluster/versions
@@ -79,6 +74,9 @@ source test/cluster/versions
 t=$(date +%s)
 bash test/cluster/run.sh --build-only > "$work/node-images" || die "test/cluster/run.sh --build-only failed"
 mapfile -t node_images < "$work/node-images"
+# Docker runs from here on (the build above starts dockerd when none answers).
+remove_ours
+trap 'remove_ours; rm -rf "$work"' EXIT
 declare -A image_of=([ours]=${node_images[0]} [control]=${node_images[1]})
 for r in "${runs[@]}"; do
   [[ -n ${image_of[$r]:-} ]] || die "CONFORMANCE_RUNS: $r is neither ours nor control"
