@@ -14,36 +14,35 @@ import (
 )
 
 func (t *Tree) WriteFile(p string, data []byte, perm fs.FileMode) error {
-	if err := t.fail("write", p); err != nil {
-		return err
-	}
-	if t.isMountpoint(p) {
-		// rename(2) over a mount point fails; the kernel says EBUSY.
-		return &fs.PathError{Op: "rename", Path: p, Err: unix.EBUSY}
-	}
-	w, err := t.Files()
-	if err != nil {
-		return err
-	}
-	if err := w.writeFile(p, data, perm, func() error { return t.fail("rename", p) }); err != nil {
-		return err
-	}
-	t.record("write %s %#o %s", p, perm.Perm(), describe(data))
-	return nil
+	return t.change("write", p, func(w *TreeFiles) error {
+		if t.isMountpoint(p) {
+			// rename(2) over a mount point fails; the kernel says EBUSY.
+			return &fs.PathError{Op: "rename", Path: p, Err: unix.EBUSY}
+		}
+		return w.writeFile(p, data, perm, func() error { return t.fail("rename", p) })
+	}, "write %s %#o %s", p, perm.Perm(), describe(data))
 }
 
 func (t *Tree) WriteFileInPlace(p string, data []byte) error {
-	if err := t.fail("write-in-place", p); err != nil {
+	return t.change("write-in-place", p, func(w *TreeFiles) error {
+		return w.WriteInPlace(t.resolve(p), data)
+	}, "write-in-place %s %s", p, describe(data))
+}
+
+// change is a change without special cases: the failure injected for op at
+// p, then do on the tree's files, then the line recorded once do succeeded.
+func (t *Tree) change(op, p string, do func(w *TreeFiles) error, format string, args ...any) error {
+	if err := t.fail(op, p); err != nil {
 		return err
 	}
 	w, err := t.Files()
 	if err != nil {
 		return err
 	}
-	if err := w.WriteInPlace(t.resolve(p), data); err != nil {
+	if err := do(w); err != nil {
 		return err
 	}
-	t.record("write-in-place %s %s", p, describe(data))
+	t.record(format, args...)
 	return nil
 }
 
@@ -74,81 +73,43 @@ func (t *Tree) MkdirAll(p string, perm fs.FileMode) error {
 }
 
 func (t *Tree) Remove(p string) error {
-	if err := t.fail("remove", p); err != nil {
-		return err
-	}
-	if t.isMountpoint(p) {
-		return &fs.PathError{Op: "remove", Path: p, Err: unix.EBUSY}
-	}
-	w, err := t.Files()
-	if err != nil {
-		return err
-	}
-	t.mu.Lock()
-	wasMount := t.unmounted[path.Clean(p)]
-	t.mu.Unlock()
-	if wasMount {
-		if err := w.removeContents(p); err != nil {
-			return err
+	return t.change("remove", p, func(w *TreeFiles) error {
+		if t.isMountpoint(p) {
+			return &fs.PathError{Op: "remove", Path: p, Err: unix.EBUSY}
 		}
-	}
-	if err := w.Remove(p); err != nil {
-		return err
-	}
-	t.record("remove %s", p)
-	return nil
+		t.mu.Lock()
+		wasMount := t.unmounted[path.Clean(p)]
+		t.mu.Unlock()
+		if wasMount {
+			if err := w.removeContents(p); err != nil {
+				return err
+			}
+		}
+		return w.Remove(p)
+	}, "remove %s", p)
 }
 
 func (t *Tree) Symlink(target, p string) error {
-	if err := t.fail("symlink", p); err != nil {
-		return err
-	}
-	w, err := t.Files()
-	if err != nil {
-		return err
-	}
-	if err := w.Symlink(target, p); err != nil {
-		return err
-	}
-	t.record("symlink %s -> %s", p, target)
-	return nil
+	return t.change("symlink", p, func(w *TreeFiles) error {
+		return w.Symlink(target, p)
+	}, "symlink %s -> %s", p, target)
 }
 
 // Chown changes the owner when running as root; otherwise it is only
 // recorded.
 func (t *Tree) Chown(p string, uid, gid int) error {
-	if err := t.fail("chown", p); err != nil {
-		return err
-	}
-	w, err := t.Files()
-	if err != nil {
-		return err
-	}
-	if _, err := w.Stat(p); err != nil {
-		return err
-	}
-	if os.Geteuid() == 0 {
-		if err := w.Chown(p, uid, gid); err != nil {
+	return t.change("chown", p, func(w *TreeFiles) error {
+		if _, err := w.Stat(p); err != nil || os.Geteuid() != 0 {
 			return err
 		}
-	}
-	t.record("chown %s %d:%d", p, uid, gid)
-	return nil
+		return w.Chown(p, uid, gid)
+	}, "chown %s %d:%d", p, uid, gid)
 }
 
 func (t *Tree) Chmod(p string, mode fs.FileMode) error {
-	if err := t.fail("chmod", p); err != nil {
-		return err
-	}
-	w, err := t.Files()
-	if err != nil {
-		return err
-	}
-	if err := w.Chmod(p, mode); err != nil {
-		return err
-	}
-	t.record("chmod %s %s", p, mode)
-	return nil
+	return t.change("chmod", p, func(w *TreeFiles) error {
+		return w.Chmod(p, mode)
+	}, "chmod %s %s", p, mode)
 }
 
 func (t *Tree) Sync() { t.record("sync") }
