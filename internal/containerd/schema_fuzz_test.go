@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"regexp"
 	"testing"
-
-	"github.com/pelletier/go-toml/v2"
 )
 
 // versionLine is a top-level version key as config files write it.
@@ -46,40 +44,11 @@ func FuzzEditSchemas(f *testing.F) {
 		if res.Version != v {
 			t.Fatalf("Version = %d for a version %d file", res.Version, v)
 		}
+		// checkEdit reads the values back at the keys of res.Version's
+		// schema, which is v's.
 		checkEdit(t, in, ch)
-		if !res.Changed {
-			return
-		}
-		var doc map[string]any
-		if err := toml.Unmarshal(res.Config, &doc); err != nil {
-			t.Fatalf("edited config does not decode: %v", err)
-		}
-		sch, _ := schemaFor(int64(v))
-		if ch.Snapshotter != "" {
-			if got := get(doc, sch.snapshotter); got != ch.Snapshotter {
-				t.Fatalf("schema %d: %s = %v, want %q", v, formatKeyPath(sch.snapshotter), got, ch.Snapshotter)
-			}
-		}
-		if ch.RestrictOOMScoreAdj {
-			if got := get(doc, sch.restrictOOM); got != true {
-				t.Fatalf("schema %d: %s = %v, want true", v, formatKeyPath(sch.restrictOOM), got)
-			}
-		}
-		if bytes.Equal(res.Config, in) {
+		if res.Changed && bytes.Equal(res.Config, in) {
 			t.Fatal("Changed, but the same bytes")
 		}
 	})
-}
-
-// get reads path from a decoded document, nil where it is missing.
-func get(doc map[string]any, path []string) any {
-	var v any = doc
-	for _, k := range path {
-		tbl, ok := v.(map[string]any)
-		if !ok {
-			return nil
-		}
-		v = tbl[k]
-	}
-	return v
 }
