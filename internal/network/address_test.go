@@ -1,7 +1,6 @@
 package network
 
 import (
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -128,37 +127,26 @@ func TestReplaceAddressErrors(t *testing.T) {
 // TestReplaceAddressGolden moves whole control-plane files from one node
 // address to another, the files the entrypoint fixes after a restart.
 func TestReplaceAddressGolden(t *testing.T) {
-	inputs, err := filepath.Glob("testdata/address-*.input")
-	if err != nil || len(inputs) == 0 {
-		t.Fatalf("no address fixtures: %v", err)
-	}
-	for _, in := range inputs {
-		name := strings.TrimSuffix(filepath.Base(in), ".input")
+	forEachInput(t, "address-*", func(t *testing.T, name string, content []byte) {
 		old, new := "172.18.0.3", "172.18.0.4"
 		if strings.HasPrefix(name, "address-v6-") {
 			old, new = "fc00:f853:ccd:e793::3", "fc00:f853:ccd:e793::4"
 		}
-		t.Run(name, func(t *testing.T) {
-			content, err := os.ReadFile(in)
-			if err != nil {
-				t.Fatal(err)
-			}
-			got, n, err := ReplaceAddress(content, old, new)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if n == 0 {
-				t.Error("nothing replaced")
-			}
-			hosttest.Golden(t, filepath.Join("testdata", name+".golden"), got)
-			// new appears nowhere in the fixtures, so going back restores them.
-			back, m, err := ReplaceAddress(got, new, old)
-			if err != nil || m != n {
-				t.Errorf("replacing back: %d replacements, error %v; want %d", m, err, n)
-			}
-			if diff := cmp.Diff(string(back), string(content)); diff != "" {
-				t.Errorf("round trip mismatch (-got +want):\n%s", diff)
-			}
-		})
-	}
+		got, n, err := ReplaceAddress(content, old, new)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n == 0 {
+			t.Error("nothing replaced")
+		}
+		hosttest.Golden(t, filepath.Join("testdata", name+".golden"), got)
+		// new appears nowhere in the fixtures, so going back restores them.
+		back, m, err := ReplaceAddress(got, new, old)
+		if err != nil || m != n {
+			t.Errorf("replacing back: %d replacements, error %v; want %d", m, err, n)
+		}
+		if diff := cmp.Diff(string(back), string(content)); diff != "" {
+			t.Errorf("round trip mismatch (-got +want):\n%s", diff)
+		}
+	})
 }

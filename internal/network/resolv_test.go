@@ -1,7 +1,6 @@
 package network
 
 import (
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -185,11 +184,7 @@ func TestRewriteResolvConfErrors(t *testing.T) {
 // TestRewriteResolvConfGolden covers the three KIND_DNS_SEARCH cases on
 // whole resolv.conf files Docker wrote.
 func TestRewriteResolvConfGolden(t *testing.T) {
-	inputs, err := filepath.Glob("testdata/resolv-*.input")
-	if err != nil || len(inputs) == 0 {
-		t.Fatalf("no resolv.conf fixtures: %v", err)
-	}
-	for _, in := range inputs {
+	forEachInput(t, "resolv-*", func(t *testing.T, input string, orig []byte) {
 		for _, mode := range []struct {
 			name   string
 			search *string
@@ -198,17 +193,12 @@ func TestRewriteResolvConfGolden(t *testing.T) {
 			{"search-empty", ptr("")},
 			{"search-set", ptr("kind.test example.com")},
 		} {
-			name := strings.TrimSuffix(filepath.Base(in), ".input") + "." + mode.name
-			t.Run(name, func(t *testing.T) {
-				orig, err := os.ReadFile(in)
-				if err != nil {
-					t.Fatal(err)
-				}
+			t.Run(mode.name, func(t *testing.T) {
 				got, err := RewriteResolvConf(orig, "172.18.0.1", mode.search)
 				if err != nil {
 					t.Fatal(err)
 				}
-				hosttest.Golden(t, filepath.Join("testdata", name+".golden"), got)
+				hosttest.Golden(t, filepath.Join("testdata", input+"."+mode.name+".golden"), got)
 				again, err := RewriteResolvConf(got, "172.18.0.1", mode.search)
 				if err != nil {
 					t.Fatal(err)
@@ -218,5 +208,5 @@ func TestRewriteResolvConfGolden(t *testing.T) {
 				}
 			})
 		}
-	}
+	})
 }
