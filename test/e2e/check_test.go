@@ -17,7 +17,7 @@ import (
 
 // netState is what the pod-network preflight must leave as it found it.
 func (n *node) netState() map[string]string {
-	n.t.Helper()
+	n.T.Helper()
 	s := map[string]string{}
 	for _, argv := range [][]string{
 		{"ip", "-o", "link"}, {"ip", "-o", "addr"}, {"ip", "route", "show", "table", "all"},
@@ -43,7 +43,7 @@ func TestCheckInNode(t *testing.T) {
 	t.Parallel()
 	net := newNetwork(t, "check")
 	n := startNode(t, net, "check", nodeOpts{})
-	n.waitRunning()
+	n.WaitRunning(bootLimit)
 	before, netBefore := n.state(), n.netState()
 
 	out, err := n.ExecErr("/usr/local/bin/entrypoint", "check", "--json")
@@ -99,8 +99,8 @@ func TestCaptureReplays(t *testing.T) {
 	t.Parallel()
 	net := newNetwork(t, "capture")
 	n := startNode(t, net, "capture", nodeOpts{})
-	n.waitRunning()
-	n.exec("/usr/local/bin/entrypoint", "capture", "-o", "/root/capture.tar.gz") // not /tmp: docker cp cannot see a tmpfs
+	n.WaitRunning(bootLimit)
+	n.MustExec("/usr/local/bin/entrypoint", "capture", "-o", "/root/capture.tar.gz") // not /tmp: docker cp cannot see a tmpfs
 	dir := t.TempDir()
 	mustDocker(t, "cp", n.Name+":/root/capture.tar.gz", filepath.Join(dir, "capture.tar.gz"))
 	root := filepath.Join(dir, "root")

@@ -70,11 +70,7 @@ func dockerStdin(timeout time.Duration, stdin []byte, args ...string) (string, e
 // mustDocker is dockerCmd that fails the test on error.
 func mustDocker(t testing.TB, args ...string) string {
 	t.Helper()
-	out, err := dockerCmd(2*time.Minute, args...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return out
+	return tier.MustRun(t, 2*time.Minute, "docker", args...)
 }
 
 // writeBuildContext writes a docker build context: each file of files in

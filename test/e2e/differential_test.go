@@ -135,7 +135,7 @@ func TestDifferential(t *testing.T) {
 		// --cgroupns=private: none had them; with such a holder up, each
 		// did.) cgroup v2 has one hierarchy: nothing to hold.
 		holder := startNode(t, newNetwork(t, "diff-holder"), "diff-holder", nodeOpts{noTTY: true, cgroupns: "host"})
-		holder.waitRunning()
+		holder.WaitRunning(bootLimit)
 	}
 	used := make([]bool, len(list))
 	var mu sync.Mutex
@@ -158,14 +158,14 @@ func TestDifferential(t *testing.T) {
 						o.image = ref
 					}
 					n := startNode(t, net, "diff-"+sc.name+"-"+side, o)
-					n.waitRunning()
+					n.WaitRunning(bootLimit)
 					if sc.restart {
 						mustDocker(t, "restart", n.Name)
-						n.waitRunning()
+						n.WaitRunning(bootLimit)
 					}
 					states[side] = collectState(n)
 					if sc.then != nil {
-						n.exec(sc.then.argv[side]...)
+						n.MustExec(sc.then.argv[side]...)
 						thenStates[side] = collectState(n)
 					}
 				}
@@ -275,11 +275,11 @@ var diffFiles = []string{
 // with the noise that differs between any two containers (addresses, names,
 // ids, random ports, counters) replaced by placeholders.
 func collectState(n *node) map[string]string {
-	n.t.Helper()
+	n.T.Helper()
 	noise := containerNoise(n)
 	st := map[string]string{}
 
-	st["log"] = noise.Replace(strings.Join(entrypointLines(n.logs()), "\n"))
+	st["log"] = noise.Replace(strings.Join(entrypointLines(n.MustLog()), "\n"))
 
 	var mounts []string
 	for _, m := range n.mounts() {
@@ -294,7 +294,7 @@ func collectState(n *node) map[string]string {
 
 	files, err := nodeFiles(n, noise)
 	if err != nil {
-		n.t.Fatal(err)
+		n.T.Fatal(err)
 	}
 	st["files"] = files
 
@@ -446,7 +446,7 @@ func modeString(h *tar.Header) string {
 // timed out") for three tries 2 s apart: the waits now double, from 2 s, so
 // a busy systemd has about three minutes to answer.
 func mustCollect(n *node, argv ...string) string {
-	n.t.Helper()
+	n.T.Helper()
 	var err error
 	wait := 2 * time.Second
 	for try := 0; try < 6; try++ {
@@ -458,16 +458,16 @@ func mustCollect(n *node, argv ...string) string {
 		if out, err = n.ExecErr(argv...); err == nil {
 			return out
 		}
-		n.t.Logf("%s: try %d: %v", n.Name, try+1, err)
+		n.T.Logf("%s: try %d: %v", n.Name, try+1, err)
 	}
-	n.t.Fatalf("%s: %v", n.Name, err)
+	n.T.Fatalf("%s: %v", n.Name, err)
 	return ""
 }
 
 // containerNoise replaces what differs between any two containers of one
 // network: the node's name and address, its container id.
 func containerNoise(n *node) *strings.Replacer {
-	id := strings.TrimSpace(mustDocker(n.t, "inspect", "-f", "{{.Id}}", n.Name))
+	id := strings.TrimSpace(mustDocker(n.T, "inspect", "-f", "{{.Id}}", n.Name))
 	return strings.NewReplacer(n.Name, "NODE", n.ip(), "NODE_IP", id, "CONTAINER_ID", id[:12], "CONTAINER_ID")
 }
 

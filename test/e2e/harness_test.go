@@ -127,9 +127,22 @@ type nodeOpts struct {
 	noTTY bool
 }
 
+// node is a node container of the tier. Its log (MustLog) holds the
+// entrypoint's lines and systemd's console output, without the tty's
+// carriage returns.
+//
+// Lines the entrypoint writes shortly before init starts can be missing
+// from `docker logs`. systemd, starting as PID 1, resets /dev/console
+// (reset_terminal_fd ends with tcflush(TCIOFLUSH)); on a pty that discards
+// what the kernel has not handed to Docker's reader yet. Seen with
+// -parallel 4 on 2 cores for the reference bash script and for our binary
+// (docs/performance.md, "The last lines on a tty": only the last two lines, and the
+// default --tty-settle=0 does not wait for them; checkClosingLines allows
+// exactly that). kind itself waits for "detected cgroup v1" in that log.
+// The tests that assert log lines run sequentially, before the parallel
+// ones, on an otherwise idle Docker.
 type node struct {
-	tier.Node
-	t       testing.TB
+	tier.TestNode
 	Network *network
 }
 
@@ -151,10 +164,10 @@ func startNode(t testing.TB, net *network, suffix string, o nodeOpts) *node {
 		o.image = nodeImage
 	}
 	args = append(args, o.image)
-	n := &node{Node: tier.Node{Engine: "docker", Name: name}, t: t, Network: net}
+	n := &node{TestNode: tier.NewTestNode(t, "docker", name), Network: net}
 	t.Cleanup(func() {
 		if t.Failed() {
-			n.dump()
+			n.LogDump()
 		}
 		if _, err := dockerCmd(2*time.Minute, "rm", "--force", "--volumes", name); err != nil {
 			t.Errorf("cleanup: %v", err)
@@ -164,89 +177,39 @@ func startNode(t testing.TB, net *network, suffix string, o nodeOpts) *node {
 	return n
 }
 
-// waitRunning waits for `systemctl is-system-running` to say running and
-// fails the test when it does not.
-func (n *node) waitRunning() time.Duration {
-	n.t.Helper()
-	took, problem := n.PollRunning(bootLimit)
-	if problem != "" {
-		n.t.Fatalf("%s: %s", n.Name, problem)
-	}
-	n.t.Logf("%s: systemd running after %v", n.Name, took.Round(time.Millisecond))
-	return took
-}
-
-// exec runs argv in the node and fails the test on error.
-func (n *node) exec(argv ...string) string {
-	n.t.Helper()
-	out, err := n.ExecErr(argv...)
-	if err != nil {
-		n.t.Fatal(err)
-	}
-	return out
-}
-
 // writeFile writes data to path in the node (through tee: no shell).
 func (n *node) writeFile(path, data string) {
-	n.t.Helper()
+	n.T.Helper()
 	if _, err := dockerStdin(time.Minute, []byte(data), "exec", "-i", n.Name, "tee", path); err != nil {
-		n.t.Fatal(err)
+		n.T.Fatal(err)
 	}
 }
 
 // readFile returns a file of the node.
 func (n *node) readFile(path string) string {
-	n.t.Helper()
-	return n.exec("cat", path)
-}
-
-// logs returns the container's log (the entrypoint's lines and systemd's
-// console output), with the tty's carriage returns removed.
-//
-// Lines the entrypoint writes shortly before init starts can be missing
-// from `docker logs`. systemd, starting as PID 1, resets /dev/console
-// (reset_terminal_fd ends with tcflush(TCIOFLUSH)); on a pty that discards
-// what the kernel has not handed to Docker's reader yet. Seen with
-// -parallel 4 on 2 cores for the reference bash script and for our binary
-// (docs/performance.md, "The last lines on a tty": only the last two lines, and the
-// default --tty-settle=0 does not wait for them; checkClosingLines allows
-// exactly that). kind itself waits for "detected cgroup v1" in that log.
-// The tests that assert log lines run sequentially, before the parallel
-// ones, on an otherwise idle Docker.
-func (n *node) logs() string {
-	n.t.Helper()
-	out, err := n.Log()
-	if err != nil {
-		n.t.Fatal(err)
-	}
-	return out
+	n.T.Helper()
+	return n.MustExec("cat", path)
 }
 
 // ip returns the node's IPv4 address on its network.
 func (n *node) ip() string {
-	n.t.Helper()
-	out := mustDocker(n.t, "inspect", "-f", fmt.Sprintf("{{(index .NetworkSettings.Networks %q).IPAddress}}", n.Network.Name), n.Name)
+	n.T.Helper()
+	out := mustDocker(n.T, "inspect", "-f", fmt.Sprintf("{{(index .NetworkSettings.Networks %q).IPAddress}}", n.Network.Name), n.Name)
 	ip := strings.TrimSpace(out)
 	if ip == "" {
-		n.t.Fatalf("%s: no IPv4 address on %s", n.Name, n.Network.Name)
+		n.T.Fatalf("%s: no IPv4 address on %s", n.Name, n.Network.Name)
 	}
 	return ip
 }
 
 // mounts returns init's mount table in the node.
 func (n *node) mounts() []mountInfo {
-	n.t.Helper()
+	n.T.Helper()
 	ms, err := parseMountinfo(n.readFile("/proc/1/mountinfo"))
 	if err != nil {
-		n.t.Fatal(err)
+		n.T.Fatal(err)
 	}
 	return ms
-}
-
-// dump logs what explains a failure (tier.Node.Dump).
-func (n *node) dump() {
-	n.t.Helper()
-	n.Dump(n.t.Logf)
 }
 
 // requireLines fails unless text holds each wanted line (after trimming).
@@ -288,14 +251,14 @@ func entrypointLines(log string) []string {
 // Docker's DNS rules in the node (the node's own alternative may or may not
 // point there yet), and that backend's name.
 func (n *node) natRules() (rules, mode string) {
-	n.t.Helper()
+	n.T.Helper()
 	for _, m := range []string{"nft", "legacy"} {
 		out, err := n.ExecErr("iptables-"+m+"-save", "-t", "nat")
 		if err == nil && strings.Contains(out, "DOCKER_OUTPUT") {
 			return out, m
 		}
 	}
-	n.t.Fatalf("%s: no iptables backend holds Docker's DOCKER_OUTPUT chain", n.Name)
+	n.T.Fatalf("%s: no iptables backend holds Docker's DOCKER_OUTPUT chain", n.Name)
 	return "", ""
 }
 

@@ -54,7 +54,7 @@ nodes:
 	t.Cleanup(func() {
 		if t.Failed() {
 			for _, role := range []string{"control-plane", "worker", "worker2"} {
-				(&node{Node: tier.Node{Engine: "docker", Name: cluster + "-" + role}, t: t}).dump()
+				(&node{TestNode: tier.NewTestNode(t, "docker", cluster+"-"+role)}).LogDump()
 			}
 		}
 		del := exec.Command(kind, "delete", "cluster", "--name", cluster)
@@ -78,8 +78,8 @@ nodes:
 	net := &network{Name: netName}
 	ids := map[string]string{}
 	for _, role := range []string{"control-plane", "worker", "worker2"} {
-		n := &node{Node: tier.Node{Engine: "docker", Name: cluster + "-" + role}, t: t, Network: net}
-		n.waitRunning()
+		n := &node{TestNode: tier.NewTestNode(t, "docker", cluster+"-"+role), Network: net}
+		n.WaitRunning(bootLimit)
 		if _, err := n.ExecErr("test", "-s", "/kind/kubeadm.conf"); err != nil {
 			t.Errorf("%s: kind wrote no /kind/kubeadm.conf: %v", n.Name, err)
 		}

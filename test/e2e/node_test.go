@@ -31,11 +31,11 @@ func imageContainerdConfig(t *testing.T) string {
 func TestDefaultNode(t *testing.T) {
 	net := newNetwork(t, "default")
 	n := startNode(t, net, "default", nodeOpts{})
-	n.waitRunning()
+	n.WaitRunning(bootLimit)
 	hostIP := net.Gateway
 
 	t.Run("log", func(t *testing.T) {
-		log := n.logs()
+		log := n.MustLog()
 		requireLines(t, "docker logs", log, "INFO: detected cgroup v1")
 		lines := entrypointLines(log)
 		checkClosingLines(t, lines)
@@ -46,7 +46,7 @@ func TestDefaultNode(t *testing.T) {
 		}
 	})
 	t.Run("systemd", func(t *testing.T) {
-		if failed := n.exec("systemctl", "--failed", "--no-legend", "--plain", "--no-pager"); strings.TrimSpace(failed) != "" {
+		if failed := n.MustExec("systemctl", "--failed", "--no-legend", "--plain", "--no-pager"); strings.TrimSpace(failed) != "" {
 			t.Errorf("failed units:\n%s", failed)
 		}
 		if got, _ := n.ExecErr("systemctl", "is-active", "containerd.service"); strings.TrimSpace(got) != "active" {
@@ -54,7 +54,7 @@ func TestDefaultNode(t *testing.T) {
 		}
 		// A oneshot without RemainAfterExit is inactive once done: ask how
 		// its run ended.
-		got := n.exec("systemctl", "show", "--property=Result,ExecMainStatus,ExecMainStartTimestampMonotonic", "undo-mount-hacks.service")
+		got := n.MustExec("systemctl", "show", "--property=Result,ExecMainStatus,ExecMainStartTimestampMonotonic", "undo-mount-hacks.service")
 		requireLines(t, "undo-mount-hacks.service", got, "Result=success", "ExecMainStatus=0")
 		if strings.Contains(got, "ExecMainStartTimestampMonotonic=0\n") {
 			t.Errorf("undo-mount-hacks.service never ran:\n%s", got)
@@ -97,7 +97,7 @@ func TestDefaultNode(t *testing.T) {
 		if strings.TrimSpace(id) == bakedMachineID {
 			t.Errorf("/etc/machine-id is the id baked into the image (copied from /var/lib/dbus/machine-id?)")
 		}
-		if mode := strings.TrimSpace(n.exec("stat", "-c", "%a", "/etc/machine-id")); mode != "444" {
+		if mode := strings.TrimSpace(n.MustExec("stat", "-c", "%a", "/etc/machine-id")); mode != "444" {
 			t.Errorf("/etc/machine-id mode %s, want 444", mode)
 		}
 		if target, err := n.ExecErr("readlink", "/var/lib/dbus/machine-id"); err != nil || strings.TrimSpace(target) != "/etc/machine-id" {
@@ -119,7 +119,7 @@ func TestDefaultNode(t *testing.T) {
 	})
 	t.Run("iptables", func(t *testing.T) {
 		rules, mode := n.natRules()
-		m := regexp.MustCompile(`(?m)^INFO: setting iptables to detected mode: (\S+)$`).FindStringSubmatch(n.logs())
+		m := regexp.MustCompile(`(?m)^INFO: setting iptables to detected mode: (\S+)$`).FindStringSubmatch(n.MustLog())
 		if m == nil {
 			t.Errorf("no %q line in the log", "INFO: setting iptables to detected mode: MODE")
 		} else if m[1] != mode {
@@ -128,7 +128,7 @@ func TestDefaultNode(t *testing.T) {
 		// The image points them at legacy (see node/Dockerfile): on a host
 		// whose Docker writes nft rules, this shows the entrypoint switched.
 		for _, cmd := range []string{"iptables", "ip6tables"} {
-			q := n.exec("update-alternatives", "--query", cmd)
+			q := n.MustExec("update-alternatives", "--query", cmd)
 			requireLines(t, cmd+" alternative", q, "Value: /usr/sbin/"+cmd+"-"+mode)
 		}
 		requireDNSRules(t, rules, hostIP)
@@ -312,8 +312,8 @@ func TestNoCgroupns(t *testing.T) {
 	// Not parallel: asserts log lines (see node.logs).
 	net := newNetwork(t, "hostcgns")
 	n := startNode(t, net, "hostcgns", nodeOpts{cgroupns: "host"})
-	n.waitRunning()
-	log := n.logs()
+	n.WaitRunning(bootLimit)
+	log := n.MustLog()
 	if !regexp.MustCompile(`(?m)^WARN: cgroupns not enabled!`).MatchString(log) {
 		t.Errorf("no %q line in the log:\n%s", "WARN: cgroupns not enabled! ...", strings.Join(entrypointLines(log), "\n"))
 	}
@@ -323,7 +323,7 @@ func TestNoCgroupns(t *testing.T) {
 		t.Error(`"detected cgroupns" logged with --cgroupns=host`)
 	}
 	requireKubeletRoots(t, n.mounts())
-	if failed := n.exec("systemctl", "--failed", "--no-legend", "--plain", "--no-pager"); strings.TrimSpace(failed) != "" {
+	if failed := n.MustExec("systemctl", "--failed", "--no-legend", "--plain", "--no-pager"); strings.TrimSpace(failed) != "" {
 		t.Errorf("failed units:\n%s", failed)
 	}
 }
@@ -342,12 +342,12 @@ func TestSnapshotter(t *testing.T) {
 	for _, snap := range []string{"native", "fuse-overlayfs"} {
 		t.Run(snap, func(t *testing.T) {
 			n := startNode(t, net, "snap-"+snap, nodeOpts{env: []string{"KIND_EXPERIMENTAL_CONTAINERD_SNAPSHOTTER=" + snap}})
-			n.waitRunning()
+			n.WaitRunning(bootLimit)
 			want := strings.Replace(orig, defaultLine, `  snapshotter = "`+snap+`"`, 1)
 			if diff := cmp.Diff(want, n.readFile("/etc/containerd/config.toml")); diff != "" {
 				t.Errorf("config.toml (-want +got):\n%s", diff)
 			}
-			log := n.logs()
+			log := n.MustLog()
 			requireLines(t, "docker logs", log, `INFO: changing snapshotter from "overlayfs" to "`+snap+`"`)
 			enabled, _ := n.ExecErr("systemctl", "is-enabled", "containerd-fuse-overlayfs.service")
 			link, linkErr := n.ExecErr("readlink", "/etc/systemd/system/multi-user.target.wants/containerd-fuse-overlayfs.service")
@@ -361,7 +361,7 @@ func TestSnapshotter(t *testing.T) {
 			} else if strings.TrimSpace(enabled) != "disabled" {
 				t.Errorf("containerd-fuse-overlayfs.service is %q with snapshotter %s, want disabled", strings.TrimSpace(enabled), snap)
 			}
-			if failed := n.exec("systemctl", "--failed", "--no-legend", "--plain", "--no-pager"); strings.TrimSpace(failed) != "" {
+			if failed := n.MustExec("systemctl", "--failed", "--no-legend", "--plain", "--no-pager"); strings.TrimSpace(failed) != "" {
 				t.Errorf("failed units:\n%s", failed)
 			}
 			if got, _ := n.ExecErr("systemctl", "is-active", "containerd.service"); strings.TrimSpace(got) != "active" {
@@ -387,9 +387,9 @@ func TestProxyEnvironment(t *testing.T) {
 	}
 	net := newNetwork(t, "proxy")
 	n := startNode(t, net, "proxy", nodeOpts{env: env})
-	n.waitRunning()
+	n.WaitRunning(bootLimit)
 
-	got, err := parseShowEnvironment(n.exec("systemctl", "show-environment"))
+	got, err := parseShowEnvironment(n.MustExec("systemctl", "show-environment"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -445,7 +445,7 @@ func TestDNSSearch(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			n := startNode(t, net, "dns-"+strings.ReplaceAll(tc.name, " ", "-"), nodeOpts{env: tc.env, extra: []string{"--dns-search", "orig.example"}})
-			n.waitRunning()
+			n.WaitRunning(bootLimit)
 			resolv := n.readFile("/etc/resolv.conf")
 			tc.want(t, resolv)
 			requireLines(t, "resolv.conf", resolv, "nameserver "+net.Gateway, "options ndots:0")
@@ -472,7 +472,7 @@ func TestRestart(t *testing.T) {
 		env:   []string{"KIND_DNS_SEARCH=a.example b.example"},
 		extra: []string{"--dns-search", "orig.example"},
 	})
-	n.waitRunning()
+	n.WaitRunning(bootLimit)
 	uuid, uuidErr := n.ExecErr("cat", "/kind/product_uuid")
 	if uuidErr != nil {
 		t.Errorf("boot 1: no /kind/product_uuid: %v", uuidErr)
@@ -482,7 +482,7 @@ func TestRestart(t *testing.T) {
 	machineID := n.readFile("/etc/machine-id")
 	for boot := 2; boot <= 4; boot++ {
 		mustDocker(t, "restart", "--time", "30", n.Name)
-		n.waitRunning()
+		n.WaitRunning(bootLimit)
 		if id := n.readFile("/etc/machine-id"); id == machineID {
 			t.Errorf("boot %d: /etc/machine-id %q not regenerated", boot, strings.TrimSpace(id))
 		} else {
@@ -500,7 +500,7 @@ func TestRestart(t *testing.T) {
 		if c := strings.Count(resolv, "nameserver "); c != 1 {
 			t.Errorf("boot %d: %d nameserver lines, want 1:\n%s", boot, c, resolv)
 		}
-		if failed := n.exec("systemctl", "--failed", "--no-legend", "--plain", "--no-pager"); strings.TrimSpace(failed) != "" {
+		if failed := n.MustExec("systemctl", "--failed", "--no-legend", "--plain", "--no-pager"); strings.TrimSpace(failed) != "" {
 			t.Errorf("boot %d: failed units:\n%s", boot, failed)
 		}
 	}
@@ -517,7 +517,7 @@ func TestIPChange(t *testing.T) {
 	subnet := fmt.Sprintf("10.%d.%d", 100+int(b[0])%100, int(b[1])*7%256)
 	net := newNetwork(t, "ipchange", "--subnet", subnet+".0/24", "--gateway", subnet+".1")
 	n := startNode(t, net, "ipchange", nodeOpts{})
-	n.waitRunning()
+	n.WaitRunning(bootLimit)
 	oldIP := n.ip()
 	if got, err := n.ExecErr("cat", "/kind/old-ipv4"); err != nil || got != oldIP {
 		t.Errorf("/kind/old-ipv4 = %q (%v), want %q without newline", got, err, oldIP)
@@ -559,13 +559,13 @@ spec:
 	mustDocker(t, "run", "--detach", "--name", squatter, "--label", labelKey+"="+runID,
 		"--network", net.Name, "--ip", oldIP, "--entrypoint", "/bin/sleep", nodeImage, "infinity")
 	mustDocker(t, "start", n.Name)
-	n.waitRunning()
+	n.WaitRunning(bootLimit)
 	newIP := n.ip()
 	if newIP == oldIP {
 		t.Fatalf("node kept %s although %s holds it", oldIP, squatter)
 	}
 	t.Logf("address changed %s -> %s", oldIP, newIP)
-	requireLines(t, "docker logs", n.logs(), "INFO: detected IPv4 address: "+newIP)
+	requireLines(t, "docker logs", n.MustLog(), "INFO: detected IPv4 address: "+newIP)
 	for _, f := range files {
 		if diff := cmp.Diff(render(newIP), n.readFile(f)); diff != "" {
 			t.Errorf("%s (-want +got):\n%s", f, diff)
@@ -638,10 +638,10 @@ func TestDryRun(t *testing.T) {
 	t.Parallel()
 	net := newNetwork(t, "dryrun")
 	n := startNode(t, net, "dryrun", nodeOpts{})
-	n.waitRunning()
+	n.WaitRunning(bootLimit)
 	const marker = "/tmp/e2e-dry-run-marker"
 	before := n.state()
-	n.exec("touch", marker)
+	n.MustExec("touch", marker)
 	out, err := n.ExecErr("/usr/local/bin/entrypoint", "--dry-run")
 	if err != nil {
 		t.Fatalf("entrypoint --dry-run: %v\n%s", err, out)
@@ -656,14 +656,14 @@ func TestDryRun(t *testing.T) {
 	}
 	// Every file of the container's own filesystem (/etc, /kind, /usr...)
 	// modified since the marker: /var, /run, /tmp are other mounts.
-	if changed := n.exec("find", "/", "-xdev", "-newer", marker); strings.TrimSpace(changed) != "" {
+	if changed := n.MustExec("find", "/", "-xdev", "-newer", marker); strings.TrimSpace(changed) != "" {
 		t.Errorf("files changed during the dry run:\n%s", changed)
 	}
 }
 
 // state captures what the entrypoint may change, for before/after checks.
 func (n *node) state() map[string]string {
-	n.t.Helper()
+	n.T.Helper()
 	s := map[string]string{}
 	for _, f := range []string{
 		"/etc/machine-id", "/kind/product_uuid", "/kind/old-ipv4", "/etc/resolv.conf",

@@ -71,13 +71,10 @@ func podman(timeout time.Duration, args ...string) (string, error) {
 	return tier.Run(timeout, nil, "podman", args...)
 }
 
+// mustPodman is podman that fails the test on error.
 func mustPodman(t testing.TB, args ...string) string {
 	t.Helper()
-	out, err := podman(2*time.Minute, args...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return out
+	return tier.MustRun(t, 2*time.Minute, "podman", args...)
 }
 
 // newNetwork creates a podman network, as kind's provider does (bridge,
@@ -116,56 +113,19 @@ func gateways(t testing.TB, network string) []string {
 	return gws
 }
 
-type node struct {
-	tier.Node
-	t testing.TB
-}
+type node struct{ tier.TestNode }
 
 // newNode is the node type of a podman container.
 func newNode(t testing.TB, name string) *node {
-	return &node{Node: tier.Node{Engine: "podman", Name: name}, t: t}
+	return &node{tier.NewTestNode(t, "podman", name)}
 }
 
-// waitRunning waits for `systemctl is-system-running` to say running and
-// fails the test when it does not; degraded ends the wait at once.
-func (n *node) waitRunning() {
-	n.t.Helper()
-	took, problem := n.PollRunning(bootLimit)
-	if problem != "" {
-		n.t.Fatalf("%s: %s", n.Name, problem)
-	}
-	n.t.Logf("%s: systemd running after %v", n.Name, took.Round(time.Millisecond))
-}
-
+// failedUnits is FailedUnits with an error as its text: either is a
+// failure to report.
 func (n *node) failedUnits() string {
-	out, err := n.ExecErr("systemctl", "--failed", "--no-legend", "--plain", "--no-pager")
+	out, err := n.FailedUnits()
 	if err != nil {
 		return err.Error()
 	}
 	return strings.TrimSpace(out)
-}
-
-func (n *node) exec(argv ...string) string {
-	n.t.Helper()
-	out, err := n.ExecErr(argv...)
-	if err != nil {
-		n.t.Fatal(err)
-	}
-	return out
-}
-
-// logs returns the container's log without the tty's carriage returns.
-func (n *node) logs() string {
-	n.t.Helper()
-	out, err := n.Log()
-	if err != nil {
-		n.t.Fatal(err)
-	}
-	return out
-}
-
-// dump logs what explains a failure (tier.Node.Dump).
-func (n *node) dump() {
-	n.t.Helper()
-	n.Dump(n.t.Logf)
 }

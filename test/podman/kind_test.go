@@ -51,7 +51,7 @@ nodes:
 	t.Cleanup(func() {
 		if t.Failed() {
 			for _, role := range roles {
-				newNode(t, cluster+"-"+role).dump()
+				newNode(t, cluster+"-"+role).LogDump()
 			}
 		}
 		del := exec.Command(kindCLI, "delete", "cluster", "--name", cluster)
@@ -84,12 +84,12 @@ nodes:
 	for _, role := range roles {
 		n := newNode(t, cluster+"-"+role)
 		t.Run(role, func(t *testing.T) {
-			n.t = t
+			n.T = t
 			checkNode(t, n, network, nodes)
 			if _, err := n.ExecErr("test", "-s", "/kind/kubeadm.conf"); err != nil {
 				t.Errorf("kind wrote no /kind/kubeadm.conf: %v", err)
 			}
-			id := n.exec("cat", "/etc/machine-id")
+			id := n.MustExec("cat", "/etc/machine-id")
 			if other, dup := ids[id]; dup {
 				t.Errorf("%s and %s share machine-id %q", other, n.Name, strings.TrimSpace(id))
 			}
@@ -105,12 +105,12 @@ nodes:
 // (name -> IPv4): each must resolve through podman's DNS.
 func checkNode(t *testing.T, n *node, network string, nodes map[string]string) {
 	t.Helper()
-	n.waitRunning()
+	n.WaitRunning(bootLimit)
 	if failed := n.failedUnits(); failed != "" {
 		t.Errorf("failed units:\n%s", failed)
 	}
 
-	log := n.logs()
+	log := n.MustLog()
 	var lines []string
 	for _, l := range strings.Split(log, "\n") {
 		if strings.HasPrefix(l, "INFO: ") || strings.HasPrefix(l, "WARN: ") || strings.HasPrefix(l, "ERROR: ") {
@@ -136,7 +136,7 @@ func checkNode(t *testing.T, n *node, network string, nodes map[string]string) {
 
 	// resolv.conf: podman's nameservers (aardvark-dns at the network's
 	// gateways first), untouched; only the search line is kind's.
-	resolv, orig := n.exec("cat", "/etc/resolv.conf"), n.exec("cat", "/etc/resolv.conf.original")
+	resolv, orig := n.MustExec("cat", "/etc/resolv.conf"), n.MustExec("cat", "/etc/resolv.conf.original")
 	if diff := cmp.Diff(resolvLines(orig, "nameserver"), resolvLines(resolv, "nameserver")); diff != "" {
 		t.Errorf("nameservers changed (-podman's +now):\n%s", diff)
 	}
@@ -152,7 +152,7 @@ func checkNode(t *testing.T, n *node, network string, nodes map[string]string) {
 	if strings.Contains(resolv, "127.0.0.11") {
 		t.Errorf("resolv.conf names Docker's embedded DNS:\n%s", resolv)
 	}
-	if rules := n.exec("iptables-save", "-t", "nat"); strings.Contains(rules, "127.0.0.11") || strings.Contains(rules, "DOCKER_OUTPUT") {
+	if rules := n.MustExec("iptables-save", "-t", "nat"); strings.Contains(rules, "127.0.0.11") || strings.Contains(rules, "DOCKER_OUTPUT") {
 		t.Errorf("Docker DNS rules in a podman node:\n%s", rules)
 	}
 	// The names of the other nodes are in no /etc/hosts of this one: only

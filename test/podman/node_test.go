@@ -47,7 +47,7 @@ func startNode(t *testing.T, network, suffix, cgroupns string) *node {
 	n := newNode(t, name)
 	t.Cleanup(func() {
 		if t.Failed() {
-			n.dump()
+			n.LogDump()
 		}
 		if _, err := podman(2*time.Minute, "rm", "--force", "--volumes", name); err != nil {
 			t.Errorf("cleanup: %v", err)
@@ -70,15 +70,15 @@ func TestNoCgroupns(t *testing.T) {
 		t.Fatal("this test needs a cgroup v1 (hybrid) host: --cgroupns=host on v2 is another path")
 	}
 	n := startNode(t, newNetwork(t, "hostcgns"), "hostcgns", "host")
-	n.waitRunning()
+	n.WaitRunning(bootLimit)
 	if failed := n.failedUnits(); failed != "" {
 		t.Errorf("failed units:\n%s", failed)
 	}
-	own := n.exec("cat", "/proc/1/cgroup")
+	own := n.MustExec("cat", "/proc/1/cgroup")
 	if !strings.Contains(own, ":/libpod_parent/libpod-") {
 		t.Fatalf("the node's cgroups are not podman's /libpod_parent/libpod-<id>:\n%s", own)
 	}
-	log := n.logs()
+	log := n.MustLog()
 	for _, want := range []string{
 		"WARN: cgroupns not enabled! Please use cgroup v2, or cgroup v1 with cgroupns enabled.",
 		"INFO: detected cgroup v1",
@@ -103,7 +103,7 @@ func TestNoCgroupns(t *testing.T) {
 		t.Fatal("the host mounts no cgroup v1 hierarchy under /sys/fs/cgroup")
 	}
 	inNode := map[string]bool{}
-	for _, p := range mountPoints(n.exec("cat", "/proc/1/mountinfo")) {
+	for _, p := range mountPoints(n.MustExec("cat", "/proc/1/mountinfo")) {
 		inNode[p] = true
 	}
 	for _, h := range hierarchies {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"testing"
 	"time"
 )
 
@@ -43,6 +44,12 @@ func (n Node) Dump(logf func(format string, args ...any)) {
 	}
 }
 
+// FailedUnits returns systemd's failed units in the node, one a line,
+// without a legend: "" when none failed.
+func (n Node) FailedUnits() (string, error) {
+	return n.ExecErr("systemctl", "--failed", "--no-legend", "--plain", "--no-pager")
+}
+
 // PollRunning waits up to limit for `systemctl is-system-running` in the
 // node to say running, and returns how long that took, or what went wrong
 // ("" when nothing did). degraded ends the wait at once, naming the failed
@@ -56,7 +63,7 @@ func (n Node) PollRunning(limit time.Duration) (time.Duration, string) {
 		case "running":
 			return time.Since(start), ""
 		case "degraded":
-			failed, _ := n.ExecErr("systemctl", "--failed", "--no-legend", "--plain", "--no-pager")
+			failed, _ := n.FailedUnits()
 			return 0, "systemd degraded, failed units:\n" + failed
 		}
 		if st, err := Run(20*time.Second, nil, n.Engine, "inspect", "-f", "{{.State.Status}}", n.Name); err == nil && strings.TrimSpace(st) == "exited" {
@@ -82,4 +89,54 @@ func RunID() string {
 func CgroupV2() bool {
 	_, err := os.Stat("/sys/fs/cgroup/cgroup.controllers")
 	return err == nil
+}
+
+// TestNode is a Node that a test drives: what goes wrong in it fails T.
+type TestNode struct {
+	Node
+	T testing.TB
+}
+
+// NewTestNode is the node NAME of ENGINE ("docker" or "podman") for t.
+func NewTestNode(t testing.TB, engine, name string) TestNode {
+	return TestNode{Node: Node{Engine: engine, Name: name}, T: t}
+}
+
+// WaitRunning waits up to limit for `systemctl is-system-running` to say
+// running (PollRunning), logs how long that took and returns it; it fails
+// the test when systemd does not get there.
+func (n TestNode) WaitRunning(limit time.Duration) time.Duration {
+	n.T.Helper()
+	took, problem := n.PollRunning(limit)
+	if problem != "" {
+		n.T.Fatalf("%s: %s", n.Name, problem)
+	}
+	n.T.Logf("%s: systemd running after %v", n.Name, took.Round(time.Millisecond))
+	return took
+}
+
+// MustExec is ExecErr that fails the test on error.
+func (n TestNode) MustExec(argv ...string) string {
+	n.T.Helper()
+	out, err := n.ExecErr(argv...)
+	if err != nil {
+		n.T.Fatal(err)
+	}
+	return out
+}
+
+// MustLog is Log that fails the test on error.
+func (n TestNode) MustLog() string {
+	n.T.Helper()
+	out, err := n.Log()
+	if err != nil {
+		n.T.Fatal(err)
+	}
+	return out
+}
+
+// LogDump logs what explains a failure (Dump) in the test's log.
+func (n TestNode) LogDump() {
+	n.T.Helper()
+	n.Dump(n.T.Logf)
 }

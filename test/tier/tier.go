@@ -33,6 +33,16 @@ func Run(timeout time.Duration, stdin []byte, name string, args ...string) (stri
 	return stdout.String(), nil
 }
 
+// MustRun is Run, without stdin, that fails the test on error.
+func MustRun(t testing.TB, timeout time.Duration, name string, args ...string) string {
+	t.Helper()
+	out, err := Run(timeout, nil, name, args...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
 // Logs runs ENGINE logs ARGS... (docker or podman) and returns the
 // container's log: both of its streams, in the order the engine wrote them.
 // Without a tty a node's entrypoint logs to stderr, which `logs` writes to
