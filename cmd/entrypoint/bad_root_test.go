@@ -224,15 +224,12 @@ func fixTree(t *testing.T, root, out string, c hardCase) {
 // hold the secret, a setuid mount binary, a DMI directory.
 func outsideDir(t *testing.T) string {
 	t.Helper()
-	out := t.TempDir()
-	if err := hosttest.WriteFiles(out, map[string]string{
+	out := hosttest.Dir(t, map[string]string{
 		"secret":           secret + "\n",
 		"setuid-mount":     secret,
 		"dmi/product_name": secret,
 		"dmi/product_uuid": secret,
-	}); err != nil {
-		t.Fatal(err)
-	}
+	})
 	if err := os.Chmod(filepath.Join(out, "setuid-mount"), 0o4755|os.ModeSetuid); err != nil {
 		t.Fatal(err)
 	}
@@ -295,9 +292,7 @@ func TestHardening(t *testing.T) {
 			out := outsideDir(t)
 			root := t.TempDir()
 			if c.scenario != "" {
-				if err := hosttest.CopyScenario(filepath.Join(hosttest.HostsDir(), c.scenario, "root"), root); err != nil {
-					t.Fatal(err)
-				}
+				root = hosttest.Host(t, c.scenario)
 				fixTree(t, root, out, c)
 			}
 			archive := filepath.Join(t.TempDir(), "node.tar.gz")

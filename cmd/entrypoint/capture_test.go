@@ -49,13 +49,8 @@ func TestCaptureBinary(t *testing.T) {
 	// same identities each time.
 	for _, host := range []string{"docker-v1-cgroupns", "id-dmi-sysfs", "rootless-v2-overlay-fails"} {
 		t.Run("--root "+host, func(t *testing.T) {
-			src := t.TempDir()
-			if err := hosttest.CopyScenario(filepath.Join(hosttest.HostsDir(), host, "root"), src); err != nil {
-				t.Fatal(err)
-			}
-			if err := hosttest.WriteFiles(src, map[string]string{system.ProbeDir + "/random": "kind"}); err != nil {
-				t.Fatal(err)
-			}
+			src := hosttest.Host(t, host)
+			hosttest.AddFiles(t, src, map[string]string{system.ProbeDir + "/random": "kind"})
 			archive := filepath.Join(t.TempDir(), "node.tar.gz")
 			if r := runCmd(t, hermetic("capture", "-o", archive, "--root", src)); r.code != 0 {
 				t.Fatalf("capture: exit %d\n%s", r.code, r.stderr)

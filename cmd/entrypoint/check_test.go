@@ -8,7 +8,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -125,10 +124,7 @@ func TestCheckBinary(t *testing.T) {
 		{"rootless-v2-missing-cpu-pids", check.ExitFail},
 	} {
 		t.Run("--root "+tt.host, func(t *testing.T) {
-			root := t.TempDir()
-			if err := hosttest.CopyScenario(filepath.Join(hosttest.HostsDir(), tt.host, "root"), root); err != nil {
-				t.Fatal(err)
-			}
+			root := hosttest.Host(t, tt.host)
 			cmd := nstest.Command(ctx, bin, "check", "--json", "--root", root)
 			cmd.Env = []string{} // the host's environment is its .host/environ
 			r := runCmd(t, cmd)

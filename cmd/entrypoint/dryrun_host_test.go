@@ -18,7 +18,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"sort"
 	"strings"
 	"syscall"
 	"testing"
@@ -227,9 +226,7 @@ func TestEntrypointBinary(t *testing.T) {
 	t.Run("dry-run of the fake host matches its golden plan", func(t *testing.T) {
 		root := hosttest.Host(t, scenarioName)
 		// The golden was rendered with the test randomness (boot's testSeed).
-		if err := hosttest.WriteFiles(root, map[string]string{system.ProbeDir + "/random": "kind"}); err != nil {
-			t.Fatal(err)
-		}
+		hosttest.AddFiles(t, root, map[string]string{system.ProbeDir + "/random": "kind"})
 		want, err := os.ReadFile(filepath.Join(scenarioDir, "plan.golden"))
 		if err != nil {
 			t.Fatal(err)
@@ -374,16 +371,10 @@ func describePath(t *testing.T, s map[string]string, p string) {
 		}
 		desc += " -> " + target
 	case fi.IsDir():
-		entries, err := os.ReadDir(p)
-		if err != nil {
-			t.Fatal(err)
+		names := hosttest.DirNames(t, p)
+		for _, name := range names {
+			describePath(t, s, filepath.Join(p, name))
 		}
-		var names []string
-		for _, e := range entries {
-			names = append(names, e.Name())
-			describePath(t, s, filepath.Join(p, e.Name()))
-		}
-		sort.Strings(names)
 		desc += " [" + strings.Join(names, " ") + "]"
 	}
 	s[p] = desc

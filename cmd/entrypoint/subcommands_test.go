@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
 	"github.com/kind-entrypoint/entrypoint/internal/system/hosttest"
 )
 
@@ -56,10 +57,7 @@ func TestCommandFor(t *testing.T) {
 // fakeRoot writes a minimal cgroup v2 node.
 func fakeRoot(t *testing.T, files map[string]string) string {
 	t.Helper()
-	dir := t.TempDir()
-	if err := hosttest.WriteFiles(dir, files); err != nil {
-		t.Fatal(err)
-	}
+	dir := hosttest.Dir(t, files)
 	return dir
 }
 

@@ -30,15 +30,9 @@ type scenario struct {
 
 func scenarios(t *testing.T) []scenario {
 	t.Helper()
-	entries, err := os.ReadDir(hostsDir)
-	if err != nil {
-		t.Fatal(err)
-	}
 	var out []scenario
-	for _, e := range entries {
-		if e.IsDir() {
-			out = append(out, scenario{e.Name(), filepath.Join(hostsDir, e.Name())})
-		}
+	for _, name := range hosttest.Hosts(t) {
+		out = append(out, scenario{name, filepath.Join(hostsDir, name)})
 	}
 	if len(out) == 0 {
 		t.Fatal("no scenarios in " + hostsDir)

@@ -13,11 +13,9 @@ import (
 // run without a nil dereference: fix_mount warns and goes on.
 func TestNoSysMount(t *testing.T) {
 	tree := copyRoot(t, scenario{"docker-v2-cgroupns", hostsDir + "/docker-v2-cgroupns"})
-	if err := hosttest.WriteFiles(tree.Root, map[string]string{
+	hosttest.AddFiles(t, tree.Root, map[string]string{
 		"proc/self/mountinfo": "1 0 0:1 / / rw shared:1 - overlay overlay rw\n",
-	}); err != nil {
-		t.Fatal(err)
-	}
+	})
 	h := detect(t, tree)
 	results, err := DryRun(context.Background(), h, Steps())
 	if err != nil {

@@ -27,8 +27,6 @@ import (
 	"github.com/kind-entrypoint/entrypoint/internal/system/nstest"
 )
 
-const hostsDir = "../../testdata/hosts"
-
 // testProbeTimeout keeps the hanging probes of some hosts short.
 var testProbeTimeout = nstest.Stretch(200 * time.Millisecond)
 
@@ -36,13 +34,8 @@ var testProbeTimeout = nstest.Stretch(200 * time.Millisecond)
 // that its plan draws the same identities every time.
 func copyHost(t *testing.T, name string) string {
 	t.Helper()
-	dst := t.TempDir()
-	if err := hosttest.CopyScenario(filepath.Join(hostsDir, name, "root"), dst); err != nil {
-		t.Fatal(err)
-	}
-	if err := hosttest.WriteFiles(dst, map[string]string{system.ProbeDir + "/random": "kind"}); err != nil {
-		t.Fatal(err)
-	}
+	dst := hosttest.Host(t, name)
+	hosttest.AddFiles(t, dst, map[string]string{system.ProbeDir + "/random": "kind"})
 	return dst
 }
 
@@ -128,17 +121,10 @@ var expectedDiff = regexp.MustCompile(`apiserver\.key|proxy-default-environment\
 // TestReplayHosts captures every fake host and replays the capture: the
 // plan is the same, line for line, but for what is redacted.
 func TestReplayHosts(t *testing.T) {
-	entries, err := os.ReadDir(hostsDir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, e := range entries {
-		if !e.IsDir() {
-			continue
-		}
-		t.Run(e.Name(), func(t *testing.T) {
+	for _, name := range hosttest.Hosts(t) {
+		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			src := copyHost(t, e.Name())
+			src := copyHost(t, name)
 			tree := system.NewTree(src)
 			env, _ := tree.Environ()
 			want, rec, archive, _, wantErr := captureTree(t, tree, env)
@@ -351,9 +337,7 @@ func TestProxyCredentialsAnyForm(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if err := hosttest.WriteFiles(src, map[string]string{system.ProbeDir + "/environ": string(old) + "HTTP_PROXY=" + value + "\n"}); err != nil {
-				t.Fatal(err)
-			}
+			hosttest.AddFiles(t, src, map[string]string{system.ProbeDir + "/environ": string(old) + "HTTP_PROXY=" + value + "\n"})
 			// The drop-in of an earlier boot, with another password
 			// than the environment's.
 			earlier := strings.ReplaceAll(value, "Secr", "Earlier")
@@ -542,9 +526,7 @@ func TestExtractRefuses(t *testing.T) {
 // is the line's end.
 func TestEnvironCR(t *testing.T) {
 	src := copyHost(t, "docker-v1-cgroupns")
-	if err := hosttest.WriteFiles(src, map[string]string{system.ProbeDir + "/environ": "KIND_DNS_SEARCH=a\r\x00PATH=/usr/bin\x00"}); err != nil {
-		t.Fatal(err)
-	}
+	hosttest.AddFiles(t, src, map[string]string{system.ProbeDir + "/environ": "KIND_DNS_SEARCH=a\r\x00PATH=/usr/bin\x00"})
 	tree := system.NewTree(src)
 	env, _ := tree.Environ()
 	_, _, archive, _, _ := captureTree(t, tree, env)

@@ -42,10 +42,7 @@ func deepTree(t testing.TB, depth, files int) (*system.Tree, []string) {
 		layout[p[1:]] = "x"
 		paths = append(paths, p)
 	}
-	root := t.TempDir()
-	if err := hosttest.WriteFiles(root, layout); err != nil {
-		t.Fatal(err)
-	}
+	root := hosttest.Dir(t, layout)
 	return system.NewTree(root), paths
 }
 
@@ -108,13 +105,10 @@ func hostsTree(t testing.TB, n int) *system.Tree {
 		a := netip.AddrFrom4([4]byte{10, byte(i >> 16), byte(i >> 8), byte(i)}).String()
 		line.WriteString(" " + a + " " + a)
 	}
-	root := t.TempDir()
-	if err := hosttest.WriteFiles(root, map[string]string{
+	root := hosttest.Dir(t, map[string]string{
 		"proc/self/mountinfo": "1 0 0:1 / / rw - ext4 /dev/sda rw\n",
 		".host/hosts":         line.String() + " ::1\n",
-	}); err != nil {
-		t.Fatal(err)
-	}
+	})
 	return system.NewTree(root)
 }
 

@@ -32,9 +32,7 @@ func host(t *testing.T, name string, change func(dir string)) string {
 
 func write(t *testing.T, dir, p, content string) {
 	t.Helper()
-	if err := hosttest.WriteFiles(dir, map[string]string{p: content}); err != nil {
-		t.Fatal(err)
-	}
+	hosttest.AddFiles(t, dir, map[string]string{p: content})
 }
 
 // editMountinfo rewrites the fake host's mountinfo line by line.

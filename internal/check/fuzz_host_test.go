@@ -109,10 +109,7 @@ func FuzzHost(f *testing.F) {
 		f.Add(v1, "", "", "", config, "", "", "", environ, hosts, save, "", all, uint16(0))
 	}
 
-	out := f.TempDir()
-	if err := hosttest.WriteFiles(out, map[string]string{"secret": hostSecret + "\n", "dir/x": hostSecret}); err != nil {
-		f.Fatal(err)
-	}
+	out := hosttest.Dir(f, map[string]string{"secret": hostSecret + "\n", "dir/x": hostSecret})
 	f.Fuzz(func(t *testing.T, mountinfo, selfCgroup, controllers, uidMap, config, resolv, oldIPv4, productUUID, environ, hosts, nftSave, legacyFail string, kinds uint64, grow uint16) {
 		fuzzHost(t, out, []string{mountinfo, selfCgroup, controllers, uidMap, config, resolv, oldIPv4, productUUID, environ, hosts, nftSave, legacyFail}, kinds, grow)
 	})
@@ -131,9 +128,7 @@ func fuzzHost(t *testing.T, out string, contents []string, kinds uint64, grow ui
 			"sys/class/dmi/id/product_name": "x\n", "sys/class/dmi/id/product_uuid": "x\n",
 			"etc/systemd/system/containerd-fuse-overlayfs.service": "[Install]\nWantedBy=multi-user.target\n",
 		}
-		if err := hosttest.WriteFiles(root, base); err != nil {
-			t.Fatal(err)
-		}
+		hosttest.AddFiles(t, root, base)
 		tree := system.NewTree(root)
 		w := hosttest.Files(t, tree)
 		if i := int(grow & 15); i < len(contents) && contents[i] != "" {
@@ -239,10 +234,7 @@ func fuzzHost(t *testing.T, out string, contents []string, kinds uint64, grow ui
 // TestHostRandom runs fuzzHost on random hosts: what FuzzHost checks, in
 // every test run, and a measure of its speed.
 func TestHostRandom(t *testing.T) {
-	out := t.TempDir()
-	if err := hosttest.WriteFiles(out, map[string]string{"secret": hostSecret + "\n", "dir/x": hostSecret}); err != nil {
-		t.Fatal(err)
-	}
+	out := hosttest.Dir(t, map[string]string{"secret": hostSecret + "\n", "dir/x": hostSecret})
 	r := rand.New(rand.NewPCG(1, 2))
 	for i := range 20 {
 		contents := make([]string, len(fuzzFiles))

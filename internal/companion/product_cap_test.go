@@ -16,10 +16,7 @@ func productNode(t testing.TB, n int) *system.Tree {
 	for i := range n {
 		files[fmt.Sprintf("kind/product_%05d", i)] = strings.Repeat("x", system.LimitValue)
 	}
-	dir := t.TempDir()
-	if err := hosttest.WriteFiles(dir, files); err != nil {
-		t.Fatal(err)
-	}
+	dir := hosttest.Dir(t, files)
 	return system.NewTree(dir)
 }
 

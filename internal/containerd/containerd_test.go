@@ -122,17 +122,14 @@ func TestFuseUnitEnabledRelative(t *testing.T) {
 		{"another unit", "../other.service", 1},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			root := t.TempDir()
-			if err := hosttest.WriteFiles(root, map[string]string{
+			root := hosttest.Dir(t, map[string]string{
 				"kind/x":                                           "",
 				".host/statfs":                                     "/ fuseblk\n",
 				"etc/containerd/config.toml":                       "version = 2\n",
 				"etc/systemd/system/" + FuseUnit:                   "[Service]\nExecStart=/x\n[Install]\nWantedBy=multi-user.target\n",
 				"etc/systemd/system/other.service":                 "",
 				"etc/systemd/system/multi-user.target.wants/.keep": "",
-			}); err != nil {
-				t.Fatal(err)
-			}
+			})
 			if tt.link != "" {
 				if err := os.Symlink(tt.link, filepath.Join(root, "etc/systemd/system/multi-user.target.wants", FuseUnit)); err != nil {
 					t.Fatal(err)

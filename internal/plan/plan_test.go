@@ -182,10 +182,7 @@ func TestApplyTree(t *testing.T) {
 // TestPreflight: a dry run calls no plan fine that its apply would stop at
 // for the file types on the way (issue 15, 8).
 func TestPreflight(t *testing.T) {
-	root := t.TempDir()
-	if err := hosttest.WriteFiles(root, map[string]string{"etc/machine-id/x": "x", "kind": "x", "etc/ok": "x"}); err != nil {
-		t.Fatal(err)
-	}
+	root := hosttest.Dir(t, map[string]string{"etc/machine-id/x": "x", "kind": "x", "etc/ok": "x"})
 	if err := os.Symlink("/nonexistent", filepath.Join(root, "etc/dangling")); err != nil {
 		t.Fatal(err)
 	}

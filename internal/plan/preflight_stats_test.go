@@ -35,10 +35,7 @@ func kubeletRootsPlan(n int) []Action {
 // root and its parent twice (issue 24: 3n stats, 450k at 150k mounts).
 func TestPreflightStatsOnce(t *testing.T) {
 	const n = 1000
-	root := t.TempDir()
-	if err := hosttest.WriteFiles(root, map[string]string{"sys/fs/cgroup/.keep": ""}); err != nil {
-		t.Fatal(err)
-	}
+	root := hosttest.Dir(t, map[string]string{"sys/fs/cgroup/.keep": ""})
 	sys := &statCounter{System: system.NewTree(root)}
 	if err := Preflight(sys, kubeletRootsPlan(n)); err != nil {
 		t.Fatal(err)

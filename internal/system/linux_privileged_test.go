@@ -18,6 +18,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/kind-entrypoint/entrypoint/internal/system"
+	"github.com/kind-entrypoint/entrypoint/internal/system/hosttest"
 	"github.com/kind-entrypoint/entrypoint/internal/system/nstest"
 )
 
@@ -143,7 +144,7 @@ func TestLinuxWriteFile(t *testing.T) {
 	if err := sys.WriteFile(filepath.Join(dir, "no", "such"), []byte("x"), 0o644); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("write into a missing directory: %v, want ErrNotExist", err)
 	}
-	names := dirNames(t, dir)
+	names := hosttest.DirNames(t, dir)
 	if want := "file src target"; strings.Join(names, " ") != want {
 		t.Errorf("%s holds %q, want %q: no temp file may be left", dir, names, want)
 	}
@@ -162,23 +163,10 @@ func TestLinuxOverlayTrial(t *testing.T) {
 	if err := (system.Linux{}).OverlayTrial(); err != nil {
 		t.Fatalf("overlay trial: %v", err)
 	}
-	if names := dirNames(t, tmp); len(names) != 0 {
+	if names := hosttest.DirNames(t, tmp); len(names) != 0 {
 		t.Errorf("the trial left %q in its temp dir", names)
 	}
 	if after := nstest.ThreadMountinfo(t); len(after) != before {
 		t.Errorf("%d mounts before the trial, %d after", before, len(after))
 	}
-}
-
-func dirNames(t *testing.T, dir string) []string {
-	t.Helper()
-	entries, err := os.ReadDir(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var names []string
-	for _, e := range entries {
-		names = append(names, e.Name())
-	}
-	return names
 }

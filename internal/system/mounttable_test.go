@@ -87,10 +87,7 @@ func TestTop(t *testing.T) {
 // fix_mount), and a nil MountTable parses every time;
 // a Fixed one (a dry run's) reads the file once, its error included.
 func TestMountTable(t *testing.T) {
-	dir := t.TempDir()
-	if err := hosttest.WriteFiles(dir, map[string]string{system.MountinfoPath: "1 0 0:1 / / rw - overlay overlay rw\n"}); err != nil {
-		t.Fatal(err)
-	}
+	dir := hosttest.Dir(t, map[string]string{system.MountinfoPath: "1 0 0:1 / / rw - overlay overlay rw\n"})
 	tr := system.NewTree(dir)
 	var tbl system.MountTable
 	a, err := tbl.Read(tr)

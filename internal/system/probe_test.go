@@ -78,13 +78,10 @@ func TestProbesFailClosed(t *testing.T) {
 				continue
 			}
 			t.Run(pr.name+"/"+kind, func(t *testing.T) {
-				root := t.TempDir()
-				if err := hosttest.WriteFiles(root, map[string]string{
+				root := hosttest.Dir(t, map[string]string{
 					"proc/self/mountinfo":     "1 0 0:1 / / rw - ext4 /dev/sda rw\n",
 					".host/run/iptables-save": "*filter\nCOMMIT\n",
-				}); err != nil {
-					t.Fatal(err)
-				}
+				})
 				tree := system.NewTree(root)
 				w := hosttest.Files(t, tree)
 				p := "/" + system.ProbeDir + "/" + pr.name

@@ -36,13 +36,10 @@ func TestTreeStaysInRoot(t *testing.T) {
 }
 
 func testTreeStaysInRoot(t *testing.T, newTree func(string) *system.Tree) {
-	out := t.TempDir()
-	if err := hosttest.WriteFiles(out, map[string]string{"secret": "outside", "dir/f": "outside"}); err != nil {
-		t.Fatal(err)
-	}
+	out := hosttest.Dir(t, map[string]string{"secret": "outside", "dir/f": "outside"})
 	root := t.TempDir()
 	up := strings.Repeat("../", 20)
-	if err := hosttest.WriteFiles(root, map[string]string{
+	hosttest.AddFiles(t, root, map[string]string{
 		"secret":              "inside",
 		"dir/f":               "inside",
 		"abs":                 "->" + out + "/secret",
@@ -51,9 +48,7 @@ func testTreeStaysInRoot(t *testing.T, newTree func(string) *system.Tree) {
 		"rootabs":             "->/secret",
 		"climb":               "->" + up + "secret",
 		"proc/self/mountinfo": "1 0 0:1 / / rw - ext4 /dev/sda rw\n",
-	}); err != nil {
-		t.Fatal(err)
-	}
+	})
 	tree := newTree(root)
 	for _, p := range []string{"/abs", "/rel", "/absdir/f"} {
 		if b, err := tree.ReadFile(p, system.LimitValue); err == nil {
@@ -106,10 +101,7 @@ func TestReadLimits(t *testing.T) {
 }
 
 func testReadLimits(t *testing.T, newTree func(string) *system.Tree) {
-	root := t.TempDir()
-	if err := hosttest.WriteFiles(root, map[string]string{"big": strings.Repeat("x", 5000), "ok": "1234"}); err != nil {
-		t.Fatal(err)
-	}
+	root := hosttest.Dir(t, map[string]string{"big": strings.Repeat("x", 5000), "ok": "1234"})
 	if err := unix.Mkfifo(filepath.Join(root, "fifo"), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -153,8 +145,7 @@ func testReadLimits(t *testing.T, newTree func(string) *system.Tree) {
 // used as a directory, and links as the last component (followed by
 // ReadFile and Stat, not by Lstat and Readlink).
 func TestWalkAsOpenat2(t *testing.T) {
-	root := t.TempDir()
-	if err := hosttest.WriteFiles(root, map[string]string{
+	root := hosttest.Dir(t, map[string]string{
 		"secret":     "root's secret",
 		"dir/f":      "dir's f",
 		"dir/sub/g":  "sub's g",
@@ -166,9 +157,7 @@ func TestWalkAsOpenat2(t *testing.T) {
 		"loop":       "->loop",
 		"dangling":   "->/nowhere",
 		"todir":      "->dir",
-	}); err != nil {
-		t.Fatal(err)
-	}
+	})
 	kernel, walk := system.NewTree(root), system.WalkOnly(system.NewTree(root))
 	if _, err := kernel.ReadFile("/secret", system.LimitValue); errors.Is(err, unix.ENOSYS) {
 		t.Fatalf("openat2 is not there to compare with: %v", err)

@@ -58,14 +58,11 @@ func snapshot(t *testing.T, dir string) map[string]string {
 // returns the tree and that directory.
 func escapeSetup(t *testing.T, kind string) (*system.Tree, string) {
 	t.Helper()
-	out := t.TempDir()
-	if err := hosttest.WriteFiles(out, map[string]string{
+	out := hosttest.Dir(t, map[string]string{
 		"target":         "outside",
 		"dir/f":          "outside",
 		"self/mountinfo": "1 0 0:1 / / rw - ext4 /dev/sda rw\n",
-	}); err != nil {
-		t.Fatal(err)
-	}
+	})
 	root := t.TempDir()
 	link := func(p string) string {
 		if kind == "absolute" {
@@ -73,7 +70,7 @@ func escapeSetup(t *testing.T, kind string) (*system.Tree, string) {
 		}
 		return "->" + strings.Repeat("../", 20) + strings.TrimPrefix(out, "/") + "/" + p
 	}
-	if err := hosttest.WriteFiles(root, map[string]string{
+	hosttest.AddFiles(t, root, map[string]string{
 		"file":    link("target"),
 		"dir":     link("dir"),
 		"proc":    link(""),
@@ -81,9 +78,7 @@ func escapeSetup(t *testing.T, kind string) (*system.Tree, string) {
 		// What a read of /proc/self/mountinfo finds: reads resolve the
 		// link inside the root.
 		strings.TrimPrefix(out, "/") + "/self/mountinfo": "1 0 0:1 / / rw - ext4 /dev/sda rw\n",
-	}); err != nil {
-		t.Fatal(err)
-	}
+	})
 	return system.NewTree(root), out
 }
 
@@ -151,15 +146,12 @@ func files(t *testing.T, tree *system.Tree) *system.TreeFiles {
 // the tree: atomic replace (a link at the path is replaced, not followed),
 // in-place rewrite through a link that stays inside, modes with setuid.
 func TestTreeWritesInside(t *testing.T) {
-	root := t.TempDir()
-	if err := hosttest.WriteFiles(root, map[string]string{
+	root := hosttest.Dir(t, map[string]string{
 		"etc/real":            "old",
 		"etc/inlink":          "->real",
 		"etc/replaced":        "->/etc/real",
 		"proc/self/mountinfo": "1 0 0:1 / / rw - ext4 /dev/sda rw\n",
-	}); err != nil {
-		t.Fatal(err)
-	}
+	})
 	tree := system.NewTree(root)
 	if err := tree.WriteFile("/etc/replaced", []byte("new"), 0o600); err != nil {
 		t.Fatal(err)

@@ -210,15 +210,28 @@ func Files(t testing.TB, tree *system.Tree) *system.TreeFiles {
 	return w
 }
 
+// AddFiles is WriteFiles for a test: it fails t on error.
+func AddFiles(t testing.TB, dir string, files map[string]string) {
+	t.Helper()
+	if err := WriteFiles(dir, files); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Dir lays out files (as WriteFiles does) in a new temporary directory and
+// returns that directory.
+func Dir(t testing.TB, files map[string]string) string {
+	t.Helper()
+	dir := t.TempDir()
+	AddFiles(t, dir, files)
+	return dir
+}
+
 // Tree lays out files (as WriteFiles does) in a temporary directory and
 // returns the fake host rooted there.
 func Tree(t testing.TB, files map[string]string) *system.Tree {
 	t.Helper()
-	dir := t.TempDir()
-	if err := WriteFiles(dir, files); err != nil {
-		t.Fatal(err)
-	}
-	return system.NewTree(dir)
+	return system.NewTree(Dir(t, files))
 }
 
 // HostsDir is the directory of the fake hosts kept in git, testdata/hosts
@@ -234,6 +247,36 @@ func HostsDir() string {
 		up = filepath.Join(up, "..")
 	}
 	panic("hosttest: no go.mod above the working directory")
+}
+
+// Hosts returns the names of the fake hosts kept in git, sorted: the
+// directories of testdata/hosts.
+func Hosts(t testing.TB) []string {
+	t.Helper()
+	return names(t, HostsDir(), fs.DirEntry.IsDir)
+}
+
+// DirNames returns the names of dir's entries, sorted.
+func DirNames(t testing.TB, dir string) []string {
+	t.Helper()
+	return names(t, dir, func(fs.DirEntry) bool { return true })
+}
+
+// names lists dir (os.ReadDir: sorted), keeping the entries keep accepts;
+// a directory that cannot be read fails t.
+func names(t testing.TB, dir string, keep func(fs.DirEntry) bool) []string {
+	t.Helper()
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, e := range entries {
+		if keep(e) {
+			out = append(out, e.Name())
+		}
+	}
+	return out
 }
 
 // Host copies the fake host NAME of testdata/hosts to a temporary
