@@ -1,16 +1,25 @@
 # shellcheck shell=bash
-# Shared by the tiers' run.sh scripts: source it, then call tier_init NAME.
+# Shared by the tiers' run.sh scripts: source it, then call tier_init.
 # It only defines functions and sets no option; each script keeps its own
 # `set -o errexit -o nounset -o pipefail`.
 
-# tier_init NAME: log lines are prefixed with NAME; the tier must run as root
-# and find Go (at /usr/local/go, as on a new machine here).
+# tier_init NAME STATE_DIR: the start of a tier's run. Log lines are
+# prefixed with NAME; the tier must run as root and find Go (at
+# /usr/local/go, as on a new machine here). Sets tier_start (now), repo (the
+# repository, made the working directory), state (STATE_DIR) and log_dir
+# (/var/log/kind-entrypoint-NAME), and makes those two directories.
 tier_init() {
-  tier_name=$1
+  tier_name=$1 state=$2
+  # shellcheck disable=SC2034 # read by the caller
+  tier_start=$(date +%s)
+  repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+  cd "$repo" || die "cannot enter $repo"
+  log_dir=/var/log/kind-entrypoint-$tier_name
   [[ $(id -u) == 0 ]] || die "must run as root (installs packages, runs container engines)"
   export DEBIAN_FRONTEND=noninteractive
   [[ -d /usr/local/go/bin ]] && export PATH="$PATH:/usr/local/go/bin"
   command -v go > /dev/null || die "go not found (Go 1.26 is expected at /usr/local/go)"
+  mkdir -p "$state" "$log_dir"
 }
 
 log() { printf '%s %s: %s\n' "$(date +%T)" "${tier_name:-tier}" "$*" >&2; }

@@ -31,20 +31,15 @@ case ${1:-} in
   *) echo "usage: $0 [--build-only | --matrix]" >&2; exit 2 ;;
 esac
 
-tier_start=$(date +%s)
-repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
-cd "$repo"
+# shellcheck source=test/lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
+tier_init cluster "${CLUSTER_STATE_DIR:-/var/cache/kind-entrypoint-cluster}"
 here=test/cluster
-state=${CLUSTER_STATE_DIR:-/var/cache/kind-entrypoint-cluster}
 e2e_state=${E2E_STATE_DIR:-/var/cache/kind-entrypoint-e2e}
-log_dir=/var/log/kind-entrypoint-cluster
 label=kind-entrypoint-cluster # on every image this tier makes
 export DOCKER_BUILDKIT=0
 
-# shellcheck source=test/lib.sh
-source test/lib.sh
-tier_init cluster
-mkdir -p "$state" "$e2e_state" "$log_dir"
+mkdir -p "$e2e_state"
 
 # The e2e tier's lock, for this whole run: both tiers tag images and drive
 # the same dockerd. A caller that holds it already (test/conformance/run.sh, the matrix)

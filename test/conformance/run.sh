@@ -25,11 +25,10 @@
 #                      /var/log/kind-entrypoint-conformance/DATE)
 set -o errexit -o nounset -o pipefail
 
-start=$(date +%s)
-repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
-cd "$repo"
+# shellcheck source=test/lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
+tier_init conformance "${CLUSTER_STATE_DIR:-/var/cache/kind-entrypoint-cluster}"
 here=test/conformance
-state=${CLUSTER_STATE_DIR:-/var/cache/kind-entrypoint-cluster}
 e2e_state=${E2E_STATE_DIR:-/var/cache/kind-entrypoint-e2e}
 out=${CONFORMANCE_OUT:-/var/log/kind-entrypoint-conformance/$(date -u +%Y%m%dT%H%M%SZ)}
 suite=${CONFORMANCE_SUITE:-subset}
@@ -40,18 +39,15 @@ label="kind-entrypoint-conformance" # on every image it makes
 net=${prefix}net
 export DOCKER_BUILDKIT=0
 
-# shellcheck source=test/lib.sh
-source test/lib.sh
-tier_init conformance
 case $suite in subset | full) ;; *) die "CONFORMANCE_SUITE must be subset or full, not $suite" ;; esac
-mkdir -p "$state" "$e2e_state" "$out"
+mkdir -p "$e2e_state" "$out"
 
 # The e2e lock for the whole run: clusters of the tiers and of other runs
 # would share 2 cores and time out. A conformance run waits up to 90 minutes.
 log "waiting for $e2e_state/lock"
 tier_lock "$e2e_state/lock" 5400
 export E2E_LOCK_HELD=1
-log "lock taken after $(since "$start")"
+log "lock taken after $(since "$tier_start")"
 
 # remove_ours: every cluster node, container and network named $prefix*;
 # at the start (an interrupted run's) and at the end, on success and failure.
@@ -260,5 +256,5 @@ done
 rc=0
 go run ./test/conformance/junitdiff "${reports[@]}" > "$out/comparison.md" || rc=$?
 cat "$out/comparison.md"
-log "reports and comparison in $out; whole run $(since "$start") (exit $rc)"
+log "reports and comparison in $out; whole run $(since "$tier_start") (exit $rc)"
 exit "$rc"

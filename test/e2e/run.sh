@@ -28,23 +28,16 @@ case ${1:-} in
   *) echo "usage: $0 [--build-only]" >&2; exit 2 ;;
 esac
 
-tier_start=$(date +%s)
-repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
-cd "$repo"
+# shellcheck source=test/lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
+tier_init e2e "${E2E_STATE_DIR:-/var/cache/kind-entrypoint-e2e}"
 
-state=${E2E_STATE_DIR:-/var/cache/kind-entrypoint-e2e}
-log_dir=/var/log/kind-entrypoint-e2e
 shim=/usr/local/libexec/kind-entrypoint-e2e/runtimeshim
 shim_runtime=kind-e2e-runc
 base_repo=kind-entrypoint-e2e/base
 pkg_image=kind-entrypoint:e2e
 node_image=kind-entrypoint-e2e/node:dev
 export DOCKER_BUILDKIT=0 # the classic builder needs no buildx plugin
-
-# shellcheck source=test/lib.sh
-source test/lib.sh
-tier_init e2e
-mkdir -p "$state" "$log_dir"
 
 # One run at a time: two runs would fight over dockerd and image tags. A
 # tier that builds on this one (test/cluster/run.sh) holds the lock for its

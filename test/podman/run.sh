@@ -24,12 +24,10 @@
 # PODMAN_STATE_DIR (default /var/cache/kind-entrypoint-podman).
 set -o errexit -o nounset -o pipefail
 
-tier_start=$(date +%s)
-repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
-cd "$repo"
+# shellcheck source=test/lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
+tier_init podman "${PODMAN_STATE_DIR:-/var/cache/kind-entrypoint-podman}"
 
-state=${PODMAN_STATE_DIR:-/var/cache/kind-entrypoint-podman}
-log_dir=/var/log/kind-entrypoint-podman
 # The tier's own copy of the wrapper: the e2e tier rebuilds its copy under
 # its own lock, and neither may swap the other's binary mid-run.
 shim=/usr/local/libexec/kind-entrypoint-podman/runtimeshim
@@ -38,10 +36,6 @@ containers_conf=/etc/containers/containers.conf
 image_repo=localhost/kind-entrypoint-podman/node
 prefix=kind-ep-podman-
 
-# shellcheck source=test/lib.sh
-source test/lib.sh
-tier_init podman
-mkdir -p "$state" "$log_dir"
 tier_lock "$state/lock"
 
 # --- 1. packages -------------------------------------------------------------

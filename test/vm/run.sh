@@ -41,12 +41,11 @@
 # trying a change to the image; the tier's verdict is on the e2e image).
 set -o errexit -o nounset -o pipefail
 
-tier_start=$(date +%s)
-repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
-cd "$repo"
-
-state=$(realpath -m "${VM_STATE_DIR:-/var/cache/kind-entrypoint-vm}") # qcow2 backing paths are absolute
-log_root=/var/log/kind-entrypoint-vm
+# shellcheck source=test/lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
+tier_init vm "${VM_STATE_DIR:-/var/cache/kind-entrypoint-vm}"
+state=$(realpath -m "$state") # qcow2 backing paths are absolute
+log_root=$log_dir # each run's logs go into a directory of their own below it
 suite=${VM_SUITE:-nodes}
 accel=${VM_ACCEL:-auto}
 cpus=${VM_CPUS:-2}
@@ -84,10 +83,6 @@ case $suite in
   *) printf 'vm: VM_SUITE must be nodes or cluster, not %s\n' "$suite" >&2; exit 2 ;;
 esac
 
-# shellcheck source=test/lib.sh
-source test/lib.sh
-tier_init vm
-mkdir -p "$state" "$log_root"
 tier_lock "$state/lock"
 
 # --- 1. packages -------------------------------------------------------------
