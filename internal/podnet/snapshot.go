@@ -90,42 +90,40 @@ func snapshot(c *conn) (State, error) {
 		}
 		return fmt.Sprintf("if%d", index)
 	}
-	addrs, err := c.do(dumpRequest(unix.RTM_GETADDR, ifaddrmsg(unix.AF_UNSPEC, 0, 0, 0, 0), "dump addresses"))
+	s, err = dumpEntries(c, s, dumpRequest(unix.RTM_GETADDR, ifaddrmsg(unix.AF_UNSPEC, 0, 0, 0, 0), "dump addresses"),
+		func(m message) (Entry, error) { return addrEntry(m, dev) })
 	if err != nil {
 		return nil, err
 	}
-	for _, m := range addrs {
-		e, err := addrEntry(m, dev)
+	for _, fam := range []uint8{unix.AF_INET, unix.AF_INET6} {
+		s, err = dumpEntries(c, s, dumpRequest(unix.RTM_GETROUTE, rtmsg(fam, 0, 0, 0, 0, 0), "dump routes"),
+			func(m message) (Entry, error) { return routeEntry(m, dev) })
+		if err != nil {
+			return nil, err
+		}
+		s, err = dumpEntries(c, s, dumpRequest(unix.RTM_GETRULE, rtmsg(fam, 0, 0, 0, 0, 0), "dump rules"), ruleEntry)
+		if err != nil {
+			return nil, err
+		}
+	}
+	slices.SortFunc(s, func(a, b Entry) int { return strings.Compare(a.Text, b.Text) })
+	return s, nil
+}
+
+// dumpEntries sends a dump request and appends each message of the answer,
+// made an entry by entry, to s.
+func dumpEntries(c *conn, s State, r request, entry func(message) (Entry, error)) (State, error) {
+	msgs, err := c.do(r)
+	if err != nil {
+		return nil, err
+	}
+	for _, m := range msgs {
+		e, err := entry(m)
 		if err != nil {
 			return nil, err
 		}
 		s = append(s, e)
 	}
-	for _, fam := range []uint8{unix.AF_INET, unix.AF_INET6} {
-		routes, err := c.do(dumpRequest(unix.RTM_GETROUTE, rtmsg(fam, 0, 0, 0, 0, 0), "dump routes"))
-		if err != nil {
-			return nil, err
-		}
-		for _, m := range routes {
-			e, err := routeEntry(m, dev)
-			if err != nil {
-				return nil, err
-			}
-			s = append(s, e)
-		}
-		rules, err := c.do(dumpRequest(unix.RTM_GETRULE, rtmsg(fam, 0, 0, 0, 0, 0), "dump rules"))
-		if err != nil {
-			return nil, err
-		}
-		for _, m := range rules {
-			e, err := ruleEntry(m)
-			if err != nil {
-				return nil, err
-			}
-			s = append(s, e)
-		}
-	}
-	slices.SortFunc(s, func(a, b Entry) int { return strings.Compare(a.Text, b.Text) })
 	return s, nil
 }
 
