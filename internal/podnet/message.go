@@ -251,23 +251,38 @@ type message struct {
 // parseMessages splits a datagram into its messages.
 func parseMessages(b []byte) ([]message, error) {
 	var out []message
-	for len(b) > 0 {
-		if len(b) < unix.SizeofNlMsghdr {
-			return nil, fmt.Errorf("netlink: %d trailing bytes, shorter than a header", len(b))
-		}
-		n := int(native.Uint32(b))
-		if n < unix.SizeofNlMsghdr || n > len(b) {
-			return nil, fmt.Errorf("netlink: message length %d out of range (%d bytes left)", n, len(b))
-		}
+	err := splitRecords(b, unix.SizeofNlMsghdr, func(b []byte) int { return int(native.Uint32(b)) }, "a header", "message", func(rec []byte) {
 		out = append(out, message{
-			typ:   native.Uint16(b[4:]),
-			flags: native.Uint16(b[6:]),
-			seq:   native.Uint32(b[8:]),
-			data:  b[unix.SizeofNlMsghdr:n],
+			typ:   native.Uint16(rec[4:]),
+			flags: native.Uint16(rec[6:]),
+			seq:   native.Uint32(rec[8:]),
+			data:  rec[unix.SizeofNlMsghdr:],
 		})
-		b = b[min(align4(n), len(b)):]
+	})
+	if err != nil {
+		return nil, err
 	}
 	return out, nil
+}
+
+// splitRecords walks b as netlink lays out both messages and attributes:
+// records one after another, each starting with a header of hdr bytes in
+// which length reads the record's length (header included), each padded to
+// 4 bytes. each gets every record, header included, without padding.
+// short ("a header") and what ("message") name the record in errors.
+func splitRecords(b []byte, hdr int, length func([]byte) int, short, what string, each func(rec []byte)) error {
+	for len(b) > 0 {
+		if len(b) < hdr {
+			return fmt.Errorf("netlink: %d trailing bytes, shorter than %s", len(b), short)
+		}
+		n := length(b)
+		if n < hdr || n > len(b) {
+			return fmt.Errorf("netlink: %s length %d out of range (%d bytes left)", what, n, len(b))
+		}
+		each(b[:n])
+		b = b[min(align4(n), len(b)):]
+	}
+	return nil
 }
 
 // rawAttr is one received attribute.
@@ -279,16 +294,11 @@ type rawAttr struct {
 // parseAttrs splits a run of attributes.
 func parseAttrs(b []byte) ([]rawAttr, error) {
 	var out []rawAttr
-	for len(b) > 0 {
-		if len(b) < unix.SizeofRtAttr {
-			return nil, fmt.Errorf("netlink: %d trailing bytes, shorter than an attribute", len(b))
-		}
-		n := int(native.Uint16(b))
-		if n < unix.SizeofRtAttr || n > len(b) {
-			return nil, fmt.Errorf("netlink: attribute length %d out of range (%d bytes left)", n, len(b))
-		}
-		out = append(out, rawAttr{typ: native.Uint16(b[2:]) &^ (unix.NLA_F_NESTED | unix.NLA_F_NET_BYTEORDER), data: b[unix.SizeofRtAttr:n]})
-		b = b[min(align4(n), len(b)):]
+	err := splitRecords(b, unix.SizeofRtAttr, func(b []byte) int { return int(native.Uint16(b)) }, "an attribute", "attribute", func(rec []byte) {
+		out = append(out, rawAttr{typ: native.Uint16(rec[2:]) &^ (unix.NLA_F_NESTED | unix.NLA_F_NET_BYTEORDER), data: rec[unix.SizeofRtAttr:]})
+	})
+	if err != nil {
+		return nil, err
 	}
 	return out, nil
 }
