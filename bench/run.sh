@@ -33,8 +33,7 @@ label=kind-entrypoint-bench
 source test/lib.sh
 tier_name=bench # not tier_init: the Go benchmarks need no root
 
-[[ -d /usr/local/go/bin ]] && export PATH="$PATH:/usr/local/go/bin"
-command -v go > /dev/null || die "go not found (Go 1.26 is expected at /usr/local/go)"
+need_go
 [[ -x bin/entrypoint ]] || die "bin/entrypoint missing: make build"
 export CGO_ENABLED=0
 
