@@ -4,7 +4,8 @@
 # `set -o errexit -o nounset -o pipefail`.
 
 # tier_init NAME STATE_DIR: the start of a tier's run. Log lines are
-# prefixed with NAME; the tier must run as root and find Go (need_go). Sets tier_start (now), repo (the
+# prefixed with NAME; the tier must run as root and find Go (at
+# /usr/local/go, as on a new machine here). Sets tier_start (now), repo (the
 # repository, made the working directory), state (STATE_DIR) and log_dir
 # (/var/log/kind-entrypoint-NAME), and makes those two directories.
 tier_init() {
@@ -16,29 +17,9 @@ tier_init() {
   log_dir=/var/log/kind-entrypoint-$tier_name
   [[ $(id -u) == 0 ]] || die "must run as root (installs packages, runs container engines)"
   export DEBIAN_FRONTEND=noninteractive
-  need_go
-  mkdir -p "$state" "$log_dir"
-}
-
-# go_build_init NAME: the start of a script that builds programs from the
-# Go module proxy (test/cluster/build-binaries.sh,
-# test/conformance/build-tools.sh; their tier's run.sh has run tier_init):
-# log lines prefixed with NAME, Go found (need_go), static builds of the
-# modules go.mod names with the local toolchain, and work, a temporary
-# directory removed on exit.
-go_build_init() {
-  tier_name=$1
-  need_go
-  export CGO_ENABLED=0 GOFLAGS=-mod=mod GOTOOLCHAIN=local
-  work=$(mktemp -d)
-  trap 'rm -rf "$work"' EXIT
-}
-
-# need_go: Go on PATH, found at /usr/local/go as on a new machine here, or
-# the script dies.
-need_go() {
   [[ -d /usr/local/go/bin ]] && export PATH="$PATH:/usr/local/go/bin"
   command -v go > /dev/null || die "go not found (Go 1.26 is expected at /usr/local/go)"
+  mkdir -p "$state" "$log_dir"
 }
 
 log() { printf '%s %s: %s\n' "$(date +%T)" "${tier_name:-tier}" "$*" >&2; }

@@ -9,9 +9,13 @@ set -o errexit -o nounset -o pipefail
 versions=$1 out=$2
 # shellcheck source=/dev/null
 source "$versions"
-# shellcheck source=test/lib.sh
-source "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
-go_build_init cluster
+export CGO_ENABLED=0 GOFLAGS=-mod=mod GOTOOLCHAIN=local
+[[ -d /usr/local/go/bin ]] && export PATH="$PATH:/usr/local/go/bin"
+
+log() { printf '%s cluster: %s\n' "$(date +%T)" "$*" >&2; }
+
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
 mkdir -p "$out.tmp"
 
 # --- Kubernetes --------------------------------------------------------------

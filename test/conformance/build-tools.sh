@@ -11,9 +11,13 @@
 set -o errexit -o nounset -o pipefail
 
 versions=$1 out=$2
-# shellcheck source=test/lib.sh
-source "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
-go_build_init conformance
+export CGO_ENABLED=0 GOFLAGS=-mod=mod GOTOOLCHAIN=local
+[[ -d /usr/local/go/bin ]] && export PATH="$PATH:/usr/local/go/bin"
+
+log() { printf '%s conformance: %s\n' "$(date +%T)" "$*" >&2; }
+
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
 rm -rf "$out.tmp"
 mkdir -p "$out.tmp"
 bash "$(dirname "${BASH_SOURCE[0]}")/../cluster/k8s-module.sh" "$versions" "$work/k8s"
