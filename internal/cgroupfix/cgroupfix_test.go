@@ -333,6 +333,39 @@ func TestPlanV1(t *testing.T) {
 				rootsOf("/sys/fs/cgroup/cpuset"+cid, "0-3\n", "0\n")),
 		},
 		{
+			// nerdctl on a host that mounts only some hierarchies
+			// (testdata/hosts/nerdctl-v1-no-cgroupns): runc puts the
+			// container in no cgroup of the others and mounts none of
+			// them, but systemd would, at the host's root.
+			name: "no cgroupns: controllers the container is not in are hidden from systemd, misc too",
+			f: V1Facts{
+				Current: cid,
+				Mounts: parseMounts(t, tmpfsLine,
+					cg(31, "0:26", cid, "systemd", "xattr,name=systemd", ""),
+					cg(32, "0:27", cid, "cpuset", "cpuset", ""),
+					cg(33, "0:28", cid, "misc", "misc", "")),
+				MiscDir:     true,
+				ProcCgroups: []byte("#subsys_name\thierarchy\tnum_cgroups\tenabled\ncpuset\t3\t4\t1\nnet_cls\t0\t1\t1\nhugetlb\t0\t1\t1\nrdma\t0\t1\t0\nnet_prio\t0\t1\t1\nmisc\t4\t1\t1\n"),
+				Cpuset:      map[string][2][]byte{"/sys/fs/cgroup/cpuset": cpusetV},
+			},
+			want: concat(logs(noNS...),
+				[]plan.Action{
+					plan.Info("removing misc controller"),
+					plan.Unmount("/sys/fs/cgroup/misc").OrWarn("failed umount /sys/fs/cgroup/misc"),
+					plan.Remove("/sys/fs/cgroup/misc").OrWarn("failed rmdir /sys/fs/cgroup/misc"),
+					plan.Info("hiding from systemd the cgroup controllers the container is not in: net_cls hugetlb net_prio"),
+					// rdma is disabled: systemd would not mount it
+					plan.WriteFile(FakeCgroups, []byte("#subsys_name\thierarchy\tnum_cgroups\tenabled\ncpuset\t3\t4\t1\nrdma\t0\t1\t0\n"), 0o644),
+					plan.Bind(FakeCgroups, "/proc/cgroups").Because("systemd must not mount controllers the container is not in; undo-mount-hacks.service removes this"),
+				},
+				bindFull("systemd"), bindFull("cpuset"),
+				private(),
+				rootsOf("/sys/fs/cgroup/systemd"),
+				rootsOf("/sys/fs/cgroup/cpuset", "0-3\n", "0\n"),
+				rootsOf("/sys/fs/cgroup/systemd"+cid),
+				rootsOf("/sys/fs/cgroup/cpuset"+cid, "0-3\n", "0\n")),
+		},
+		{
 			name: "no cgroupns: misc scoped to the container is hidden like with cgroupns",
 			f: V1Facts{
 				Current: cid,
