@@ -266,6 +266,32 @@ func TestPlanV1(t *testing.T) {
 				rootsOf("/sys/fs/cgroup/cpuset", "0-3\n", "0\n")),
 		},
 		{
+			// Docker with a cgroup namespace on a host that mounts only
+			// some hierarchies: the node's systemd would mount the others
+			// after the kubelet roots were made.
+			name: "cgroupns: controllers with no hierarchy are hidden from systemd, no misc",
+			f: V1Facts{
+				Current: "/",
+				Mounts: hosttest.Mounts(t, tmpfsLine,
+					cg(31, "0:26", "/", "systemd", "xattr,name=systemd", "master:9"),
+					cg(32, "0:27", "/", "cpuset", "cpuset", "master:10"),
+					cg(33, "0:28", "/", "cpu,cpuacct", "cpu,cpuacct", "master:11")),
+				ProcCgroups: []byte("#subsys_name\thierarchy\tnum_cgroups\tenabled\ncpuset\t3\t4\t1\ncpu\t4\t1\t1\ncpuacct\t4\t1\t1\nhugetlb\t0\t1\t1\nhugetlb\t0\t1\t1\nrdma\t0\t1\t0\n"),
+				Cpuset:      map[string][2][]byte{"/sys/fs/cgroup/cpuset": cpusetV},
+			},
+			want: concat(logs(withNS...),
+				[]plan.Action{
+					plan.Info("hiding from systemd the cgroup controllers the container is not in: hugetlb"),
+					// rdma is disabled: systemd would not mount it
+					plan.WriteFile(FakeCgroups, []byte("#subsys_name\thierarchy\tnum_cgroups\tenabled\ncpuset\t3\t4\t1\ncpu\t4\t1\t1\ncpuacct\t4\t1\t1\nrdma\t0\t1\t0\n"), 0o644),
+					plan.Bind(FakeCgroups, "/proc/cgroups").Because("systemd must not mount controllers the container is not in; undo-mount-hacks.service removes this"),
+				},
+				private(),
+				rootsOf("/sys/fs/cgroup/systemd"),
+				rootsOf("/sys/fs/cgroup/cpuset", "0-3\n", "0\n"),
+				rootsOf("/sys/fs/cgroup/cpu,cpuacct")),
+		},
+		{
 			name: "cgroupns without name=systemd (WSL2): kubelet.slice in /sys/fs/cgroup/systemd anyway",
 			f: V1Facts{
 				Current: "/",
@@ -340,7 +366,7 @@ func TestPlanV1(t *testing.T) {
 			name: "no cgroupns: controllers the container is not in are hidden from systemd, misc too",
 			f: V1Facts{
 				Current: cid,
-				Mounts: parseMounts(t, tmpfsLine,
+				Mounts: hosttest.Mounts(t, tmpfsLine,
 					cg(31, "0:26", cid, "systemd", "xattr,name=systemd", ""),
 					cg(32, "0:27", cid, "cpuset", "cpuset", ""),
 					cg(33, "0:28", cid, "misc", "misc", "")),
