@@ -266,6 +266,32 @@ func TestPlanV1(t *testing.T) {
 				rootsOf("/sys/fs/cgroup/cpuset", "0-3\n", "0\n")),
 		},
 		{
+			// Docker with a cgroup namespace on a host that mounts only
+			// some hierarchies: the node's systemd would mount the others
+			// after the kubelet roots were made.
+			name: "cgroupns: controllers with no hierarchy are hidden from systemd, no misc",
+			f: V1Facts{
+				Current: "/",
+				Mounts: hosttest.Mounts(t, tmpfsLine,
+					cg(31, "0:26", "/", "systemd", "xattr,name=systemd", "master:9"),
+					cg(32, "0:27", "/", "cpuset", "cpuset", "master:10"),
+					cg(33, "0:28", "/", "cpu,cpuacct", "cpu,cpuacct", "master:11")),
+				ProcCgroups: []byte("#subsys_name\thierarchy\tnum_cgroups\tenabled\ncpuset\t3\t4\t1\ncpu\t4\t1\t1\ncpuacct\t4\t1\t1\nhugetlb\t0\t1\t1\nhugetlb\t0\t1\t1\nrdma\t0\t1\t0\n"),
+				Cpuset:      map[string][2][]byte{"/sys/fs/cgroup/cpuset": cpusetV},
+			},
+			want: concat(logs(withNS...),
+				[]plan.Action{
+					plan.Info("hiding from systemd the cgroup controllers the container is not in: hugetlb"),
+					// rdma is disabled: systemd would not mount it
+					plan.WriteFile(FakeCgroups, []byte("#subsys_name\thierarchy\tnum_cgroups\tenabled\ncpuset\t3\t4\t1\ncpu\t4\t1\t1\ncpuacct\t4\t1\t1\nrdma\t0\t1\t0\n"), 0o644),
+					plan.Bind(FakeCgroups, "/proc/cgroups").Because("systemd must not mount controllers the container is not in; undo-mount-hacks.service removes this"),
+				},
+				private(),
+				rootsOf("/sys/fs/cgroup/systemd"),
+				rootsOf("/sys/fs/cgroup/cpuset", "0-3\n", "0\n"),
+				rootsOf("/sys/fs/cgroup/cpu,cpuacct")),
+		},
+		{
 			name: "cgroupns without name=systemd (WSL2): kubelet.slice in /sys/fs/cgroup/systemd anyway",
 			f: V1Facts{
 				Current: "/",
@@ -324,6 +350,39 @@ func TestPlanV1(t *testing.T) {
 				[]plan.Action{
 					plan.Unmount("/sys/fs/cgroup/misc").OrWarn("failed to unmount /sys/fs/cgroup/misc"),
 					plan.Remove("/sys/fs/cgroup/misc").OrWarn("failed to rmdir /sys/fs/cgroup/misc"),
+				},
+				bindFull("systemd"), bindFull("cpuset"),
+				private(),
+				rootsOf("/sys/fs/cgroup/systemd"),
+				rootsOf("/sys/fs/cgroup/cpuset", "0-3\n", "0\n"),
+				rootsOf("/sys/fs/cgroup/systemd"+cid),
+				rootsOf("/sys/fs/cgroup/cpuset"+cid, "0-3\n", "0\n")),
+		},
+		{
+			// nerdctl on a host that mounts only some hierarchies
+			// (testdata/hosts/nerdctl-v1-no-cgroupns): runc puts the
+			// container in no cgroup of the others and mounts none of
+			// them, but systemd would, at the host's root.
+			name: "no cgroupns: controllers the container is not in are hidden from systemd, misc too",
+			f: V1Facts{
+				Current: cid,
+				Mounts: hosttest.Mounts(t, tmpfsLine,
+					cg(31, "0:26", cid, "systemd", "xattr,name=systemd", ""),
+					cg(32, "0:27", cid, "cpuset", "cpuset", ""),
+					cg(33, "0:28", cid, "misc", "misc", "")),
+				MiscDir:     true,
+				ProcCgroups: []byte("#subsys_name\thierarchy\tnum_cgroups\tenabled\ncpuset\t3\t4\t1\nnet_cls\t0\t1\t1\nhugetlb\t0\t1\t1\nrdma\t0\t1\t0\nnet_prio\t0\t1\t1\nmisc\t4\t1\t1\n"),
+				Cpuset:      map[string][2][]byte{"/sys/fs/cgroup/cpuset": cpusetV},
+			},
+			want: concat(logs(noNS...),
+				[]plan.Action{
+					plan.Info("removing misc controller"),
+					plan.Unmount("/sys/fs/cgroup/misc").OrWarn("failed umount /sys/fs/cgroup/misc"),
+					plan.Remove("/sys/fs/cgroup/misc").OrWarn("failed rmdir /sys/fs/cgroup/misc"),
+					plan.Info("hiding from systemd the cgroup controllers the container is not in: net_cls hugetlb net_prio"),
+					// rdma is disabled: systemd would not mount it
+					plan.WriteFile(FakeCgroups, []byte("#subsys_name\thierarchy\tnum_cgroups\tenabled\ncpuset\t3\t4\t1\nrdma\t0\t1\t0\n"), 0o644),
+					plan.Bind(FakeCgroups, "/proc/cgroups").Because("systemd must not mount controllers the container is not in; undo-mount-hacks.service removes this"),
 				},
 				bindFull("systemd"), bindFull("cpuset"),
 				private(),

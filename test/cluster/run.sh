@@ -175,6 +175,7 @@ build_reference() {
   cp "$kind_dir/images/base/files/usr/local/bin/entrypoint" "$ctx/entrypoint"
   cp "$kind_dir/images/base/files/kind/bin/"*.sh "$ctx/kind-bin/"
   cp "$here/node/Dockerfile.reference" "$ctx/Dockerfile"
+  cp "$here/node/reference/13-test-machine-cgroups.conf" "$ctx/"
   docker build -q -t "$2" --label "$label=1" --build-arg CLUSTER_IMAGE="$cluster_image" \
     "$ctx" > /dev/null 2> "$log_dir/build-reference.log" \
     || { cat "$log_dir/build-reference.log" >&2; die "reference node image build ($1) failed"; }

@@ -133,8 +133,10 @@ func TestDifferential(t *testing.T) {
 		// whole test gives every node the same hierarchies. (Seen with 6
 		// of our nodes and 1 of the script's booted with
 		// --cgroupns=private: none had them; with such a holder up, each
-		// did.) cgroup v2 has one hierarchy: nothing to hold.
-		holder := startNode(t, newNetwork(t, "diff-holder"), "diff-holder", nodeOpts{noTTY: true, cgroupns: "host"})
+		// did.) cgroup v2 has one hierarchy: nothing to hold. The holder
+		// boots the script: ours hides those controllers from systemd
+		// (unmounted-controllers-hidden), and would hold nothing.
+		holder := startNode(t, newNetwork(t, "diff-holder"), "diff-holder", nodeOpts{noTTY: true, cgroupns: "host", image: ref})
 		holder.WaitRunning(bootLimit)
 	}
 	used := make([]bool, len(list))

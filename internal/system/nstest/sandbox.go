@@ -215,8 +215,13 @@ func writableDirs() []string {
 			dirs = append(dirs, value)
 		case files[name]:
 			paths = append(paths, value)
-		case (name == "fuzz" && value != "") || name == "update":
+		case name == "fuzz" && value != "":
 			dirs = append(dirs, cwd)
+		case name == "update":
+			dirs = append(dirs, cwd)
+			if root := moduleRoot(cwd); root != "" {
+				dirs = append(dirs, filepath.Join(root, "testdata")) // the fake hosts' goldens
+			}
 		}
 	}
 	for _, p := range paths {
@@ -227,6 +232,9 @@ func writableDirs() []string {
 	}
 	var out []string
 	for _, d := range dirs {
+		if _, err := os.Stat(d); err != nil && filepath.Base(d) == "testdata" {
+			continue // no shared goldens to update
+		}
 		if d == "" {
 			continue
 		}
@@ -254,5 +262,18 @@ func Writable(t testing.TB, p string) {
 	rw := &unix.MountAttr{Attr_clr: unix.MOUNT_ATTR_RDONLY}
 	if err := unix.MountSetattr(unix.AT_FDCWD, p, unix.AT_NO_AUTOMOUNT|unix.AT_SYMLINK_NOFOLLOW, rw); err != nil {
 		t.Fatalf("make %s writable in the test's mount namespace: %v", p, err)
+	}
+}
+
+// moduleRoot is the nearest directory at or above dir that holds go.mod,
+// or "".
+func moduleRoot(dir string) string {
+	for d := dir; ; d = filepath.Dir(d) {
+		if _, err := os.Stat(filepath.Join(d, "go.mod")); err == nil {
+			return d
+		}
+		if filepath.Dir(d) == d {
+			return ""
+		}
 	}
 }
