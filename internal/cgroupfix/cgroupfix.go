@@ -149,11 +149,19 @@ func hasOption(opts, want string) bool {
 
 // PlanV1 returns fix_cgroup's actions on cgroup v1.
 func PlanV1(f V1Facts) ([]plan.Action, error) {
-	// Sized for the mounts, their full-path binds and two kubelet roots
-	// each: growing these maps was a good part of planning's allocations.
-	p := &v1Planner{f: f, mounted: make(map[string]bool, 4*len(f.Mounts)), cpuset: map[string][2][]byte{}}
+	// Sized for the mounts looked up, their full-path binds and two
+	// kubelet roots each: growing these maps was a good part of
+	// planning's allocations. Only mounts the plan may look up are in it
+	// (see lookedUp): 350k other mounts made a map of 50 MiB (issue 24).
+	var mounts []string
 	for _, m := range f.Mounts {
-		p.mounted[m.Mountpoint] = true
+		if lookedUp(m) {
+			mounts = append(mounts, m.Mountpoint)
+		}
+	}
+	p := &v1Planner{f: f, mounted: make(map[string]bool, 4*len(mounts)), cpuset: map[string][2][]byte{}}
+	for _, m := range mounts {
+		p.mounted[m] = true
 	}
 	shown := cpusetShown(f)
 	for _, m := range f.Mounts {
@@ -226,6 +234,14 @@ func PlanV1(f V1Facts) ([]plan.Action, error) {
 		}
 	}
 	return p.kubeletRoots(actions, p.subsystems(binds)), nil
+}
+
+// lookedUp: m's mount point may be one the plan asks about (in
+// v1Planner.mounted): a cgroup mount (removed, bound, holding kubelet
+// roots), a mount under /sys/fs/cgroup (where binds go), or a kubelet
+// root, which goes right under a cgroup mount wherever that is.
+func lookedUp(m *mountinfo.Info) bool {
+	return m.FSType == "cgroup" || m.FSType == "cgroup2" || isUnder(m.Mountpoint, Root) || isKubeletRoot(m.Mountpoint)
 }
 
 type v1Planner struct {
