@@ -102,8 +102,13 @@ func parseMountinfoLines(text string) (mi []*mountinfo.Info, ok bool) {
 		// The scanner's line: without its newline and one CR before it.
 		line = strings.TrimSuffix(strings.TrimSuffix(line, "\n"), "\r")
 		fields = fields[:0]
-		for f := range strings.SplitSeq(line, " ") {
+		for rest := line; ; {
+			f, after, found := strings.Cut(rest, " ")
 			fields = append(fields, f)
+			if !found {
+				break
+			}
+			rest = after
 		}
 		// Six fields, the optional ones, "-", then three (the last one
 		// may hold spaces, as old kernels printed a cifs source).
