@@ -64,6 +64,24 @@ type V1Facts struct {
 	Cpuset map[string][2][]byte
 }
 
+// MaxV1Mounts is the most cgroup mounts fix_cgroup plans for on cgroup
+// v1. Its plan holds four to eight actions for each (kubelet roots, their
+// binds, cpuset files): the table's 16 MiB cap held 150k, whose plan took
+// 2 s and 460 MiB (issue 24). A v1 node has a dozen hierarchies, their
+// binds and their kubelet roots: under a hundred.
+const MaxV1Mounts = 1024
+
+// countCgroupMounts counts the cgroup (v1 or v2) mounts of a table.
+func countCgroupMounts(mounts []*mountinfo.Info) int {
+	n := 0
+	for _, m := range mounts {
+		if m.FSType == "cgroup" || m.FSType == "cgroup2" {
+			n++
+		}
+	}
+	return n
+}
+
 // DetectV1 reads the facts.
 func DetectV1(sys system.System, tbl *system.MountTable) (V1Facts, error) {
 	var f V1Facts
@@ -81,6 +99,9 @@ func DetectV1(sys system.System, tbl *system.MountTable) (V1Facts, error) {
 	}
 	if f.Mounts, err = tbl.Read(sys); err != nil {
 		return f, err
+	}
+	if n := countCgroupMounts(f.Mounts); n > MaxV1Mounts {
+		return f, fmt.Errorf("%s: %d cgroup mounts, more than the %d this step handles", system.MountinfoPath, n, MaxV1Mounts)
 	}
 	if fi, err := sys.Stat(miscDir); err == nil && fi.IsDir() {
 		f.MiscDir = true
