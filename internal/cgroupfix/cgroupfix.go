@@ -317,9 +317,12 @@ type cgroupShown struct {
 func cpusetShown(f V1Facts) map[cgroupShown][2][]byte {
 	out := map[cgroupShown][2][]byte{}
 	for _, h := range f.Mounts {
+		if !isCpusetMount(h) { // first: a table may hold 700k other mounts
+			continue
+		}
 		v, ok := f.Cpuset[h.Mountpoint]
 		k := cgroupShown{h.Major, h.Minor, h.Root}
-		if _, seen := out[k]; ok && !seen && isCpusetMount(h) {
+		if _, seen := out[k]; ok && !seen {
 			out[k] = v
 		}
 	}
