@@ -190,7 +190,7 @@ func PlanV1(f V1Facts) ([]plan.Action, error) {
 			p.cpuset[m.Mountpoint] = v
 		}
 	}
-	p.paths.Grow(pathsSize(f.Mounts, p.cpuset))
+	p.paths.Grow(pathsSize(f.Mounts, p.cpuset, f.Current != "/"))
 	actions := []plan.Action{DetectedV1()}
 	if f.Current == "/" {
 		actions = append(actions, plan.Info("detected cgroupns"))
@@ -289,18 +289,28 @@ func (p *v1Planner) join(parts ...string) string {
 }
 
 // pathsSize is about what p.paths holds for a plan over mounts (at most
-// a little more): the bind of each cgroup mount at its full path, and in
-// both the kubelet roots with, for cpuset, their two files.
-func pathsSize(mounts []*mountinfo.Info, cpuset map[string][2][]byte) int {
+// a little more): the kubelet roots in each cgroup mount with, for
+// cpuset, their two files; without cgroupns (binds), the bind of each
+// cgroup mount at its full path and the same in each bind. Counting the
+// binds in a cgroupns plan, which makes none, reserved twice what its
+// paths hold: 50 MiB for 1000 cpuset mounts near PATH_MAX deep.
+func pathsSize(mounts []*mountinfo.Info, cpuset map[string][2][]byte, binds bool) int {
 	n := 0
 	for _, m := range mounts {
 		if m.FSType == "cgroup" || m.FSType == "cgroup2" {
-			n += 5*len(m.Mountpoint) + 3*len(m.Root) + 2*len("/kubelet/kubelet.slice")
+			n += 2*len(m.Mountpoint) + len("/kubelet/kubelet.slice")
+			if binds {
+				n += 3*len(m.Mountpoint) + 3*len(m.Root) + len("/kubelet/kubelet.slice")
+			}
 		}
 		if _, ok := cpuset[m.Mountpoint]; ok {
 			// Each root's cpuset.cpus and cpuset.mems, in the mount
-			// and in its bind.
-			n += 8 * (len(m.Mountpoint) + len(m.Root) + len("/kubelet.slice/cpuset.mems"))
+			// (and in its bind).
+			k := len(m.Mountpoint) + len("/kubelet.slice/cpuset.mems")
+			if binds {
+				k = 2 * (k + len(m.Root))
+			}
+			n += 4 * k
 		}
 	}
 	return n
