@@ -76,7 +76,7 @@ func binaryUnderTest(t *testing.T, timeout time.Duration) (string, context.Conte
 	return bin, ctx
 }
 
-func buildEntrypoint(t *testing.T) string {
+func buildEntrypoint(t testing.TB) string {
 	t.Helper()
 	bin := filepath.Join(os.Getenv(nstest.SandboxDirEnv), "entrypoint")
 	f, err := elf.Open(bin)

@@ -23,7 +23,13 @@ func (b *builder) manifestFile() {
 }
 
 func (b *builder) write(w io.Writer) error {
-	zw := gzip.NewWriter(w)
+	// The fastest level: the archive's bulk is kernel tables (a mount
+	// table of up to 16 MiB), which the default level took half a
+	// second of CPU to compress, for a tenth less size (issue 24).
+	zw, err := gzip.NewWriterLevel(w, gzip.BestSpeed)
+	if err != nil {
+		return err
+	}
 	tw := tar.NewWriter(zw)
 	// Sorted by name, every directory comes before what it holds.
 	names := slices.SortedFunc(maps.Keys(b.entries), func(x, y string) int {

@@ -65,6 +65,24 @@ type V1Facts struct {
 	Cpuset map[string][2][]byte
 }
 
+// MaxV1Mounts is the most cgroup mounts fix_cgroup plans for on cgroup
+// v1. Its plan holds four to eight actions for each (kubelet roots, their
+// binds, cpuset files): the table's 16 MiB cap held 150k, whose plan took
+// 2 s and 460 MiB (issue 24). A v1 node has a dozen hierarchies, their
+// binds and their kubelet roots: under a hundred.
+const MaxV1Mounts = 1024
+
+// countCgroupMounts counts the cgroup (v1 or v2) mounts of a table.
+func countCgroupMounts(mounts []*mountinfo.Info) int {
+	n := 0
+	for _, m := range mounts {
+		if m.FSType == "cgroup" || m.FSType == "cgroup2" {
+			n++
+		}
+	}
+	return n
+}
+
 // DetectV1 reads the facts.
 func DetectV1(sys system.System, tbl *system.MountTable) (V1Facts, error) {
 	var f V1Facts
@@ -82,6 +100,9 @@ func DetectV1(sys system.System, tbl *system.MountTable) (V1Facts, error) {
 	}
 	if f.Mounts, err = tbl.Read(sys); err != nil {
 		return f, err
+	}
+	if n := countCgroupMounts(f.Mounts); n > MaxV1Mounts {
+		return f, fmt.Errorf("%s: %d cgroup mounts, more than the %d this step handles", system.MountinfoPath, n, MaxV1Mounts)
 	}
 	if fi, err := sys.Stat(miscDir); err == nil && fi.IsDir() {
 		f.MiscDir = true
@@ -176,11 +197,19 @@ func hasOption(opts, want string) bool {
 
 // PlanV1 returns fix_cgroup's actions on cgroup v1.
 func PlanV1(f V1Facts) ([]plan.Action, error) {
-	// Sized for the mounts, their full-path binds and two kubelet roots
-	// each: growing these maps was a good part of planning's allocations.
-	p := &v1Planner{f: f, mounted: make(map[string]bool, 4*len(f.Mounts)), cpuset: map[string][2][]byte{}}
+	// Sized for the mounts looked up, their full-path binds and two
+	// kubelet roots each: growing these maps was a good part of
+	// planning's allocations. Only mounts the plan may look up are in it
+	// (see lookedUp): 350k other mounts made a map of 50 MiB (issue 24).
+	var mounts []string
 	for _, m := range f.Mounts {
-		p.mounted[m.Mountpoint] = true
+		if lookedUp(m) {
+			mounts = append(mounts, m.Mountpoint)
+		}
+	}
+	p := &v1Planner{f: f, mounted: make(map[string]bool, 4*len(mounts)), cpuset: map[string][2][]byte{}}
+	for _, m := range mounts {
+		p.mounted[m] = true
 	}
 	shown := cpusetShown(f)
 	for _, m := range f.Mounts {
@@ -188,7 +217,7 @@ func PlanV1(f V1Facts) ([]plan.Action, error) {
 			p.cpuset[m.Mountpoint] = v
 		}
 	}
-	p.paths.Grow(pathsSize(f.Mounts, p.cpuset))
+	p.paths.Grow(pathsSize(f.Mounts, p.cpuset, f.Current != "/"))
 	actions := []plan.Action{DetectedV1()}
 	if f.Current == "/" {
 		actions = append(actions, plan.Info("detected cgroupns"))
@@ -255,6 +284,14 @@ func PlanV1(f V1Facts) ([]plan.Action, error) {
 	return p.kubeletRoots(actions, p.subsystems(binds)), nil
 }
 
+// lookedUp: m's mount point may be one the plan asks about (in
+// v1Planner.mounted): a cgroup mount (removed, bound, holding kubelet
+// roots), a mount under /sys/fs/cgroup (where binds go), or a kubelet
+// root, which goes right under a cgroup mount wherever that is.
+func lookedUp(m *mountinfo.Info) bool {
+	return m.FSType == "cgroup" || m.FSType == "cgroup2" || isUnder(m.Mountpoint, Root) || isKubeletRoot(m.Mountpoint)
+}
+
 type v1Planner struct {
 	f       V1Facts
 	mounted map[string]bool
@@ -279,18 +316,28 @@ func (p *v1Planner) join(parts ...string) string {
 }
 
 // pathsSize is about what p.paths holds for a plan over mounts (at most
-// a little more): the bind of each cgroup mount at its full path, and in
-// both the kubelet roots with, for cpuset, their two files.
-func pathsSize(mounts []*mountinfo.Info, cpuset map[string][2][]byte) int {
+// a little more): the kubelet roots in each cgroup mount with, for
+// cpuset, their two files; without cgroupns (binds), the bind of each
+// cgroup mount at its full path and the same in each bind. Counting the
+// binds in a cgroupns plan, which makes none, reserved twice what its
+// paths hold: 50 MiB for 1000 cpuset mounts near PATH_MAX deep.
+func pathsSize(mounts []*mountinfo.Info, cpuset map[string][2][]byte, binds bool) int {
 	n := 0
 	for _, m := range mounts {
 		if m.FSType == "cgroup" || m.FSType == "cgroup2" {
-			n += 5*len(m.Mountpoint) + 3*len(m.Root) + 2*len("/kubelet/kubelet.slice")
+			n += 2*len(m.Mountpoint) + len("/kubelet/kubelet.slice")
+			if binds {
+				n += 3*len(m.Mountpoint) + 3*len(m.Root) + len("/kubelet/kubelet.slice")
+			}
 		}
 		if _, ok := cpuset[m.Mountpoint]; ok {
 			// Each root's cpuset.cpus and cpuset.mems, in the mount
-			// and in its bind.
-			n += 8 * (len(m.Mountpoint) + len(m.Root) + len("/kubelet.slice/cpuset.mems"))
+			// (and in its bind).
+			k := len(m.Mountpoint) + len("/kubelet.slice/cpuset.mems")
+			if binds {
+				k = 2 * (k + len(m.Root))
+			}
+			n += 4 * k
 		}
 	}
 	return n
@@ -307,9 +354,12 @@ type cgroupShown struct {
 func cpusetShown(f V1Facts) map[cgroupShown][2][]byte {
 	out := map[cgroupShown][2][]byte{}
 	for _, h := range f.Mounts {
+		if !isCpusetMount(h) { // first: a table may hold 700k other mounts
+			continue
+		}
 		v, ok := f.Cpuset[h.Mountpoint]
 		k := cgroupShown{h.Major, h.Minor, h.Root}
-		if _, seen := out[k]; ok && !seen && isCpusetMount(h) {
+		if _, seen := out[k]; ok && !seen {
 			out[k] = v
 		}
 	}

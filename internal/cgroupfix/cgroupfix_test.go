@@ -551,6 +551,25 @@ func TestDetectV1(t *testing.T) {
 	}
 }
 
+// cgroupMounts is a mount table of n cpuset mounts, as many as
+// MaxV1Mounts allows when n is its value.
+func cgroupMounts(n int) string {
+	var b strings.Builder
+	for i := range n {
+		b.WriteString(cg(100+i, "0:36", "/", "cpuset/c"+itoa(i), "cpuset", "") + "\n")
+	}
+	return b.String()
+}
+
+// TestDetectV1AtCap: as many cgroup mounts as the cap allows are planned.
+func TestDetectV1AtCap(t *testing.T) {
+	files := map[string]string{"proc/self/cgroup": "1:cpu:/\n", "proc/self/mountinfo": cgroupMounts(MaxV1Mounts)}
+	f, err := DetectV1(hosttest.Tree(t, files), nil)
+	if err != nil || len(f.Mounts) != MaxV1Mounts {
+		t.Fatalf("DetectV1 of %d cgroup mounts: %d mounts, %v", MaxV1Mounts, len(f.Mounts), err)
+	}
+}
+
 func TestDetectV1Errors(t *testing.T) {
 	tests := []struct {
 		name    string
@@ -573,6 +592,12 @@ func TestDetectV1Errors(t *testing.T) {
 				"proc/self/mountinfo": cg(31, "0:26", "/", "cpu,cpuset", "cpu,cpuset", "") + "\n",
 			},
 			"open /sys/fs/cgroup/cpu,cpuset/cpuset.cpus: no such file or directory",
+		},
+		{
+			// The cap, before any cpuset file is read.
+			"cgroup mounts over the cap",
+			map[string]string{"proc/self/cgroup": "1:cpu:/\n", "proc/self/mountinfo": cgroupMounts(MaxV1Mounts + 1)},
+			"/proc/self/mountinfo: 1025 cgroup mounts, more than the 1024 this step handles",
 		},
 	}
 	for _, tt := range tests {

@@ -17,12 +17,18 @@ const dockerEmbeddedDNS = "127.0.0.11"
 // output. It is the same measure as the reference's `grep -c '^-'`, taken from
 // kubernetes-sigs/iptables-wrappers: the backend holding more rules is the one
 // the host (and so the node) is really using.
+//
+// One pass over the bytes, a '-' counting where a line starts: a line at
+// a time cost a call for each, 0.8 s of CPU for 64 MiB of blank lines
+// (issue 24).
 func CountRules(save []byte) int {
 	n := 0
-	for line := range bytes.Lines(save) {
-		if line[0] == '-' {
+	start := true
+	for _, c := range save {
+		if start && c == '-' {
 			n++
 		}
+		start = c == '\n'
 	}
 	return n
 }

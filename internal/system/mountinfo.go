@@ -6,7 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"path"
+	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/moby/sys/mountinfo"
 
@@ -44,9 +46,17 @@ func ParseMountinfoFile(b []byte) ([]*mountinfo.Info, error) {
 // as every other table parser of the steps skips one; the library refuses
 // it as a line of too few fields.
 func ParseMountinfo(b []byte) ([]*mountinfo.Info, error) {
-	mi, err := mountinfo.GetMountsFromReader(bytes.NewReader(withoutBlankLines(b)), nil)
-	if err != nil {
-		return nil, mountinfoLineError(b, err)
+	return parseMountinfoText(string(b), b)
+}
+
+// parseMountinfoText is ParseMountinfo of text, which holds b.
+func parseMountinfoText(text string, b []byte) ([]*mountinfo.Info, error) {
+	mi, ok := parseMountinfoLines(text)
+	if !ok {
+		var err error
+		if mi, err = mountinfo.GetMountsFromReader(bytes.NewReader(withoutBlankLines(b)), nil); err != nil {
+			return nil, mountinfoLineError(b, err)
+		}
 	}
 	if len(mi) == 0 {
 		return nil, errors.New("no mounts")
@@ -63,6 +73,132 @@ func ParseMountinfo(b []byte) ([]*mountinfo.Info, error) {
 			return nil, fmt.Errorf("mount %d (ID %d): mount point %s, root %s: not a clean absolute path", i+1, m.ID, logline.QuoteClipped(m.Mountpoint), logline.QuoteClipped(m.Root))
 		}
 	}
+	return mi, nil
+}
+
+// parseMountinfoLines reads the mount table text as the library reads
+// it (the fuzzer compares them), with one allocation for all its mounts
+// instead of three or four for each: its strings are text's own, escapes
+// aside. A table at its 16 MiB cap holds 350k short mounts; the library's
+// parse allocated 780 bytes each, 270 MiB. ok is false when a line is one
+// the library refuses, or is too long for its scanner: the library then
+// parses the table, and its error names the line.
+func parseMountinfoLines(text string) (mi []*mountinfo.Info, ok bool) {
+	n := 0 // lines that are not blank: a table of blank lines holds none
+	for line := range strings.Lines(text) {
+		if len(strings.TrimSpace(line)) != 0 {
+			n++
+		}
+	}
+	infos := make([]mountinfo.Info, 0, n)
+	var fields []string // one line's, reused
+	for line := range strings.Lines(text) {
+		if len(line) >= bufio.MaxScanTokenSize {
+			return nil, false
+		}
+		if len(strings.TrimSpace(line)) == 0 {
+			continue
+		}
+		// The scanner's line: without its newline and one CR before it.
+		line = strings.TrimSuffix(strings.TrimSuffix(line, "\n"), "\r")
+		fields = fields[:0]
+		for rest := line; ; {
+			f, after, found := strings.Cut(rest, " ")
+			fields = append(fields, f)
+			if !found {
+				break
+			}
+			rest = after
+		}
+		// Six fields, the optional ones, "-", then three (the last one
+		// may hold spaces, as old kernels printed a cifs source).
+		if len(fields) < 10 {
+			return nil, false
+		}
+		sep := len(fields) - 4
+		for fields[sep] != "-" {
+			if sep--; sep == 5 {
+				return nil, false
+			}
+		}
+		major, minor, found := strings.Cut(fields[2], ":")
+		if !found {
+			return nil, false
+		}
+		infos = append(infos, mountinfo.Info{
+			ID:         atoiOrZero(fields[0]),
+			Parent:     atoiOrZero(fields[1]),
+			Major:      atoiOrZero(major),
+			Minor:      atoiOrZero(minor),
+			Root:       unescapeOctal(fields[3]),
+			Mountpoint: unescapeOctal(fields[4]),
+			Options:    fields[5],
+			Optional:   strings.Join(fields[6:sep], " "),
+			FSType:     unescapeOctal(fields[sep+1]),
+			Source:     unescapeOctal(fields[sep+2]),
+			VFSOptions: fields[sep+3],
+		})
+	}
+	mi = make([]*mountinfo.Info, len(infos))
+	for i := range infos {
+		mi[i] = &infos[i]
+	}
+	return mi, true
+}
+
+// atoiOrZero is s as a decimal number, 0 if it is not one (as the library
+// reads a number field).
+func atoiOrZero(s string) int {
+	n, _ := strconv.Atoi(s)
+	return n
+}
+
+// unescapeOctal undoes the kernel's escapes of a mountinfo path field: a
+// backslash and three octal digits, the first 0 or 1 (space, tab,
+// newline, backslash). Anything else stays as it is. s itself when it has
+// no backslash.
+func unescapeOctal(s string) string {
+	if strings.IndexByte(s, '\\') < 0 {
+		return s
+	}
+	out := make([]byte, 0, len(s))
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c == '\\' && i+3 < len(s) && (s[i+1] == '0' || s[i+1] == '1') && isOctal(s[i+2]) && isOctal(s[i+3]) {
+			c = (s[i+1]-'0')<<6 | (s[i+2]-'0')<<3 | (s[i+3] - '0')
+			i += 3
+		}
+		out = append(out, c)
+	}
+	return string(out)
+}
+
+func isOctal(c byte) bool { return '0' <= c && c <= '7' }
+
+// shared is the last mount table parsed for reading only, and its text:
+// the steps' MountTable and a Tree's lookups (FSType) read the same table,
+// which at its 16 MiB cap parses to some 70 MiB (issue 24). One parse of
+// it is kept, whoever reads it; a table that changed is parsed again.
+var shared struct {
+	mu   sync.Mutex
+	text string
+	mi   []*mountinfo.Info
+}
+
+// parseShared is ParseMountinfoFile for reading only: what it returns is
+// shared, and must never be changed.
+func parseShared(b []byte) ([]*mountinfo.Info, error) {
+	shared.mu.Lock()
+	defer shared.mu.Unlock()
+	if shared.mi != nil && string(b) == shared.text {
+		return shared.mi, nil
+	}
+	text := string(b)
+	mi, err := parseMountinfoText(text, b)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", MountinfoPath, err)
+	}
+	shared.text, shared.mi = text, mi
 	return mi, nil
 }
 

@@ -1,7 +1,6 @@
 package system
 
 import (
-	"bytes"
 	"strings"
 
 	"github.com/moby/sys/mountinfo"
@@ -9,18 +8,16 @@ import (
 
 // MountTable reads the mount table for one run of the steps, parsing it
 // again only when it changed since the last read: steps 4 to 8 each need
-// it, and parsing it is most of their allocations (moby's parser, ~3 per
-// line). What Read returns is shared: read it, never change it. A nil
-// MountTable parses on every read.
+// it. What Read returns is shared (with every other reader of the same
+// table, see parseShared): read it, never change it. A nil MountTable
+// parses on every read.
 type MountTable struct {
 	// Fixed: nothing changes the table while it is used (a dry run), so
 	// the file is read once, and its first answer (error included) kept.
 	Fixed bool
 	read  bool
 	err   error
-
-	data []byte
-	mi   []*mountinfo.Info
+	mi    []*mountinfo.Info
 }
 
 // Read is ReadMountinfo, from the last parse when the file is unchanged.
@@ -31,25 +28,15 @@ func (t *MountTable) Read(sys System) ([]*mountinfo.Info, error) {
 	if t.Fixed && t.read {
 		return t.mi, t.err
 	}
-	mi, err := t.read1(sys)
-	t.read, t.err = true, err
-	return mi, err
-}
-
-func (t *MountTable) read1(sys System) ([]*mountinfo.Info, error) {
 	b, err := sys.ReadFile(MountinfoPath, LimitTable)
+	if err == nil {
+		t.mi, err = parseShared(b)
+	}
+	t.read, t.err = true, err
 	if err != nil {
-		return nil, err
+		t.mi = nil
 	}
-	if t.mi != nil && bytes.Equal(b, t.data) {
-		return t.mi, nil
-	}
-	mi, err := ParseMountinfoFile(b)
-	if err != nil {
-		return nil, err
-	}
-	t.data, t.mi = b, mi
-	return mi, nil
+	return t.mi, err
 }
 
 // Top is the mount visible at mountpoint p (the last one mounted there), or

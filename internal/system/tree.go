@@ -9,8 +9,6 @@ import (
 	"path/filepath"
 	"slices"
 	"sync"
-
-	"github.com/moby/sys/mountinfo"
 )
 
 // ProbeDir is the directory inside a Tree that answers the questions files
@@ -67,16 +65,11 @@ type Tree struct {
 	// unmounted are mount points unmounted here: what the tree holds below
 	// them stood for the unmounted filesystem, so it goes with it.
 	unmounted map[string]bool
-	// parsed is the last parse of Root's mountinfo and the bytes it came
-	// from, for the lookups that only read it (FSType is asked for
-	// several paths of one unchanged table in every dry run).
+	// scratch holds the last read of Root's mountinfo, for the lookups
+	// that only read it (FSType is asked for several paths of one
+	// unchanged table in every dry run).
 	parsedMu sync.Mutex
-	parsed   struct {
-		ok      bool
-		data    []byte
-		mounts  []*mountinfo.Info
-		scratch []byte
-	}
+	scratch  []byte
 }
 
 var _ System = (*Tree)(nil)

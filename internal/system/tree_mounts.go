@@ -6,7 +6,6 @@ package system
 // from that table (FSType, bind-mounted files) read it here.
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"path"
@@ -26,30 +25,18 @@ func (t *Tree) mounts() ([]*mountinfo.Info, error) {
 	return ParseMountinfoFile(b)
 }
 
-// readMounts is mounts for reading only: the result is shared, and must
-// not be changed. It is parsed again only when the file changed. FSType
-// reads the file for every path it is asked about: it is read into a
-// buffer kept for that (the bytes of the last parse and a scratch one,
-// swapped when the file changed).
+// readMounts is mounts for reading only: the result is shared (see
+// parseShared), and must not be changed. FSType reads the file for every
+// path it is asked about: it is read into a buffer kept for that.
 func (t *Tree) readMounts() ([]*mountinfo.Info, error) {
 	t.parsedMu.Lock()
 	defer t.parsedMu.Unlock()
-	b, err := t.readIn(MountinfoPath, LimitTable, t.parsed.scratch)
+	b, err := t.readIn(MountinfoPath, LimitTable, t.scratch)
 	if err != nil {
 		return nil, err
 	}
-	if t.parsed.ok && bytes.Equal(b, t.parsed.data) {
-		t.parsed.scratch = b
-		return t.parsed.mounts, nil
-	}
-	mounts, err := ParseMountinfoFile(b)
-	if err != nil {
-		t.parsed.scratch = b
-		return nil, err
-	}
-	t.parsed.ok, t.parsed.mounts = true, mounts
-	t.parsed.data, t.parsed.scratch = b, t.parsed.data
-	return mounts, nil
+	t.scratch = b
+	return parseShared(b)
 }
 
 func (t *Tree) isMountpoint(p string) bool {
