@@ -16,8 +16,11 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
+	"time"
 
 	"github.com/moby/sys/mountinfo"
 	"golang.org/x/sys/unix"
@@ -25,44 +28,94 @@ import (
 	"github.com/kind-entrypoint/entrypoint/internal/system"
 )
 
-// selfCommand runs this test binary again: /proc/self/exe natively, and
-// under an emulator the emulator again on the binary's path (which the
-// emulator answers for os.Executable).
-func selfCommand() (*exec.Cmd, error) {
+// selfCommand runs this test binary again, with env and this process's
+// standard files: /proc/self/exe natively, and under an emulator the
+// emulator again on the binary's path (which the emulator answers for
+// os.Executable).
+func selfCommand(env []string) (*exec.Cmd, error) {
+	var cmd *exec.Cmd
 	if Emulator() == "" {
-		cmd := exec.Command("/proc/self/exe", os.Args[1:]...)
+		cmd = exec.Command("/proc/self/exe", os.Args[1:]...)
 		cmd.Args[0] = os.Args[0]
-		return cmd, nil
+	} else {
+		self, err := os.Executable()
+		if err != nil {
+			return nil, err
+		}
+		cmd = Command(context.Background(), self, os.Args[1:]...)
 	}
-	self, err := os.Executable()
-	if err != nil {
-		return nil, err
-	}
-	return Command(context.Background(), self, os.Args[1:]...), nil
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
+	cmd.Env = env
+	return cmd, nil
 }
 
-// runInMountNS runs cmd in a new mount namespace whose "/" is recursively
-// private, killed if its parent dies, and returns the error of its start
-// or of its wait. Natively the kernel makes the namespace as it clones the
-// child (CLONE_NEWNS); under an emulator see onUnsharedThread, whose
-// thread waits for cmd here: Pdeathsig is the death of that thread.
-func runInMountNS(cmd *exec.Cmd, hostNS string) (startErr, waitErr error) {
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if Emulator() == "" {
-		cmd.SysProcAttr.Cloneflags = syscall.CLONE_NEWNS
-		if err := cmd.Start(); err != nil {
+// runInMountNS runs the command newCmd makes in a new mount namespace
+// whose "/" is recursively private, killed if its parent dies, and returns
+// the error of its start or of its wait. Natively the kernel makes the
+// namespace as it clones the child (CLONE_NEWNS); under an emulator see
+// onUnsharedThread, whose thread waits for the command (Pdeathsig is the
+// death of that thread), and startTimely: a child that hung before it ran
+// is started again, twice at most.
+func runInMountNS(newCmd func() (*exec.Cmd, error), hostNS string) (startErr, waitErr error) {
+	for attempt := 1; ; attempt++ {
+		cmd, err := newCmd()
+		if err != nil {
 			return err, nil
 		}
-		return nil, cmd.Wait()
-	}
-	startErr = onUnsharedThread(unix.CLONE_NEWNS, hostNS, func() error {
-		if err := cmd.Start(); err != nil {
-			return err
+		cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+		if Emulator() == "" {
+			cmd.SysProcAttr.Cloneflags = syscall.CLONE_NEWNS
+			if err := cmd.Start(); err != nil {
+				return err, nil
+			}
+			return nil, cmd.Wait()
 		}
-		waitErr = cmd.Wait()
-		return nil
-	})
-	return startErr, waitErr
+		var hung bool
+		startErr = onUnsharedThread(unix.CLONE_NEWNS, hostNS, func() error {
+			if hung, err = startTimely(cmd); err != nil {
+				return err
+			}
+			waitErr = cmd.Wait()
+			return nil
+		})
+		if !hung || startErr != nil || attempt == 3 {
+			return startErr, waitErr
+		}
+		fmt.Fprintf(os.Stderr, "nstest: under %s the sandbox's process hung before it ran (%v): starting it again\n", Emulator(), errHung)
+	}
+}
+
+// startLimit is how long a command forked under an emulator may take to
+// exec; natively it takes milliseconds.
+const startLimit = 60 * time.Second
+
+// errHung says why startTimely killed a child.
+var errHung = fmt.Errorf("qemu-user 7.2 at times deadlocks in the child it forks, on a lock of its own, before the exec; killed after %v", startLimit)
+
+// startTimely is cmd.Start, called on the thread that forks (locked),
+// under an emulator, with a watchdog: when the child has not exec'd after
+// startLimit, every child of this thread is killed (then cmd.Start
+// returns, and cmd.Wait reports the kill), and hung is true.
+func startTimely(cmd *exec.Cmd) (hung bool, err error) {
+	children := fmt.Sprintf("/proc/%d/task/%d/children", os.Getpid(), unix.Gettid())
+	var fired atomic.Bool
+	stop := make(chan struct{})
+	go func() {
+		select {
+		case <-stop:
+		case <-time.After(startLimit):
+			fired.Store(true)
+			b, _ := os.ReadFile(children)
+			for _, f := range strings.Fields(string(b)) {
+				if pid, err := strconv.Atoi(f); err == nil {
+					unix.Kill(pid, unix.SIGKILL)
+				}
+			}
+		}
+	}()
+	err = cmd.Start()
+	close(stop)
+	return fired.Load(), err
 }
 
 // StartIn starts cmd in new namespaces (flags: CLONE_NEWNS, CLONE_NEWNET,
@@ -85,7 +138,14 @@ func StartIn(cmd *exec.Cmd, flags uintptr) error {
 	if err != nil {
 		return err
 	}
-	return onUnsharedThread(int(flags), hostNS, cmd.Start)
+	return onUnsharedThread(int(flags), hostNS, func() error {
+		hung, err := startTimely(cmd)
+		if err == nil && hung {
+			cmd.Wait()
+			err = errHung
+		}
+		return err
+	})
 }
 
 // onUnsharedThread runs fn on a thread of its own that unshare(2) moved

@@ -94,19 +94,13 @@ func runSandboxed(prepare func(dir string) error) int {
 		}
 	}
 	before := snapshot()
-	cmd, err := selfCommand()
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "FAIL: nstest: %v\n", err)
-		return 1
-	}
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
 	tmp := filepath.Join(dir, "tmp")
 	if err := os.Mkdir(tmp, 0o700); err != nil {
 		fmt.Fprintf(os.Stderr, "FAIL: nstest: %v\n", err)
 		return 1
 	}
-	cmd.Env = append(os.Environ(), sandboxEnv+"="+hostNS, SandboxDirEnv+"="+dir, "TMPDIR="+tmp)
-	startErr, waitErr := runInMountNS(cmd, hostNS)
+	env := append(os.Environ(), sandboxEnv+"="+hostNS, SandboxDirEnv+"="+dir, "TMPDIR="+tmp)
+	startErr, waitErr := runInMountNS(func() (*exec.Cmd, error) { return selfCommand(env) }, hostNS)
 	if err := startErr; err != nil {
 		if errors.Is(err, unix.EPERM) || errors.Is(err, unix.EINVAL) || errors.Is(err, unix.ENOSYS) {
 			return skip(fmt.Sprintf("the kernel refuses a new mount namespace: %v", err))
