@@ -34,8 +34,9 @@ vet:
 unit: vet
 	$(GO) test -count=1 ./...
 
-# The unit and golden tests built for arm64, run under qemu-user (installed
-# if missing); see test/arm64/run.sh.
+# The unit, golden and privileged tests built for arm64, run as root under
+# qemu-user (installed if missing), with a count per package; not in `test`
+# (its time: docs/testing.md, "arm64 under qemu-user"). See test/arm64/run.sh.
 test-arm64:
 	bash test/arm64/run.sh
 

@@ -99,9 +99,18 @@ type result struct {
 
 func runCmd(t *testing.T, cmd *exec.Cmd) result {
 	t.Helper()
+	return runStarted(t, cmd, cmd.Start)
+}
+
+// runStarted is runCmd with start starting cmd.
+func runStarted(t *testing.T, cmd *exec.Cmd, start func() error) result {
+	t.Helper()
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	err := cmd.Run()
+	err := start()
+	if err == nil {
+		err = cmd.Wait()
+	}
 	var exitErr *exec.ExitError
 	if err != nil && !errors.As(err, &exitErr) {
 		t.Fatalf("%s: %v", cmd, err)
@@ -112,37 +121,45 @@ func runCmd(t *testing.T, cmd *exec.Cmd) result {
 }
 
 // sandboxed runs bin with args in an empty root of its own, in new mount
-// and network namespaces.
+// and network namespaces. Under an emulator the emulator (static) is
+// copied into the root beside the binary, and runs it.
 func sandboxed(t *testing.T, ctx context.Context, bin string, args ...string) result {
 	t.Helper()
-	nstest.SkipEmulated(t, "the run is started in a chroot with new mount and network namespaces, and qemu-user refuses clone(2) with CLONE_NEWNS|CLONE_NEWNET (EINVAL)")
 	root := t.TempDir()
-	b, err := os.ReadFile(bin)
-	if err != nil {
-		t.Fatal(err)
+	files := map[string]string{"entrypoint": bin}
+	argv := append([]string{"/entrypoint"}, args...)
+	if emu := nstest.Emulator(); emu != "" {
+		files[filepath.Base(emu)] = emu
+		argv = append([]string{"/" + filepath.Base(emu)}, argv...)
 	}
-	if err := os.WriteFile(filepath.Join(root, "entrypoint"), b, 0o755); err != nil {
-		t.Fatal(err)
+	for name, src := range files {
+		b, err := os.ReadFile(src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(root, name), b, 0o755); err != nil {
+			t.Fatal(err)
+		}
 	}
 	// A copy of the sandbox's mount namespace, which is private: nothing
 	// the binary mounts propagates to another namespace.
 	if !nstest.InSandbox() {
 		t.Fatal("sandboxed runs the binary as root in a chroot: only from the sandbox's private mount namespace (nstest.Sandbox)")
 	}
-	cmd := exec.CommandContext(ctx, "/entrypoint", args...)
-	cmd.Path = "/entrypoint"
+	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
+	cmd.Path = argv[0]
 	// Dir "/": the working directory, inside the chroot, not the test's
 	// outside it.
 	cmd.Dir = "/"
-	cmd.SysProcAttr = &syscall.SysProcAttr{Chroot: root, Cloneflags: syscall.CLONE_NEWNS | syscall.CLONE_NEWNET}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Chroot: root}
 	cmd.Env = []string{}
-	r := runCmd(t, cmd)
+	r := runStarted(t, cmd, func() error { return nstest.StartIn(cmd, syscall.CLONE_NEWNS|syscall.CLONE_NEWNET) })
 	entries, err := os.ReadDir(root)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(entries) != 1 {
-		t.Errorf("the refused run changed its root: %d entries, want only the binary", len(entries))
+	if len(entries) != len(files) {
+		t.Errorf("the refused run changed its root: %d entries, want only the %d files put there", len(entries), len(files))
 	}
 	return r
 }

@@ -10,7 +10,8 @@
 // thread, which stays in the original namespace.
 //
 // A package with such tests wires its TestMain to Main. This package imports
-// neither system nor mounts, so that their own tests may import it.
+// system only for its mount flags, and not mounts: their own tests, which
+// import it, are external test packages (system_test, mounts_test).
 //
 // Only tests import it.
 package nstest

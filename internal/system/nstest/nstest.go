@@ -209,11 +209,8 @@ func Unshare(t testing.TB, flags int) {
 	if flags&unix.CLONE_NEWNS == 0 {
 		return
 	}
-	if nsLink(t, "/proc/thread-self/ns/mnt") == hostMnt {
-		t.Fatal("nstest: still in the original mount namespace after unshare")
-	}
-	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
-		t.Fatalf("make / rprivate in the test's mount namespace: %v", err)
+	if _, err := leftMountNS(hostMnt); err != nil {
+		t.Fatal(err)
 	}
 }
 
@@ -230,15 +227,23 @@ func nsLink(t testing.TB, p string) string {
 // namespace. Call it from a goroutine that Unshare locked.
 func ThreadMountinfo(t testing.TB) []*mountinfo.Info {
 	t.Helper()
-	b, err := os.ReadFile("/proc/thread-self/mountinfo")
+	mi, err := threadMounts()
 	if err != nil {
 		t.Fatal(err)
 	}
+	return mi
+}
+
+func threadMounts() ([]*mountinfo.Info, error) {
+	b, err := os.ReadFile("/proc/thread-self/mountinfo")
+	if err != nil {
+		return nil, err
+	}
 	mi, err := mountinfo.GetMountsFromReader(bytes.NewReader(b), nil)
 	if err != nil {
-		t.Fatalf("/proc/thread-self/mountinfo: %v", err)
+		return nil, fmt.Errorf("/proc/thread-self/mountinfo: %w", err)
 	}
-	return mi
+	return mi, nil
 }
 
 // Top is the mount visible at mountpoint p (the last one there), or nil.

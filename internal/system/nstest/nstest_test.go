@@ -1,6 +1,12 @@
 package nstest
 
-import "testing"
+import (
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/moby/sys/mountinfo"
+)
 
 func TestDiffLines(t *testing.T) {
 	for _, c := range []struct{ a, b, want string }{
@@ -12,5 +18,33 @@ func TestDiffLines(t *testing.T) {
 		if got := DiffLines(c.a, c.b); got != c.want {
 			t.Errorf("DiffLines(%q, %q) = %q, want %q", c.a, c.b, got, c.want)
 		}
+	}
+}
+
+// TestReachableMounts: a mount covered by another on its mountpoint, and
+// every mount below it, is out of reach; the one covering it is not.
+func TestReachableMounts(t *testing.T) {
+	// As on a machine where /dev/shm and /dev/pts were each mounted twice,
+	// and a mount below the first /dev/pts is hidden with it.
+	table := `27 1 254:0 / / rw,relatime - ext4 /dev/vda rw
+24 27 0:6 / /dev rw,relatime - devtmpfs devtmpfs rw
+25 24 0:23 / /dev/shm rw,relatime - tmpfs tmpfs rw
+26 24 0:24 / /dev/pts rw,relatime - devpts devpts rw
+29 26 0:26 / /dev/pts rw,relatime - devpts devpts rw
+30 25 0:27 / /dev/shm rw,relatime - tmpfs tmpfs rw
+31 26 0:28 / /dev/pts/x rw,relatime - tmpfs tmpfs rw
+32 29 0:29 / /dev/pts/y rw,relatime - tmpfs tmpfs rw
+33 32 0:30 / /dev/pts/y rw,relatime - tmpfs tmpfs rw
+`
+	mi, err := mountinfo.GetMountsFromReader(strings.NewReader(table), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []int
+	for _, m := range reachableMounts(mi) {
+		got = append(got, m.ID)
+	}
+	if want := []int{27, 24, 29, 30, 33}; !slices.Equal(got, want) {
+		t.Errorf("reachable mounts %v, want %v", got, want)
 	}
 }

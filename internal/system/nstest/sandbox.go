@@ -12,7 +12,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 
 	"golang.org/x/sys/unix"
@@ -48,6 +47,12 @@ const SandboxDirEnv = "NSTEST_SANDBOX_DIR"
 // what needs the machine (building the binary with the go command's
 // cache). Without root, or where the kernel refuses the namespace, the
 // package's tests are skipped with a message.
+//
+// Under a user-mode emulator (make test-arm64) the sandbox is the same,
+// made another way (emulated.go): a thread unshares the namespace and
+// starts the emulator on the test binary from there, and each mount is
+// remounted read-only where mount_setattr is missing. Either way every
+// mount a path leads to must be read-only before the tests start.
 func Sandbox(m *testing.M, prepare func(dir string) error) {
 	if InSandbox() {
 		Main(m) // a process the sandboxed tests started (a fuzzing worker)
@@ -89,17 +94,14 @@ func runSandboxed(prepare func(dir string) error) int {
 		}
 	}
 	before := snapshot()
-	cmd := exec.Command("/proc/self/exe", os.Args[1:]...)
-	cmd.Args[0] = os.Args[0]
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
 	tmp := filepath.Join(dir, "tmp")
 	if err := os.Mkdir(tmp, 0o700); err != nil {
 		fmt.Fprintf(os.Stderr, "FAIL: nstest: %v\n", err)
 		return 1
 	}
-	cmd.Env = append(os.Environ(), sandboxEnv+"="+hostNS, SandboxDirEnv+"="+dir, "TMPDIR="+tmp)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Cloneflags: syscall.CLONE_NEWNS, Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
+	env := append(os.Environ(), sandboxEnv+"="+hostNS, SandboxDirEnv+"="+dir, "TMPDIR="+tmp)
+	startErr, waitErr := runInMountNS(func() (*exec.Cmd, error) { return selfCommand(env) }, hostNS)
+	if err := startErr; err != nil {
 		if errors.Is(err, unix.EPERM) || errors.Is(err, unix.EINVAL) || errors.Is(err, unix.ENOSYS) {
 			return skip(fmt.Sprintf("the kernel refuses a new mount namespace: %v", err))
 		}
@@ -107,7 +109,7 @@ func runSandboxed(prepare func(dir string) error) int {
 		return 1
 	}
 	code := 0
-	if err := cmd.Wait(); err != nil {
+	if err := waitErr; err != nil {
 		var exit *exec.ExitError
 		if !errors.As(err, &exit) {
 			fmt.Fprintf(os.Stderr, "FAIL: nstest: %v\n", err)
@@ -128,23 +130,20 @@ func runSandboxed(prepare func(dir string) error) int {
 // enterSandbox makes the mount namespace the process runs in (a new one,
 // not hostNS) read-only but for the run's writable directories.
 func enterSandbox(hostNS string) error {
-	ns, err := os.Readlink("/proc/self/ns/mnt")
+	// Private first: no mount made here propagates to a peer outside.
+	ns, err := leftMountNS(hostNS)
 	if err != nil {
 		return err
 	}
-	if ns == hostNS {
-		return fmt.Errorf("still in the machine's mount namespace %s: refusing to change its mounts", ns)
-	}
 	dirs := writableDirs()
-	// Private first: no mount made here propagates to a peer outside.
-	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
-		return fmt.Errorf("make / rprivate: %w", err)
-	}
 	// Every mount read-only: a flag of each mount of this namespace, set
 	// without resolving a path through an automount point.
 	ro := &unix.MountAttr{Attr_set: unix.MOUNT_ATTR_RDONLY}
-	if err := unix.MountSetattr(unix.AT_FDCWD, "/", unix.AT_RECURSIVE|unix.AT_NO_AUTOMOUNT, ro); err != nil {
+	if err := mountSetattr("/", unix.AT_RECURSIVE|unix.AT_NO_AUTOMOUNT, ro); err != nil {
 		return fmt.Errorf("make every mount read-only (mount_setattr): %w", err)
+	}
+	if err := checkAllReadOnly(); err != nil {
+		return err
 	}
 	// The temporary files in memory: the tests that copy trees hundreds
 	// of times are slow on a disk, and nothing of them outlives the run.
@@ -157,7 +156,7 @@ func enterSandbox(hostNS string) error {
 		if err := unix.Mount(d, d, "", unix.MS_BIND|unix.MS_REC, ""); err != nil {
 			return fmt.Errorf("bind %s: %w", d, err)
 		}
-		if err := unix.MountSetattr(unix.AT_FDCWD, d, unix.AT_RECURSIVE|unix.AT_NO_AUTOMOUNT, rw); err != nil {
+		if err := mountSetattr(d, unix.AT_RECURSIVE|unix.AT_NO_AUTOMOUNT, rw); err != nil {
 			return fmt.Errorf("make %s writable: %w", d, err)
 		}
 	}
@@ -260,7 +259,7 @@ func Writable(t testing.TB, p string) {
 		t.Fatal("nstest.Writable: call Unshare(CLONE_NEWNS) first: the mount would change for every test")
 	}
 	rw := &unix.MountAttr{Attr_clr: unix.MOUNT_ATTR_RDONLY}
-	if err := unix.MountSetattr(unix.AT_FDCWD, p, unix.AT_NO_AUTOMOUNT|unix.AT_SYMLINK_NOFOLLOW, rw); err != nil {
+	if err := mountSetattr(p, unix.AT_NO_AUTOMOUNT|unix.AT_SYMLINK_NOFOLLOW, rw); err != nil {
 		t.Fatalf("make %s writable in the test's mount namespace: %v", p, err)
 	}
 }
