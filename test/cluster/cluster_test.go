@@ -541,7 +541,15 @@ spec:
 // addrs: the container's addresses on its networks, IPv4 first.
 func (c *cluster) addrs(t *testing.T, container string) []netip.Addr {
 	t.Helper()
-	out, err := c.cli(time.Minute, nil, "inspect", "-f", "{{range .NetworkSettings.Networks}}{{.IPAddress}} {{.GlobalIPv6Address}} {{end}}", container)
+	format := "{{range .NetworkSettings.Networks}}{{.IPAddress}} {{.GlobalIPv6Address}} {{end}}"
+	if c.provider == "nerdctl" {
+		// nerdctl (v1.7) lists as networks every interface that is up in
+		// the container's network namespace, named unknown-IFACE: on a node
+		// running pods, the CNI's veths too, each holding the pod network's
+		// gateway (ptp). The node's own addresses are eth0's.
+		format = `{{with index .NetworkSettings.Networks "unknown-eth0"}}{{.IPAddress}} {{.GlobalIPv6Address}}{{end}}`
+	}
+	out, err := c.cli(time.Minute, nil, "inspect", "-f", format, container)
 	if err != nil {
 		t.Fatal(err)
 	}
