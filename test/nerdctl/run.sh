@@ -140,6 +140,20 @@ cni_netconfpath = "$data/cni/net.d"
 EOF
 nerdctl=$bin/nerdctl
 
+# Containers of one nerdctl network reach each other whatever their
+# addresses, as on a Docker network: pods of one node reach pods of another
+# with pod addresses. nerdctl's networks run CNI's firewall plugin, which
+# accepts forwarded traffic only from and to each container's own address;
+# Docker sets FORWARD's policy to DROP, and with br_netfilter even traffic
+# between two ports of one bridge goes through FORWARD. Without this rule a
+# pod on the worker never reached CoreDNS or a pod on the control plane.
+# CNI-ADMIN is the plugin's chain for an administrator's own rules.
+fw_rule=(-m physdev --physdev-is-bridged -m comment --comment "kind-entrypoint-nerdctl: containers of one bridge reach each other" -j ACCEPT)
+for ipt in iptables ip6tables; do
+  "$ipt" -w -N CNI-ADMIN 2> /dev/null || true
+  "$ipt" -w -C CNI-ADMIN "${fw_rule[@]}" 2> /dev/null || "$ipt" -w -A CNI-ADMIN "${fw_rule[@]}" || die "$ipt: adding the CNI-ADMIN rule failed"
+done
+
 # remove_all removes every container and network of the tier's namespace
 # and CNI directory: all of them are the tier's.
 remove_all() {
@@ -158,6 +172,9 @@ stop_containerd() {
   wait "$containerd_pid" 2> /dev/null || true
   rm -f "$run_dir/containerd.pid"
   containerd_pid=
+  for ipt in iptables ip6tables; do
+    while "$ipt" -w -D CNI-ADMIN "${fw_rule[@]}" 2> /dev/null; do :; done
+  done
 }
 trap stop_containerd EXIT
 # A containerd an interrupted run left behind (its pid file, and its
