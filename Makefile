@@ -8,7 +8,7 @@ STATICCHECK_VERSION ?= v0.8.2
 
 export CGO_ENABLED := 0
 
-.PHONY: all build build-arm64 vet test test-arm64 unit e2e e2e-podman e2e-cluster e2e-cluster-matrix e2e-conformance e2e-vm e2e-vm-cluster run bench fuzz lint image clean
+.PHONY: all build build-arm64 vet test test-arm64 unit e2e e2e-podman e2e-cluster e2e-cluster-matrix e2e-nerdctl e2e-conformance e2e-vm e2e-vm-cluster run bench fuzz lint image clean
 
 all: build
 
@@ -64,6 +64,12 @@ e2e-cluster: build
 # test/cluster/README.md). Needs `make e2e-podman` first for the podman shape.
 e2e-cluster-matrix: build
 	bash test/cluster/run.sh --matrix
+
+# kind's nerdctl provider: a real 1+1 cluster from the cluster tier's image,
+# made, restarted and checked by the kind CLI under nerdctl and a containerd
+# of the tier's own; not in `test` (its time: see test/nerdctl/README.md).
+e2e-nerdctl: build
+	bash test/nerdctl/run.sh
 
 # Kubernetes' conformance suite, as kind's CI runs it, on our nodes and on
 # kind's script, with a comparison; not in `test` (its time: see

@@ -38,6 +38,10 @@ const (
 	envKind              = "CLUSTER_KIND"
 	envKindOld           = "CLUSTER_KIND_OLD"
 	envLogDir            = "CLUSTER_LOG_DIR"
+	// test/nerdctl/run.sh's: the nerdctl CLI kind runs, and the prefix of
+	// every name its test gives (run.sh removes leftovers by it)
+	envNerdctl       = "NERDCTL_CLI"
+	envNerdctlPrefix = "NERDCTL_NAME_PREFIX"
 )
 
 // docker runs the docker CLI with a fixed argv and a timeout.
@@ -45,7 +49,8 @@ func docker(timeout time.Duration, stdin []byte, args ...string) (string, error)
 	return tier.Run(timeout, stdin, "docker", args...)
 }
 
-// cli runs the cluster's container engine (docker or podman) the same way.
+// cli runs the cluster's container engine (docker, podman or nerdctl) the
+// same way.
 func (c *cluster) cli(timeout time.Duration, stdin []byte, args ...string) (string, error) {
 	return tier.Run(timeout, stdin, c.engine, args...)
 }
@@ -106,7 +111,8 @@ type spec struct {
 	controlPlanes, workers int
 	// family is kind's networking.ipFamily: ipv4 (when empty), ipv6, dual
 	family string
-	// engine is docker (when empty) or podman, kind's provider
+	// engine is kind's provider: docker (when empty), podman or nerdctl
+	// (nerdctl_test.go: the CLI NERDCTL_CLI names)
 	engine string
 	// prefix starts every name the cluster makes (namePrefix when empty)
 	prefix string
@@ -126,7 +132,9 @@ type cluster struct {
 	controlPlanes     int           // the first ones of nodes
 	lb                string        // kind's load balancer container, if any
 	family            string        // ipv4, ipv6 or dual
-	engine, prefix    string
+	provider          string        // kind's: docker, podman or nerdctl
+	engine            string        // the provider's CLI: its name, or nerdctl's path
+	prefix            string
 	env               []string
 	throwaways        int // containers made to hold old addresses
 	// createTime: from `kind create cluster` to every node Ready
@@ -189,7 +197,8 @@ func createCluster(t *testing.T, s spec) *cluster {
 	c := &cluster{name: id, image: s.image, kind: s.kind, net: id + "-net",
 		logDir: mustEnv(t, envLogDir), slow: time.Duration(max(s.slow, 1)),
 		controlPlanes: max(s.controlPlanes, 1), family: cmp.Or(s.family, "ipv4"),
-		engine: cmp.Or(s.engine, "docker"), prefix: prefix}
+		provider: cmp.Or(s.engine, "docker"), prefix: prefix}
+	c.engine = c.provider
 	c.nodes = append(kindNodeNames(id, "control-plane", c.controlPlanes), kindNodeNames(id, "worker", s.workers)...)
 	if c.controlPlanes > 1 {
 		c.lb = id + "-external-load-balancer"
@@ -211,8 +220,16 @@ func createCluster(t *testing.T, s spec) *cluster {
 	}
 	// our own network, not the user's "kind" one
 	c.env = append(os.Environ(), "KIND_EXPERIMENTAL_DOCKER_NETWORK="+c.net)
-	if c.engine == "podman" {
+	switch c.provider {
+	case "podman":
 		c.env = append(c.env, "KIND_EXPERIMENTAL_PROVIDER=podman", "KIND_EXPERIMENTAL_PODMAN_NETWORK="+c.net)
+	case "nerdctl":
+		// kind's nerdctl provider runs the `nerdctl` on PATH, and always on
+		// its network "kind" (no variable names another): here in the
+		// nerdctl tier's own CNI directory (test/nerdctl/run.sh).
+		c.engine, c.net = mustEnv(t, envNerdctl), "kind"
+		c.env = append(c.env, "KIND_EXPERIMENTAL_PROVIDER=nerdctl",
+			"PATH="+filepath.Dir(c.engine)+string(os.PathListSeparator)+os.Getenv("PATH"))
 	}
 	t.Cleanup(func() { c.remove(t) })
 
@@ -436,7 +453,7 @@ func (c *cluster) checkTraffic(t *testing.T, stage string) {
 		t.Fatal(err)
 	}
 	checks := []check{{"the kubernetes service's name", []string{"resolve", "kubernetes.default.svc.cluster.local"}, strings.Fields(svcIPs)}}
-	if fams := c.dockerDNSFamilies(); len(fams) > 0 {
+	if fams, why := c.dockerDNSFamilies(); len(fams) > 0 {
 		var want []string
 		for _, f := range fams {
 			want = append(want, c.nodeAddr(t, c.cp(), f).String())
@@ -444,7 +461,7 @@ func (c *cluster) checkTraffic(t *testing.T, stage string) {
 		checks = append(checks, check{fmt.Sprintf("the control-plane node's container name (Docker's DNS, %v)", fams),
 			[]string{"resolve", c.cp()}, want})
 	} else {
-		t.Logf("%s: no check of a node container's name: Docker's embedded DNS answers at an IPv4 address, and an %s cluster's pods have no IPv4", stage, c.family)
+		t.Logf("%s: no check of a node container's name: %s", stage, why)
 	}
 	for i, n := range servers {
 		name := fmt.Sprintf("probe-server-%d", i)
@@ -487,19 +504,23 @@ func (c *cluster) checkTraffic(t *testing.T, stage string) {
 }
 
 // dockerDNSFamilies: the families in which a pod can have a node container's
-// name answered. CoreDNS forwards it to the node's resolv.conf, that is to
-// Docker's embedded DNS at the IPv4 address step 10 put there; it answers A
-// and AAAA records. A pod of an IPv6 single-stack cluster has no IPv4
-// address to reach it from (and kind's IPv6 CI drops CoreDNS's forward
-// altogether, see coreDNSOffline).
-func (c *cluster) dockerDNSFamilies() []family {
-	switch c.family {
-	case "ipv6":
-		return nil
-	case "dual":
-		return []family{ipv4, ipv6}
+// name answered, or why it cannot. CoreDNS forwards it to the node's
+// resolv.conf, that is to Docker's embedded DNS at the IPv4 address step 10
+// put there (or podman's aardvark-dns); it answers A and AAAA records. A pod
+// of an IPv6 single-stack cluster has no IPv4 address to reach it from (and
+// kind's IPv6 CI drops CoreDNS's forward altogether, see coreDNSOffline).
+// nerdctl has no DNS server: it writes the names into each container's
+// /etc/hosts, which CoreDNS does not read.
+func (c *cluster) dockerDNSFamilies() ([]family, string) {
+	switch {
+	case c.provider == "nerdctl":
+		return nil, "nerdctl has no DNS server that knows them (only each container's /etc/hosts)"
+	case c.family == "ipv6":
+		return nil, "Docker's embedded DNS answers at an IPv4 address, and an ipv6 cluster's pods have no IPv4"
+	case c.family == "dual":
+		return []family{ipv4, ipv6}, ""
 	}
-	return []family{ipv4}
+	return []family{ipv4}, ""
 }
 
 const podManifest = `apiVersion: v1
@@ -520,7 +541,15 @@ spec:
 // addrs: the container's addresses on its networks, IPv4 first.
 func (c *cluster) addrs(t *testing.T, container string) []netip.Addr {
 	t.Helper()
-	out, err := c.cli(time.Minute, nil, "inspect", "-f", "{{range .NetworkSettings.Networks}}{{.IPAddress}} {{.GlobalIPv6Address}} {{end}}", container)
+	format := "{{range .NetworkSettings.Networks}}{{.IPAddress}} {{.GlobalIPv6Address}} {{end}}"
+	if c.provider == "nerdctl" {
+		// nerdctl (v1.7) lists as networks every interface that is up in
+		// the container's network namespace, named unknown-IFACE: on a node
+		// running pods, the CNI's veths too, each holding the pod network's
+		// gateway (ptp). The node's own addresses are eth0's.
+		format = `{{with index .NetworkSettings.Networks "unknown-eth0"}}{{.IPAddress}} {{.GlobalIPv6Address}}{{end}}`
+	}
+	out, err := c.cli(time.Minute, nil, "inspect", "-f", format, container)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -570,6 +599,8 @@ func (c *cluster) restartWithNewIPs(t *testing.T) time.Time {
 	}
 	// The engine hands out the lowest free address (in each family): one
 	// throwaway per stopped container holds the addresses they had.
+	// (nerdctl's host-local IPAM hands out the one after the last it gave:
+	// new addresses either way.)
 	for range containers {
 		if _, err := c.cli(time.Minute, nil, "run", "-d", "--name", fmt.Sprintf("%s-throwaway%d", c.name, c.throwaways),
 			"--label", c.prefix+"throwaway="+c.name, "--network", c.net,
@@ -718,7 +749,7 @@ func (c *cluster) readySince(t *testing.T, since time.Time, limit time.Duration)
 		t.Fatalf("after the restart: %v", err)
 	}
 	took := time.Since(since)
-	t.Logf("every node Ready %v after docker start", took.Round(time.Second))
+	t.Logf("every node Ready %v after %s start", took.Round(time.Second), c.provider)
 	return took
 }
 

@@ -10,7 +10,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -30,10 +29,6 @@ var (
 	kindCLI    = mustEnv("PODMAN_KIND")
 	namePrefix = mustEnv("PODMAN_NAME_PREFIX")
 	runID      = tier.RunID()
-
-	// kindWaitRe is what kind's CLI waits for in a node's log
-	// (pkg/cluster/internal/providers/common, NodeReachedCgroupsReadyRegexp).
-	kindWaitRe = regexp.MustCompile(`Reached target .*Multi-User System.*|detected cgroup v1`)
 )
 
 func mustEnv(key string) string {

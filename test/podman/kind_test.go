@@ -3,7 +3,6 @@
 package podman
 
 import (
-	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -12,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/google/go-cmp/cmp"
 	"github.com/kind-entrypoint/entrypoint/test/tier"
 )
 
@@ -20,10 +18,6 @@ import (
 // node as KIND_DNS_SEARCH, the one thing step 10 still changes in a podman
 // node's resolv.conf.
 const dnsSearch = "podman.example"
-
-// noDockerDNS starts the line enable_network_magic logs when a node has
-// no trace of Docker's embedded DNS (internal/network, noEmbeddedDNS).
-const noDockerDNS = "INFO: no nameserver 127.0.0.11 in /etc/resolv.conf and no "
 
 // TestKindCreateCluster: kind v0.23.0 with KIND_EXPERIMENTAL_PROVIDER=podman
 // creates a control plane and a worker from our image with its own
@@ -98,62 +92,27 @@ nodes:
 	}
 }
 
-// checkNode asserts what every podman node must show: systemd running with
-// no failed unit, the line kind waits for and no ERROR: line in its log,
-// DNS left as podman set it up (but for KIND_DNS_SEARCH) and working, and
-// no `fail` row from `entrypoint check`. nodes are the cluster's nodes
-// (name -> IPv4): each must resolve through podman's DNS.
+// checkNode asserts what every podman node must show: what every node of
+// every provider must (tier.CheckNode: systemd running with no failed
+// unit, the line kind waits for and no ERROR: line in its log, no `fail`
+// row from `entrypoint check`), DNS left as podman set it up (tier.
+// LeavesDNSAlone) but for KIND_DNS_SEARCH, and working. nodes are the
+// cluster's nodes (name -> IPv4): each must resolve through podman's DNS.
 func checkNode(t *testing.T, n *node, network string, nodes map[string]string) {
 	t.Helper()
-	n.WaitRunning(bootLimit)
-	if failed := n.failedUnits(); failed != "" {
-		t.Errorf("failed units:\n%s", failed)
-	}
+	lines := tier.CheckNode(t, n.Node, bootLimit)
+	resolv := tier.LeavesDNSAlone(t, n.Node, lines)
 
-	log := n.MustLog()
-	var lines []string
-	for _, l := range strings.Split(log, "\n") {
-		if strings.HasPrefix(l, "INFO: ") || strings.HasPrefix(l, "WARN: ") || strings.HasPrefix(l, "ERROR: ") {
-			lines = append(lines, l)
-		}
-		if strings.HasPrefix(l, "ERROR: ") {
-			t.Errorf("log: %s", l)
-		}
-	}
-	if !kindWaitRe.MatchString(log) {
-		t.Errorf("the log never matches kind's %q:\n%s", kindWaitRe, log)
-	}
-	version := "INFO: detected cgroup v1"
-	if tier.CgroupV2() {
-		version = "INFO: detected cgroup v2"
-	}
-	if !slices.Contains(lines, version) {
-		t.Errorf("no line %q in:\n%s", version, strings.Join(lines, "\n"))
-	}
-	if !slices.ContainsFunc(lines, func(l string) bool { return strings.HasPrefix(l, noDockerDNS) }) {
-		t.Errorf("enable_network_magic does not say why it leaves podman's DNS alone (%q...):\n%s", noDockerDNS, strings.Join(lines, "\n"))
-	}
-
-	// resolv.conf: podman's nameservers (aardvark-dns at the network's
-	// gateways first), untouched; only the search line is kind's.
-	resolv, orig := n.MustExec("cat", "/etc/resolv.conf"), n.MustExec("cat", "/etc/resolv.conf.original")
-	if diff := cmp.Diff(resolvLines(orig, "nameserver"), resolvLines(resolv, "nameserver")); diff != "" {
-		t.Errorf("nameservers changed (-podman's +now):\n%s", diff)
-	}
-	servers := resolvLines(resolv, "nameserver")
+	// resolv.conf: podman's DNS server (aardvark-dns at the network's
+	// gateways) among the nameservers; only the search line is kind's.
+	servers := tier.ResolvLines(resolv, "nameserver")
 	for _, gw := range gateways(t, network) {
 		if !slices.Contains(servers, "nameserver "+gw) {
 			t.Errorf("resolv.conf does not name podman's DNS server %s (the network's gateway):\n%s", gw, resolv)
 		}
 	}
-	if got := resolvLines(resolv, "search"); !slices.Equal(got, []string{"search " + dnsSearch}) {
+	if got := tier.ResolvLines(resolv, "search"); !slices.Equal(got, []string{"search " + dnsSearch}) {
 		t.Errorf("search lines %q, want only %q (KIND_DNS_SEARCH)", got, "search "+dnsSearch)
-	}
-	if strings.Contains(resolv, "127.0.0.11") {
-		t.Errorf("resolv.conf names Docker's embedded DNS:\n%s", resolv)
-	}
-	if rules := n.MustExec("iptables-save", "-t", "nat"); strings.Contains(rules, "127.0.0.11") || strings.Contains(rules, "DOCKER_OUTPUT") {
-		t.Errorf("Docker DNS rules in a podman node:\n%s", rules)
 	}
 	// The names of the other nodes are in no /etc/hosts of this one: only
 	// podman's DNS answers them.
@@ -163,31 +122,4 @@ func checkNode(t *testing.T, n *node, network string, nodes map[string]string) {
 			t.Errorf("getent ahostsv4 %s: %q, %v; want %s", name, out, err, ip)
 		}
 	}
-
-	// entrypoint check: no fail row (it exits 1 on a warn).
-	out, _ := n.ExecErr("/usr/local/bin/entrypoint", "check", "--json")
-	var rows []struct{ Name, Status, Observed, Hint string }
-	if err := json.Unmarshal([]byte(out), &rows); err != nil || len(rows) == 0 {
-		t.Fatalf("entrypoint check --json: %v\n%s", err, out)
-	}
-	for _, r := range rows {
-		switch r.Status {
-		case "fail":
-			t.Errorf("check row %s fails: %s (%s)", r.Name, r.Observed, r.Hint)
-		case "warn":
-			t.Logf("check row %s warns: %s", r.Name, r.Observed)
-		}
-	}
-}
-
-// resolvLines returns the lines of resolv.conf that start with the keyword,
-// blanks collapsed.
-func resolvLines(resolv, keyword string) []string {
-	var out []string
-	for _, l := range strings.Split(resolv, "\n") {
-		if f := strings.Fields(l); len(f) > 0 && f[0] == keyword {
-			out = append(out, strings.Join(f, " "))
-		}
-	}
-	return out
 }
