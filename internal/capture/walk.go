@@ -8,12 +8,11 @@ import (
 	"syscall"
 
 	"github.com/kind-entrypoint/entrypoint/internal/proxy"
+	"github.com/kind-entrypoint/entrypoint/internal/system"
 )
 
 // maxLinks bounds the symlinks followed for one path, as the kernel does.
 const maxLinks = 40
-
-func underProc(p string) bool { return p == "/proc" || strings.HasPrefix(p, "/proc/") }
 
 // resolveDir adds the directories (and kept symlinks) leading to d and
 // returns where d's content is in the archive.
@@ -46,7 +45,7 @@ func (b *builder) resolveDirOnce(d string, hops int) (string, error) {
 	if err != nil {
 		return cur, nil // missing: what is under it is missing too
 	}
-	if fi.Mode()&fs.ModeSymlink != 0 && b.preserve[cur] && !underProc(cur) {
+	if fi.Mode()&fs.ModeSymlink != 0 && b.preserve[cur] && !system.Under(cur, "/proc") {
 		target, err := b.sys.Readlink(cur)
 		if err != nil {
 			return "", err
@@ -83,7 +82,7 @@ func (b *builder) add(p string, a Access, limit, hops int) error {
 		return nil
 	}
 	if fi.Mode()&fs.ModeSymlink != 0 {
-		if a&(Lstat|Link) != 0 && !underProc(loc) {
+		if a&(Lstat|Link) != 0 && !system.Under(loc, "/proc") {
 			target, err := b.sys.Readlink(loc)
 			if err != nil {
 				return err

@@ -289,7 +289,7 @@ func PlanV1(f V1Facts) ([]plan.Action, error) {
 // roots), a mount under /sys/fs/cgroup (where binds go), or a kubelet
 // root, which goes right under a cgroup mount wherever that is.
 func lookedUp(m *mountinfo.Info) bool {
-	return m.FSType == "cgroup" || m.FSType == "cgroup2" || isUnder(m.Mountpoint, Root) || isKubeletRoot(m.Mountpoint)
+	return m.FSType == "cgroup" || m.FSType == "cgroup2" || system.Under(m.Mountpoint, Root) || isKubeletRoot(m.Mountpoint)
 }
 
 type v1Planner struct {
@@ -523,7 +523,7 @@ func (p *v1Planner) kubeletRoot(actions []plan.Action, subsystem, root string) [
 func (p *v1Planner) RootPrivate() bool {
 	found := false
 	for _, m := range p.f.Mounts {
-		if !isUnder(m.Mountpoint, Root) {
+		if !system.Under(m.Mountpoint, Root) {
 			continue
 		}
 		found = true
@@ -546,5 +546,3 @@ func isKubeletRoot(mountpoint string) bool {
 	}
 	return false
 }
-
-func isUnder(p, dir string) bool { return p == dir || strings.HasPrefix(p, dir+"/") }

@@ -119,11 +119,11 @@ func checkV1Actions(t *testing.T, f V1Facts, actions []plan.Action) {
 		if path.Clean(p) != p {
 			return false // a ".." leads elsewhere
 		}
-		if isUnder(p, systemdDir) {
+		if system.Under(p, systemdDir) {
 			return true
 		}
 		for mp := range cgroupMounts {
-			if isUnder(p, mp) {
+			if system.Under(p, mp) {
 				return true
 			}
 		}
