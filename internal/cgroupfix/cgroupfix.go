@@ -1,14 +1,12 @@
 package cgroupfix
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"io/fs"
 	"path"
 	"slices"
 	"strings"
-	"unicode"
 
 	"github.com/moby/sys/mountinfo"
 
@@ -129,57 +127,6 @@ func DetectV1(sys system.System, tbl *system.MountTable) (V1Facts, error) {
 		f.Cpuset[m.Mountpoint] = [2][]byte{cpus, mems}
 	}
 	return f, nil
-}
-
-// FilterProcCgroups drops the misc controller's line from /proc/cgroups:
-// the line whose first field is "misc", however the fields are separated
-// (the kernel uses tabs; a capture may have spaces), keeping every other
-// line byte for byte.
-func FilterProcCgroups(b []byte) []byte { return dropControllers(b, nil) }
-
-// dropControllers drops the lines of misc and of the controllers named
-// from /proc/cgroups, keeping every other line byte for byte.
-func dropControllers(b []byte, names []string) []byte {
-	out := make([]byte, 0, len(b))
-	for l := range bytes.Lines(b) {
-		if c := string(firstField(l)); c == "misc" || slices.Contains(names, c) {
-			continue
-		}
-		out = append(out, l...)
-	}
-	return out
-}
-
-// notMounted lists the controllers /proc/cgroups says are enabled (but
-// misc, hidden apart) that no mount in kept carries, once each, in its
-// order. Linear in both: the options of kept are gathered once.
-func notMounted(procCgroups []byte, kept []*mountinfo.Info) []string {
-	carried := map[string]bool{}
-	for _, m := range kept {
-		for o := range strings.SplitSeq(m.VFSOptions, ",") {
-			carried[o] = true
-		}
-	}
-	var out []string
-	for l := range bytes.Lines(procCgroups) {
-		f := strings.Fields(string(l))
-		if len(f) != 4 || strings.HasPrefix(f[0], "#") || f[0] == "misc" || f[3] != "1" || carried[f[0]] {
-			continue
-		}
-		carried[f[0]] = true // listed once
-		out = append(out, f[0])
-	}
-	return out
-}
-
-// firstField is the first field strings.Fields would give, without
-// splitting the whole line.
-func firstField(l []byte) []byte {
-	l = bytes.TrimLeftFunc(l, unicode.IsSpace)
-	if i := bytes.IndexFunc(l, unicode.IsSpace); i >= 0 {
-		return l[:i]
-	}
-	return l
 }
 
 func isCpusetMount(m *mountinfo.Info) bool {
@@ -411,56 +358,6 @@ func (p *v1Planner) subsystems(binds []*mountinfo.Info) []*mountinfo.Info {
 		}
 	}
 	return out
-}
-
-// hideControllers removes misc when present (kind#3223: runc on v1 did
-// not support it, and a nested runtime trips over the mismatch) and hides
-// from systemd, which would mount them again from /proc/cgroups, misc and
-// every controller with no hierarchy still mounted in the container:
-// /proc/cgroups without their lines is bound over it until
-// undo-mount-hacks.service removes the bind.
-//
-// Controllers with no hierarchy in the container: those just
-// unmounted, and those its runtime did not mount, as runc does for the
-// hierarchies the host has not mounted (on this project's test
-// machines hugetlb, net_cls, net_prio and perf_event), with or without
-// a cgroup namespace. systemd in the node mounts every controller
-// /proc/cgroups lists, where runc left a directory; that mount shows
-// the host's root cgroup (the leak unscoped hierarchies are unmounted
-// for), or, in a private cgroup namespace, fails or not depending on
-// whether another container holds that hierarchy. It comes after the
-// kubelet roots were made, and the kubelet then refuses to start:
-// "missing paths /sys/fs/cgroup/hugetlb/kubelet.slice". They are
-// hidden from systemd as misc is.
-func (p *v1Planner) hideControllers(misc bool) []plan.Action {
-	if misc {
-		p.mounted[miscDir] = false
-	}
-	var kept []*mountinfo.Info
-	for _, m := range p.f.Mounts {
-		if m.FSType == "cgroup" && p.mounted[m.Mountpoint] {
-			kept = append(kept, m)
-		}
-	}
-	names := notMounted(p.f.ProcCgroups, kept)
-	if !misc && len(names) == 0 {
-		return nil
-	}
-	var actions []plan.Action
-	why := "systemd must not see misc; undo-mount-hacks.service removes this"
-	if misc {
-		actions = append(actions,
-			plan.Info("removing misc controller"),
-			plan.Unmount(miscDir).OrWarn("failed umount "+miscDir),
-			plan.Remove(miscDir).OrWarn("failed rmdir "+miscDir))
-	}
-	if len(names) > 0 {
-		actions = append(actions, plan.Info("hiding from systemd the cgroup controllers the container is not in: "+strings.Join(names, " ")))
-		why = "systemd must not mount controllers the container is not in; undo-mount-hacks.service removes this"
-	}
-	return append(actions,
-		plan.WriteFile(FakeCgroups, dropControllers(p.f.ProcCgroups, names), 0o644),
-		plan.Bind(FakeCgroups, procCgroups).Because(why))
 }
 
 // kubeletRoots makes /sys/fs/cgroup private (the kubelet roots' self binds
