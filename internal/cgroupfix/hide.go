@@ -2,7 +2,6 @@ package cgroupfix
 
 import (
 	"bytes"
-	"slices"
 	"strings"
 	"unicode"
 
@@ -67,11 +66,17 @@ func (p *v1Planner) hideControllers(misc bool) []plan.Action {
 func FilterProcCgroups(b []byte) []byte { return dropControllers(b, nil) }
 
 // dropControllers drops the lines of misc and of the controllers named
-// from /proc/cgroups, keeping every other line byte for byte.
+// from /proc/cgroups, keeping every other line byte for byte. Linear in
+// both: the names are a set.
 func dropControllers(b []byte, names []string) []byte {
+	drop := make(map[string]bool, len(names)+1)
+	drop["misc"] = true
+	for _, n := range names {
+		drop[n] = true
+	}
 	out := make([]byte, 0, len(b))
 	for l := range bytes.Lines(b) {
-		if c := string(firstField(l)); c == "misc" || slices.Contains(names, c) {
+		if drop[string(firstField(l))] {
 			continue
 		}
 		out = append(out, l...)

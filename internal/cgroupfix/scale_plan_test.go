@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/kind-entrypoint/entrypoint/internal/plan"
+	"github.com/kind-entrypoint/entrypoint/internal/system"
 	"github.com/moby/sys/mountinfo"
 )
 
@@ -87,6 +89,48 @@ func BenchmarkPlanV1ForeignCpusets(b *testing.B) {
 // TestPlanV1NestedCpusetsAllocs.
 func BenchmarkPlanV1NestedCpusets(b *testing.B) {
 	f := nestedCpusets(50_000, 200, false)
+	b.ReportAllocs()
+	for b.Loop() {
+		PlanV1(f)
+	}
+}
+
+// procCgroupsAtCap is a /proc/cgroups at the read limit, every line a
+// distinct enabled controller that no mount carries: every one is hidden.
+func procCgroupsAtCap() []byte {
+	var b strings.Builder
+	b.WriteString("#subsys_name\thierarchy\tnum_cgroups\tenabled\n")
+	for i := 0; b.Len() < system.LimitConfig-32; i++ {
+		b.WriteString("c" + strconv.Itoa(i) + "\t0\t1\t1\n")
+	}
+	return []byte(b.String())
+}
+
+// TestHideControllersAtCap: with tens of thousands of controllers to
+// hide, every one leaves the fake /proc/cgroups and the log names each.
+func TestHideControllersAtCap(t *testing.T) {
+	f := V1Facts{Current: "/", ProcCgroups: procCgroupsAtCap()}
+	actions, err := PlanV1(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := strings.Count(string(f.ProcCgroups), "\n") - 1
+	for _, a := range actions {
+		if a.Op == plan.OpWrite && a.Path == FakeCgroups {
+			if got := string(a.Data); got != "#subsys_name\thierarchy\tnum_cgroups\tenabled\n" {
+				t.Errorf("fake /proc/cgroups keeps %d bytes of controllers, want none", len(got))
+			}
+			return
+		}
+	}
+	t.Fatalf("no write of %s among %d actions for %d controllers", FakeCgroups, len(actions), n)
+}
+
+// BenchmarkHideControllersAtCap: the lookups of hiding are sets, so a
+// /proc/cgroups at its cap with every controller hidden plans in linear
+// time (with a list per line it was lines times names).
+func BenchmarkHideControllersAtCap(b *testing.B) {
+	f := V1Facts{Current: "/", ProcCgroups: procCgroupsAtCap()}
 	b.ReportAllocs()
 	for b.Loop() {
 		PlanV1(f)
