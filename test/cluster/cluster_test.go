@@ -458,7 +458,11 @@ func (c *cluster) checkTraffic(t *testing.T, stage string) {
 		for _, f := range fams {
 			want = append(want, c.nodeAddr(t, c.cp(), f).String())
 		}
-		checks = append(checks, check{fmt.Sprintf("the control-plane node's container name (Docker's DNS, %v)", fams),
+		dns := "Docker's DNS"
+		if c.provider == "podman" {
+			dns = "podman's aardvark-dns"
+		}
+		checks = append(checks, check{fmt.Sprintf("the control-plane node's container name (%s, %v)", dns, fams),
 			[]string{"resolve", c.cp()}, want})
 	} else {
 		t.Logf("%s: no check of a node container's name: %s", stage, why)

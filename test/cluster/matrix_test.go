@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -32,9 +33,6 @@ type shape struct {
 	family                 string // kind's ipFamily ("" is ipv4)
 	engine                 string // "" is docker
 	controlPlanes, workers int
-	// creates: how many clusters of the shape each image creates, for the
-	// median of the create time (the first one is checked and restarted)
-	creates int
 }
 
 func (s shape) nodes() string {
@@ -46,7 +44,7 @@ func (s shape) nodes() string {
 var shapes = []shape{
 	{name: "ipv6", family: "ipv6", workers: 1},
 	{name: "dual", family: "dual", workers: 1},
-	{name: "ipv4", workers: 2, creates: 3}, // kind CI's shape
+	{name: "ipv4", workers: 2}, // kind CI's shape
 	{name: "ha", controlPlanes: 3, workers: 1},
 	{name: "podman", engine: "podman", workers: 1},
 }
@@ -72,12 +70,10 @@ type result struct {
 // to the log and to CLUSTER_LOG_DIR/matrix.md. One row pair at a time:
 // go test -run 'TestMatrix/ipv6/'.
 func TestMatrix(t *testing.T) {
-	restarts := 3
-	if v := os.Getenv("CLUSTER_MATRIX_RESTARTS"); v != "" {
-		if _, err := fmt.Sscan(v, &restarts); err != nil || restarts < 1 {
-			t.Fatalf("CLUSTER_MATRIX_RESTARTS=%q: want a whole number from 1", v)
-		}
-	}
+	// how many clusters of each shape each image creates, for the median of
+	// the create time (the first one is checked and restarted), and how
+	// many times that one restarts, for the median of the restart time
+	creates, restarts := envCount(t, "CLUSTER_MATRIX_CREATES", 3), envCount(t, "CLUSTER_MATRIX_RESTARTS", 3)
 	kind := mustEnv(t, envKind)
 	var results []*result
 	t.Cleanup(func() { writeTable(t, results) })
@@ -100,7 +96,7 @@ func TestMatrix(t *testing.T) {
 			}) {
 				continue
 			}
-			for i := 2; i <= sh.creates; i++ {
+			for i := 2; i <= creates; i++ {
 				t.Run(fmt.Sprintf("%s/create%d", name, i), func(t *testing.T) {
 					s := base
 					s.tag = fmt.Sprintf("%s-%s-c%d", sh.name, im[0], i)
@@ -141,6 +137,20 @@ func runShape(t *testing.T, s spec, sh shape, r *result, restarts int) {
 			return
 		}
 	}
+}
+
+// envCount is the whole number from 1 in the environment variable name,
+// or def when it is not set.
+func envCount(t *testing.T, name string, def int) int {
+	v := os.Getenv(name)
+	if v == "" {
+		return def
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 {
+		t.Fatalf("%s=%q: want a whole number from 1", name, v)
+	}
+	return n
 }
 
 func passed(ok bool) string {

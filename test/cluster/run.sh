@@ -222,6 +222,19 @@ if ((matrix)); then
     done
     export CLUSTER_PODMAN_IMAGE=localhost/$cluster_image CLUSTER_PODMAN_REFERENCE_IMAGE=localhost/$reference_image
     log "node images in podman in $(since "$t")"
+    # Nodes of one podman network reach each other whatever their
+    # addresses, as on a Docker network: a pod on one node reaches a pod
+    # (CoreDNS) on another with pod addresses. Docker sets FORWARD's policy
+    # to DROP on this machine, br_netfilter sends even traffic between two
+    # ports of one bridge through FORWARD, and podman's netavark accepts
+    # only its network's own addresses there: without this rule a pod on
+    # the worker never reached CoreDNS on the control plane. Only bridged
+    # traffic within one of podman's bridges, for this run only.
+    podman_fw=(-i 'podman+' -o 'podman+' -m physdev --physdev-is-bridged
+      -m comment --comment "kind-entrypoint-cluster: nodes of one podman network reach each other" -j ACCEPT)
+    iptables -w -C FORWARD "${podman_fw[@]}" 2> /dev/null || iptables -w -I FORWARD "${podman_fw[@]}" \
+      || die "adding the podman FORWARD rule failed"
+    trap 'while iptables -w -D FORWARD "${podman_fw[@]}" 2> /dev/null; do :; done; rm -rf "$work"' EXIT
   else
     log "WARN: no podman: the podman shape will fail (make e2e-podman installs it)"
   fi
