@@ -43,6 +43,13 @@ func (t *Tree) rootFD() (int, error) {
 
 // relPath is node path p relative to the root, for openat2.
 func relPath(p string) string {
+	if cleanAbs(p) {
+		p = p[1:] // most paths asked are clean: no copy to clean them
+		if p == "" {
+			return "."
+		}
+		return p
+	}
 	rel := strings.TrimPrefix(path.Clean("/"+p), "/")
 	if rel == "" {
 		return "."
@@ -211,18 +218,24 @@ func (t *Tree) readIn(p string, limit int, buf []byte) ([]byte, error) {
 
 // readInFlags is readIn; nofollow O_NOFOLLOW refuses a symlink at p.
 func (t *Tree) readInFlags(p string, limit int, buf []byte, nofollow int) ([]byte, error) {
-	fd, err := openRegular(p, func(flags int) (int, error) {
+	fd, err := t.openRegularIn(p, nofollow)
+	if err != nil {
+		return nil, err
+	}
+	defer unix.Close(fd)
+	return readFD(fd, p, limit, buf)
+}
+
+// openRegularIn opens the regular file at node path p inside the root for
+// reading (openRegular).
+func (t *Tree) openRegularIn(p string, nofollow int) (int, error) {
+	return openRegular(p, func(flags int) (int, error) {
 		fd, err := t.openIn("open", p, flags)
 		if pe, ok := err.(*fs.PathError); ok {
 			return -1, pe.Err
 		}
 		return fd, err
 	}, nofollow)
-	if err != nil {
-		return nil, err
-	}
-	defer unix.Close(fd)
-	return readFD(fd, p, limit, buf)
 }
 
 // statIn is stat(2) (follow: the last component's link is followed) or

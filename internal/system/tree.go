@@ -65,11 +65,6 @@ type Tree struct {
 	// unmounted are mount points unmounted here: what the tree holds below
 	// them stood for the unmounted filesystem, so it goes with it.
 	unmounted map[string]bool
-	// scratch holds the last read of Root's mountinfo, for the lookups
-	// that only read it (FSType is asked for several paths of one
-	// unchanged table in every dry run).
-	parsedMu sync.Mutex
-	scratch  []byte
 }
 
 var _ System = (*Tree)(nil)
