@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"path"
 	"strconv"
 	"strings"
 	"sync"
@@ -258,6 +259,16 @@ func withoutLeadingUps(root string) string {
 		return "/"
 	}
 	return root
+}
+
+// NodePath is p as a clean absolute node path, path.Clean("/"+p): p
+// itself, not a copy, when it already is one, as nearly every path asked
+// is (the copy was most of a capture's memory for paths, issue 24).
+func NodePath(p string) string {
+	if cleanAbs(p) {
+		return p
+	}
+	return path.Clean("/" + p)
 }
 
 // cleanAbs reports whether p is absolute and clean: no ".", "..", "//"

@@ -22,3 +22,24 @@ func TestCleanAbs(t *testing.T) {
 	}
 	paths("", 7)
 }
+
+// TestParent: Parent is path.Dir of a clean path.
+func TestParent(t *testing.T) {
+	for p, want := range map[string]string{"/": "/", "/a": "/", "/a/b": "/a", "a": ".", "a/b": "a", strings.Repeat("/x", 3): "/x/x"} {
+		if got := Parent(p); got != want {
+			t.Errorf("Parent(%q) = %q, want %q", p, got, want)
+		}
+	}
+}
+
+// TestUnder: Under is what its one-allocation form said.
+func TestUnder(t *testing.T) {
+	for _, p := range []string{"/", "/a", "/a/b", "/ab", "/a/", "/b"} {
+		for _, dir := range []string{"/", "/a", "/a/b", "/ab", ""} {
+			want := p == dir || dir == "/" || strings.HasPrefix(p, dir+"/")
+			if got := Under(p, dir); got != want {
+				t.Errorf("Under(%q, %q) = %t, want %t", p, dir, got, want)
+			}
+		}
+	}
+}

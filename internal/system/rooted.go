@@ -43,14 +43,7 @@ func (t *Tree) rootFD() (int, error) {
 
 // relPath is node path p relative to the root, for openat2.
 func relPath(p string) string {
-	if cleanAbs(p) {
-		p = p[1:] // most paths asked are clean: no copy to clean them
-		if p == "" {
-			return "."
-		}
-		return p
-	}
-	rel := strings.TrimPrefix(path.Clean("/"+p), "/")
+	rel := strings.TrimPrefix(NodePath(p), "/")
 	if rel == "" {
 		return "."
 	}
@@ -249,7 +242,7 @@ func (t *Tree) statIn(p string, follow bool) (fs.FileInfo, error) {
 	if err != nil {
 		return nil, err
 	}
-	f := os.NewFile(uintptr(fd), path.Base(path.Clean("/"+p)))
+	f := os.NewFile(uintptr(fd), path.Base(NodePath(p)))
 	defer f.Close()
 	fi, err := f.Stat()
 	if err != nil {
@@ -292,7 +285,7 @@ func (t *Tree) readDirIn(p string) ([]fs.DirEntry, error) {
 	}
 	out := make([]fs.DirEntry, len(entries))
 	for i, e := range entries {
-		out[i] = rootedEntry{e, t, path.Join(path.Clean("/"+p), e.Name())}
+		out[i] = rootedEntry{e, t, path.Join(NodePath(p), e.Name())}
 	}
 	slices.SortFunc(out, func(a, b fs.DirEntry) int { return strings.Compare(a.Name(), b.Name()) })
 	return out, nil

@@ -113,7 +113,7 @@ func (t *Tree) Path(p string) string {
 	if len(p) > 1 && p[0] == '/' && path.Clean(p) == p && plainRoot(t.Root) {
 		return t.Root + p
 	}
-	return filepath.Join(t.Root, filepath.FromSlash(path.Clean("/"+p)))
+	return filepath.Join(t.Root, filepath.FromSlash(NodePath(p)))
 }
 
 // plainRoot reports whether a clean absolute path joins root by
