@@ -102,15 +102,17 @@ func parseMountinfoLines(text string) (mi []*mountinfo.Info, ok bool) {
 		}
 		// The scanner's line: without its newline and one CR before it.
 		line = strings.TrimSuffix(strings.TrimSuffix(line, "\n"), "\r")
+		// Split at each space, a byte at a time: most lines are short,
+		// and a call per field (strings.Cut) was a third of the parse.
 		fields = fields[:0]
-		for rest := line; ; {
-			f, after, found := strings.Cut(rest, " ")
-			fields = append(fields, f)
-			if !found {
-				break
+		start := 0
+		for i := 0; i < len(line); i++ {
+			if line[i] == ' ' {
+				fields = append(fields, line[start:i])
+				start = i + 1
 			}
-			rest = after
 		}
+		fields = append(fields, line[start:])
 		// Six fields, the optional ones, "-", then three (the last one
 		// may hold spaces, as old kernels printed a cifs source).
 		if len(fields) < 10 {
