@@ -114,3 +114,26 @@ func TestStreamScrubbedAsWhole(t *testing.T) {
 		t.Errorf(".host/plan streamed differs from it held (%d and %d bytes)", len(held.data), len(streamedPlan.data))
 	}
 }
+
+// TestStreamRenderedTwiceAlike: a stream that writes more or less the
+// second time than the first is an error, never a member whose size its
+// header misstates.
+func TestStreamRenderedTwiceAlike(t *testing.T) {
+	for _, second := range []string{"longer text\n", "short\n"} {
+		n := 0
+		render := func(w io.Writer) error {
+			n++
+			text := "first text\n"
+			if n > 1 {
+				text = second
+			}
+			_, err := io.WriteString(w, text)
+			return err
+		}
+		rec := NewRecorder(system.NewTree(t.TempDir()))
+		_, err := Archive(io.Discard, rec, Options{Streams: map[string]func(io.Writer) error{"plan": render}})
+		if err == nil || !strings.Contains(err.Error(), "archive /.host/plan: ") {
+			t.Errorf("a stream of 11 bytes, then %d: %v, want an error naming it", len(second), err)
+		}
+	}
+}

@@ -83,10 +83,26 @@ func (b *builder) writeStream(tw *tar.Writer, p string, e *entry) error {
 	if err := tw.WriteHeader(&hdr); err != nil {
 		return fmt.Errorf("archive %s: %w", p, err)
 	}
-	if err := b.scrubbed(tw, e.render); err != nil {
+	again := &countingWriter{w: tw}
+	if err := b.scrubbed(again, e.render); err != nil {
 		return fmt.Errorf("archive %s: %w", p, err)
 	}
+	if again.n != n {
+		return fmt.Errorf("archive %s: rendered %d bytes, then %d", p, n, again.n)
+	}
 	return nil
+}
+
+// countingWriter counts what it passes on to w.
+type countingWriter struct {
+	w io.Writer
+	n counter
+}
+
+func (c *countingWriter) Write(p []byte) (int, error) {
+	k, err := c.w.Write(p)
+	c.n += counter(k)
+	return k, err
 }
 
 // counter counts the bytes written to it.
