@@ -24,7 +24,8 @@ and the answers to their probes (.host/), so that
 replays the same plan elsewhere. Private keys are never archived (an empty
 file records that one exists); proxy credentials are redacted. Changes
 nothing. .host/CAPTURE lists what went in, .host/plan and .host/check.json
-are what the host itself said. FILE "-" is standard output.
+are what the host itself said. FILE "-" is standard output (written as
+it is made: a capture that fails may leave part of an archive there).
 
 flags:
 `
