@@ -69,6 +69,16 @@ func capInputs(tb testing.TB) map[string]map[string]string {
 	}
 	tmpfs := func(i int) string { return fmt.Sprintf("%d 1042 0:%d / /m/%d rw - tmpfs t rw\n", 5000+i, 200+i, i) }
 	cgroups := bytes.Count(base, []byte(" - cgroup"))
+	// deep is a directory 2000 levels and 4000 bytes deep: with a
+	// mount's name below it, a path near PATH_MAX, the longest the kernel
+	// prints, and the most ancestors one can have.
+	deep := strings.Repeat("/k", 2000)
+	deepCgroup := func(i int) string {
+		return fmt.Sprintf("%d 1047 0:29 / /sys/fs/cgroup/cpu,cpuacct%s/c%d rw,nosuid,nodev,noexec,relatime master:10 - cgroup cgroup rw,cpu,cpuacct\n", 5000+i, deep, i)
+	}
+	deepTmpfs := func(i int) string {
+		return fmt.Sprintf("%d 1042 0:%d / /m%s/%d rw - tmpfs t rw\n", 5000+i, 200+i, deep, i)
+	}
 	return map[string]map[string]string{
 		"iptables-save blank lines": {".host/run/iptables-nft-save": line("\n", system.LimitOutput-1)},
 		"proc self cgroup":          {"proc/self/cgroup": line("1:name=systemd:/\n", (system.LimitConfig-1)/17)},
@@ -94,6 +104,16 @@ func capInputs(tb testing.TB) map[string]map[string]string {
 			}
 			return tmpfs(i)
 		}),
+		// Mountpoints under deep: as many cgroup mounts as fix_cgroup
+		// plans for (their plan quotes each path a dozen times, 25 MB
+		// of text), then short plain mounts; and plain mounts only.
+		"mount table deep cgroup mounts at their cap": table(func(i int) string {
+			if i < cgroupfix.MaxV1Mounts-cgroups {
+				return deepCgroup(i)
+			}
+			return tmpfs(i)
+		}),
+		"mount table deep plain mounts": table(deepTmpfs),
 	}
 }
 

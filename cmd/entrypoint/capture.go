@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"errors"
@@ -23,7 +24,8 @@ and the answers to their probes (.host/), so that
 replays the same plan elsewhere. Private keys are never archived (an empty
 file records that one exists); proxy credentials are redacted. Changes
 nothing. .host/CAPTURE lists what went in, .host/plan and .host/check.json
-are what the host itself said. FILE "-" is standard output.
+are what the host itself said. FILE "-" is standard output (written as
+it is made: a capture that fails may leave part of an archive there).
 
 flags:
 `
@@ -52,7 +54,7 @@ func runCapture(args []string, stdout, stderr io.Writer) int {
 	ctx := context.Background()
 	// check's one dry run is the plan archived too.
 	rep := check.Run(ctx, check.Options{Sys: rec, LookupEnv: env, Live: *root == ""})
-	planText, planErr := capture.PlanText(rep.Dry)
+	plan, planErr := capture.Plan(rep.Dry)
 	if planErr != nil {
 		log.Info("the dry run stops here: " + planErr.Error() + " (captured all the same)")
 	}
@@ -62,16 +64,15 @@ func runCapture(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 
-	var archive bytes.Buffer
-	items, err := capture.Archive(&archive, rec, capture.Options{Extra: map[string][]byte{
-		"plan":       planText,
-		"check.json": rows.Bytes(),
-	}})
+	var items []capture.Item
+	err := writeOut(*out, stdout, func(w io.Writer) (err error) {
+		items, err = capture.Archive(w, rec, capture.Options{
+			Extra:   map[string][]byte{"check.json": rows.Bytes()},
+			Streams: map[string]func(io.Writer) error{"plan": plan},
+		})
+		return err
+	})
 	if err != nil {
-		log.Error("capture: " + err.Error())
-		return 1
-	}
-	if err := writeOut(*out, archive.Bytes(), stdout); err != nil {
 		log.Error("capture: " + err.Error())
 		return 1
 	}
@@ -91,19 +92,29 @@ func runCapture(args []string, stdout, stderr io.Writer) int {
 	return 0
 }
 
-// writeOut writes the archive to path atomically (a temp file renamed over
-// it), or to stdout for "-".
-func writeOut(path string, data []byte, stdout io.Writer) error {
+// writeOut writes the archive write makes to path atomically (a temp file
+// renamed over it, removed if write fails), or to stdout for "-". It is
+// written as it is made, never held: a capture of a mount table at its cap
+// is megabytes of gzip even at its best (issue 24). On stdout, a failed
+// capture may have written part of an archive.
+func writeOut(path string, stdout io.Writer, write func(io.Writer) error) error {
 	if path == "-" {
-		_, err := stdout.Write(data)
-		return err
+		bw := bufio.NewWriterSize(stdout, 64<<10)
+		if err := write(bw); err != nil {
+			return err
+		}
+		return bw.Flush()
 	}
 	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-")
 	if err != nil {
 		return err
 	}
 	tmp := f.Name()
-	_, werr := f.Write(data)
+	bw := bufio.NewWriterSize(f, 64<<10)
+	werr := write(bw)
+	if werr == nil {
+		werr = bw.Flush()
+	}
 	serr := f.Sync()
 	cerr := f.Close()
 	if err := errors.Join(werr, serr, cerr, os.Chmod(tmp, 0o600)); err != nil {

@@ -2,7 +2,6 @@ package capture
 
 import (
 	"archive/tar"
-	"bytes"
 	"fmt"
 	"io"
 	"maps"
@@ -18,19 +17,21 @@ import (
 // every path read, what was archived and why.
 const ManifestFile = "CAPTURE"
 
-// PlanText is a dry run as `entrypoint --dry-run` prints it, for the
-// archive's .host/plan; err is why the plan is incomplete (a fatal step,
-// or detection that failed), which is what a capture of a node that will
-// not boot is for: the caller archives anyway.
-func PlanText(d boot.Dry) ([]byte, error) {
+// Plan is a dry run as `entrypoint --dry-run` prints it, for the
+// archive's .host/plan (Options.Streams): render writes it. err is why the
+// plan is incomplete (a fatal step, or detection that failed), which is
+// what a capture of a node that will not boot is for: the caller archives
+// anyway. The text is rendered as it is archived, never held: the plan of
+// a host of deep mounts is tens of MB (issue 24).
+func Plan(d boot.Dry) (render func(io.Writer) error, err error) {
 	if d.DetectErr != nil {
-		return []byte("detect: " + d.DetectErr.Error() + "\n"), d.DetectErr
+		msg := "detect: " + d.DetectErr.Error() + "\n"
+		return func(w io.Writer) error {
+			_, err := io.WriteString(w, msg)
+			return err
+		}, d.DetectErr
 	}
-	var b bytes.Buffer
-	if err := d.Render(&b); err != nil {
-		return nil, err
-	}
-	return b.Bytes(), d.Err
+	return d.Render, d.Err
 }
 
 // Options are what an archive holds besides the recorded reads.
@@ -42,6 +43,11 @@ type Options struct {
 	// check's report), by name. Private keys and URL credentials are
 	// scrubbed from them as from the files archived.
 	Extra map[string][]byte
+	// Streams are more files for .host/, by name, too large to hold:
+	// each is rendered twice, once to count its size for the tar header
+	// and once into the archive, and must write the same both times. It
+	// is scrubbed line by line as Extra is whole (see scrubber).
+	Streams map[string]func(io.Writer) error
 }
 
 // Item is one line of the manifest.
@@ -97,6 +103,10 @@ func Archive(w io.Writer, rec *Recorder, o Options) ([]Item, error) {
 	for _, name := range slices.Sorted(maps.Keys(o.Extra)) {
 		b.probeFile(name, b.scrub(o.Extra[name]), "")
 	}
+	for name, render := range o.Streams {
+		b.probeFile(name, nil, "")
+		b.entries["/"+system.ProbeDir+"/"+name].render = render
+	}
 	b.manifestFile()
 	return b.items, b.write(w)
 }
@@ -104,6 +114,8 @@ func Archive(w io.Writer, rec *Recorder, o Options) ([]Item, error) {
 type entry struct {
 	hdr  tar.Header
 	data []byte
+	// render writes a stream's content (Options.Streams), not data.
+	render func(io.Writer) error
 }
 
 type builder struct {
@@ -121,6 +133,8 @@ type builder struct {
 	// credentials are the proxy passwords of the environment and of the
 	// drop-in, each in every form an archived file can quote it in.
 	credentials []string
+	// secretForms caches secrets.
+	secretForms [][]byte
 	// resolved memoizes resolveDir of a directory reached without a
 	// symlink hop: every path below it would resolve it again, each
 	// level an lstat, which made capture quadratic in depth (issue 24).

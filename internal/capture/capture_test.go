@@ -62,9 +62,14 @@ func replay(t *testing.T, dir string) ([]byte, error) {
 func captureTree(t *testing.T, sys system.System, env func(string) (string, bool)) (plan []byte, rec *Recorder, archive []byte, items []Item, planErr error) {
 	t.Helper()
 	rec = NewRecorder(sys)
-	plan, planErr = PlanText(boot.DryRunOn(context.Background(), rec, rec.Env(env), boot.Steps(), boot.DryRunOptions{ProbeTimeout: testProbeTimeout}))
+	render, planErr := Plan(boot.DryRunOn(context.Background(), rec, rec.Env(env), boot.Steps(), boot.DryRunOptions{ProbeTimeout: testProbeTimeout}))
+	var text bytes.Buffer
+	if err := render(&text); err != nil {
+		t.Fatal(err)
+	}
+	plan = text.Bytes()
 	var buf bytes.Buffer
-	items, err := Archive(&buf, rec, Options{Time: time.Unix(1700000000, 0), Extra: map[string][]byte{"plan": plan}})
+	items, err := Archive(&buf, rec, Options{Time: time.Unix(1700000000, 0), Streams: map[string]func(io.Writer) error{"plan": render}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,6 +3,7 @@ package capture
 import (
 	"bytes"
 	"encoding/json"
+	"io"
 	"regexp"
 	"slices"
 	"strconv"
@@ -34,21 +35,93 @@ func (b *builder) scrub(data []byte) []byte {
 // needsScrub reports whether scrub would change data: it holds a private
 // key read, a credential recorded, or a URL's userinfo.
 func (b *builder) needsScrub(data []byte) bool {
+	for _, s := range b.secrets() {
+		if bytes.Contains(data, s) {
+			return true
+		}
+	}
+	return bytes.Contains(data, []byte("://")) && bytes.Contains(data, []byte("@"))
+}
+
+// secrets are what needsScrub looks for besides URL userinfo: each
+// private key read, as it is and quoted, and each credential with the "@"
+// after it. Made once, when the first extra file is scrubbed: every path
+// is read by then, and a stream asks for them on every line.
+func (b *builder) secrets() [][]byte {
+	if b.secretForms != nil {
+		return b.secretForms
+	}
+	b.secretForms = [][]byte{}
 	for _, k := range b.keys {
 		if len(k) == 0 {
 			continue
 		}
 		quoted := strconv.Quote(string(k))
-		if bytes.Contains(data, k) || bytes.Contains(data, []byte(quoted[1:len(quoted)-1])) {
-			return true
-		}
+		b.secretForms = append(b.secretForms, k, []byte(quoted[1:len(quoted)-1]))
 	}
 	for _, c := range b.credentials {
-		if bytes.Contains(data, []byte(c+"@")) {
-			return true
-		}
+		b.secretForms = append(b.secretForms, []byte(c+"@"))
 	}
-	return bytes.Contains(data, []byte("://")) && bytes.Contains(data, []byte("@"))
+	return b.secretForms
+}
+
+// scrubbed writes to w what render writes, scrubbed line by line: the
+// same text as scrub of the whole, as no key form or credential the
+// text can hold spans a line. (A value in a plan is escaped to one line;
+// only a raw private key of several lines, which a plan never prints
+// unquoted, would.) It holds one line at a time, never the text.
+func (b *builder) scrubbed(w io.Writer, render func(io.Writer) error) error {
+	s := &scrubber{b: b, w: w}
+	if err := render(s); err != nil {
+		return err
+	}
+	return s.flush()
+}
+
+// scrubber is the writer of scrubbed.
+type scrubber struct {
+	b    *builder
+	w    io.Writer
+	line []byte // the start of a line, not yet ended
+}
+
+func (s *scrubber) Write(p []byte) (int, error) {
+	n := len(p)
+	for len(p) > 0 {
+		i := bytes.IndexByte(p, '\n')
+		if i < 0 {
+			s.line = append(s.line, p...)
+			break
+		}
+		unit := p[:i+1]
+		if len(s.line) > 0 {
+			s.line = append(s.line, unit...)
+			unit = s.line
+		}
+		if err := s.emit(unit); err != nil {
+			return 0, err
+		}
+		s.line = s.line[:0]
+		p = p[i+1:]
+	}
+	return n, nil
+}
+
+// emit writes one line, scrubbed.
+func (s *scrubber) emit(line []byte) error {
+	if s.b.needsScrub(line) {
+		line = s.b.scrub(line)
+	}
+	_, err := s.w.Write(line)
+	return err
+}
+
+// flush writes the last line when it has no newline.
+func (s *scrubber) flush() error {
+	if len(s.line) == 0 {
+		return nil
+	}
+	return s.emit(s.line)
 }
 
 // addCredentials records the user and password of a proxy setting, in

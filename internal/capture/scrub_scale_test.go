@@ -2,8 +2,16 @@ package capture
 
 import (
 	"bytes"
+	"context"
+	"io"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/kind-entrypoint/entrypoint/internal/boot"
+	"github.com/kind-entrypoint/entrypoint/internal/system"
 )
 
 // bigPlanText is a plan's text of n kubelet roots, without a secret.
@@ -41,5 +49,91 @@ func BenchmarkScrubPlan(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		bl.scrub(plan)
+	}
+}
+
+// TestStreamScrubbedAsWhole: a stream is scrubbed line by line to the
+// same bytes as scrub makes of its whole text, for a text holding a key
+// (raw, with its newline, and quoted), the proxy credentials, a URL's
+// userinfo, and a last line without a newline; and the archive of a host
+// whose plan quotes its keys and credentials holds the same plan either way.
+func TestStreamScrubbedAsWhole(t *testing.T) {
+	b := &builder{keys: [][]byte{[]byte("t0ken\n"), []byte("-----BEGIN PRIVATE KEY-----\nabc\n")}}
+	b.addCredentials("http://user:secret@proxy:3128")
+	text := "  write /a \"-----BEGIN PRIVATE KEY-----\\nabc\\n\"\nplain line\nHTTP_PROXY=http://user:secret@proxy:3128\n" +
+		"value t0ken\nnext https://u:p@h/x\nclean\nlast http://a:b@c"
+	whole := b.scrub([]byte(text))
+	// Written in pieces that split lines, as a buffered renderer does.
+	render := func(w io.Writer) error {
+		for i := 0; i < len(text); i += 7 {
+			if _, err := io.WriteString(w, text[i:min(i+7, len(text))]); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	var streamed bytes.Buffer
+	if err := b.scrubbed(&streamed, render); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(string(whole), streamed.String()); diff != "" {
+		t.Errorf("streamed scrub differs from the whole text's (-whole +streamed):\n%s", diff)
+	}
+	for _, s := range []string{"secret", "t0ken", "abc", ":p@", "a:b@"} {
+		if strings.Contains(streamed.String(), s) {
+			t.Errorf("the streamed text holds %q:\n%s", s, streamed.String())
+		}
+	}
+
+	src := copyHost(t, "net-ip-change")
+	tree := system.NewTree(src)
+	env, _ := tree.Environ()
+	rec := NewRecorder(tree)
+	plan, _ := Plan(boot.DryRunOn(context.Background(), rec, rec.Env(env), boot.Steps(), boot.DryRunOptions{ProbeTimeout: testProbeTimeout}))
+	var text2 bytes.Buffer
+	if err := plan(&text2); err != nil {
+		t.Fatal(err)
+	}
+	archived := func(o Options) tarEntry {
+		o.Time = time.Unix(1700000000, 0)
+		var buf bytes.Buffer
+		if _, err := Archive(&buf, rec, o); err != nil {
+			t.Fatal(err)
+		}
+		return readArchive(t, buf.Bytes())["/"+system.ProbeDir+"/plan"]
+	}
+	held := archived(Options{Extra: map[string][]byte{"plan": text2.Bytes()}})
+	streamedPlan := archived(Options{Streams: map[string]func(io.Writer) error{"plan": plan}})
+	if diff := cmp.Diff(held.hdr, streamedPlan.hdr); diff != "" {
+		t.Errorf(".host/plan's header (-held +streamed):\n%s", diff)
+	}
+	if bytes.Equal(held.data, text2.Bytes()) {
+		t.Fatal("the host's plan holds nothing to scrub: the test needs one that does")
+	}
+	if !bytes.Equal(held.data, streamedPlan.data) || len(held.data) == 0 {
+		t.Errorf(".host/plan streamed differs from it held (%d and %d bytes)", len(held.data), len(streamedPlan.data))
+	}
+}
+
+// TestStreamRenderedTwiceAlike: a stream that writes more or less the
+// second time than the first is an error, never a member whose size its
+// header misstates.
+func TestStreamRenderedTwiceAlike(t *testing.T) {
+	for _, second := range []string{"longer text\n", "short\n"} {
+		n := 0
+		render := func(w io.Writer) error {
+			n++
+			text := "first text\n"
+			if n > 1 {
+				text = second
+			}
+			_, err := io.WriteString(w, text)
+			return err
+		}
+		rec := NewRecorder(system.NewTree(t.TempDir()))
+		_, err := Archive(io.Discard, rec, Options{Streams: map[string]func(io.Writer) error{"plan": render}})
+		if err == nil || !strings.Contains(err.Error(), "archive /.host/plan: ") {
+			t.Errorf("a stream of 11 bytes, then %d: %v, want an error naming it", len(second), err)
+		}
 	}
 }

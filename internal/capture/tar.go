@@ -49,6 +49,12 @@ func (b *builder) write(w io.Writer) error {
 				return err
 			}
 		}
+		if e.render != nil {
+			if err := b.writeStream(tw, p, e); err != nil {
+				return err
+			}
+			continue
+		}
 		if err := tw.WriteHeader(&e.hdr); err != nil {
 			return fmt.Errorf("archive %s: %w", p, err)
 		}
@@ -62,4 +68,47 @@ func (b *builder) write(w io.Writer) error {
 		return err
 	}
 	return zw.Close()
+}
+
+// writeStream archives a stream (Options.Streams): rendered and scrubbed
+// once to count its size, for the header, then again into the archive.
+// A second rendering of another size is an error of the tar writer's.
+func (b *builder) writeStream(tw *tar.Writer, p string, e *entry) error {
+	var n counter
+	if err := b.scrubbed(&n, e.render); err != nil {
+		return fmt.Errorf("archive %s: %w", p, err)
+	}
+	hdr := e.hdr
+	hdr.Size = int64(n)
+	if err := tw.WriteHeader(&hdr); err != nil {
+		return fmt.Errorf("archive %s: %w", p, err)
+	}
+	again := &countingWriter{w: tw}
+	if err := b.scrubbed(again, e.render); err != nil {
+		return fmt.Errorf("archive %s: %w", p, err)
+	}
+	if again.n != n {
+		return fmt.Errorf("archive %s: rendered %d bytes, then %d", p, n, again.n)
+	}
+	return nil
+}
+
+// countingWriter counts what it passes on to w.
+type countingWriter struct {
+	w io.Writer
+	n counter
+}
+
+func (c *countingWriter) Write(p []byte) (int, error) {
+	k, err := c.w.Write(p)
+	c.n += counter(k)
+	return k, err
+}
+
+// counter counts the bytes written to it.
+type counter int64
+
+func (c *counter) Write(p []byte) (int, error) {
+	*c += counter(len(p))
+	return len(p), nil
 }

@@ -17,7 +17,7 @@ const maxLinks = 40
 // resolveDir adds the directories (and kept symlinks) leading to d and
 // returns where d's content is in the archive.
 func (b *builder) resolveDir(d string, hops int) (string, error) {
-	d = path.Clean("/" + d)
+	d = system.NodePath(d)
 	if d == "/" {
 		return "/", nil
 	}
@@ -36,11 +36,17 @@ func (b *builder) resolveDir(d string, hops int) (string, error) {
 
 // resolveDirOnce is resolveDir of a clean d other than "/", not memoized.
 func (b *builder) resolveDirOnce(d string, hops int) (string, error) {
-	parent, err := b.resolveDir(path.Dir(d), hops)
+	dir := system.Parent(d)
+	parent, err := b.resolveDir(dir, hops)
 	if err != nil {
 		return "", err
 	}
-	cur := path.Join(parent, path.Base(d))
+	// d itself when no link above it was followed: a deep path's every
+	// ancestor is resolved, and a copy of each is quadratic in depth.
+	cur := d
+	if parent != dir {
+		cur = path.Join(parent, path.Base(d))
+	}
 	fi, err := b.sys.Lstat(cur)
 	if err != nil {
 		return cur, nil // missing: what is under it is missing too
@@ -67,11 +73,11 @@ func (b *builder) resolveDirOnce(d string, hops int) (string, error) {
 
 // add archives node path p, read as a says (with that read's limit).
 func (b *builder) add(p string, a Access, limit, hops int) error {
-	p = path.Clean("/" + p)
+	p = system.NodePath(p)
 	if p == "/" {
 		return nil
 	}
-	dir, err := b.resolveDir(path.Dir(p), hops)
+	dir, err := b.resolveDir(system.Parent(p), hops)
 	if err != nil {
 		return err
 	}

@@ -70,6 +70,14 @@ type V1Facts struct {
 // binds and their kubelet roots: under a hundred.
 const MaxV1Mounts = 1024
 
+// TooManyMountsError is DetectV1's refusal of a table of more than
+// MaxV1Mounts cgroup mounts: check tells it from a cgroup not found.
+type TooManyMountsError struct{ N int }
+
+func (e *TooManyMountsError) Error() string {
+	return fmt.Sprintf("%s: %d cgroup mounts, more than the %d this step handles", system.MountinfoPath, e.N, MaxV1Mounts)
+}
+
 // countCgroupMounts counts the cgroup (v1 or v2) mounts of a table.
 func countCgroupMounts(mounts []*mountinfo.Info) int {
 	n := 0
@@ -100,7 +108,7 @@ func DetectV1(sys system.System, tbl *system.MountTable) (V1Facts, error) {
 		return f, err
 	}
 	if n := countCgroupMounts(f.Mounts); n > MaxV1Mounts {
-		return f, fmt.Errorf("%s: %d cgroup mounts, more than the %d this step handles", system.MountinfoPath, n, MaxV1Mounts)
+		return f, &TooManyMountsError{N: n}
 	}
 	if fi, err := sys.Stat(miscDir); err == nil && fi.IsDir() {
 		f.MiscDir = true

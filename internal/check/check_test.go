@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -15,6 +16,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/kind-entrypoint/entrypoint/internal/capture"
+	"github.com/kind-entrypoint/entrypoint/internal/cgroupfix"
 	"github.com/kind-entrypoint/entrypoint/internal/system"
 	"github.com/kind-entrypoint/entrypoint/internal/system/hosttest"
 )
@@ -514,5 +516,40 @@ func TestRecordsWhatItReads(t *testing.T) {
 	// The iptables saves ran once each, for the dry run and three rows.
 	if n := len(tree.Ran()); n != 4 {
 		t.Errorf("%d commands ran, want the 4 saves once each: %q", n, tree.Ran())
+	}
+}
+
+// TestCgroupNSAtMountCap: when the mount table holds more cgroup mounts
+// than fix_cgroup handles, the cgroupns row fails with the cap's error and
+// a hint that names the mount table, not the container's cgroup (which
+// the entrypoint found, and never got to use).
+func TestCgroupNSAtMountCap(t *testing.T) {
+	dir := host(t, "docker-v1-cgroupns", func(dir string) {
+		n := 0
+		editMountinfo(t, dir, func(line string) string {
+			if line == "" || n > 0 {
+				return line
+			}
+			var b strings.Builder
+			b.WriteString(line)
+			for n = 0; n <= cgroupfix.MaxV1Mounts; n++ {
+				fmt.Fprintf(&b, "\n%d 1047 0:29 / /sys/fs/cgroup/cpu,cpuacct/c%d rw,nosuid - cgroup cgroup rw,cpu,cpuacct", 5000+n, n)
+			}
+			return b.String()
+		})
+	})
+	rep := runTree(t, dir)
+	r, ok := rowNamed(rep.Rows, "cgroupns")
+	if !ok {
+		t.Fatal("no row cgroupns")
+	}
+	if r.Status != Fail || !strings.Contains(r.Observed, "cgroup mounts, more than the 1024 this step handles") {
+		t.Errorf("row cgroupns: %s %q, want fail with the cap's error", r.Status, r.Observed)
+	}
+	if strings.Contains(r.Hint, "/proc/self/cgroup") || !strings.Contains(r.Hint, "more than 1024 cgroup mounts") || !strings.Contains(r.Hint, "/proc/self/mountinfo") {
+		t.Errorf("row cgroupns's hint %q: want the cap on the mount table, not the container's cgroup", r.Hint)
+	}
+	if plan, _ := rowNamed(rep.Rows, "plan"); plan.Status != Fail || !strings.Contains(plan.Observed, "exit 15") {
+		t.Errorf("row plan: %s %q, want fix_cgroup's stop", plan.Status, plan.Observed)
 	}
 }

@@ -4,6 +4,7 @@ package check
 // limit.
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -59,6 +60,11 @@ func (c *checker) cgroupNS() Row {
 			"create the node with --cgroupns=private (kind v0.20+ does)"}
 	}
 	f, err := boot.FactsOf[cgroupfix.V1Facts](c.results, "fix_cgroup")
+	if many := (*cgroupfix.TooManyMountsError)(nil); errors.As(err, &many) {
+		return Row{name, Fail, err.Error(), fmt.Sprintf("the mount table, not the cgroup namespace: the entrypoint stops (exit 15) at more than %d cgroup mounts, "+
+			"before it looks at the container's cgroup; a v1 node has under a hundred, so something mounts cgroup hierarchies over and over "+
+			"(in the node, or on the host with its mounts propagated into it): see %s", cgroupfix.MaxV1Mounts, system.MountinfoPath)}
+	}
 	if err != nil {
 		return Row{name, Fail, err.Error(), "the entrypoint cannot find the container's cgroup: see /proc/self/cgroup"}
 	}

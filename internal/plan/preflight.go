@@ -3,7 +3,6 @@ package plan
 import (
 	"io/fs"
 	"path"
-	"strings"
 	"syscall"
 
 	"github.com/kind-entrypoint/entrypoint/internal/system"
@@ -42,7 +41,7 @@ func Preflight(sys system.System, actions []Action) error {
 			return s.exists, s.dir
 		}
 		var s stat
-		if up, ok := seen[parentOf(p)]; !ok || up.dir {
+		if up, ok := seen[system.Parent(p)]; !ok || up.dir {
 			fi, err := sys.Stat(p)
 			s = stat{exists: err == nil, dir: err == nil && fi.IsDir()}
 		}
@@ -51,7 +50,7 @@ func Preflight(sys system.System, actions []Action) error {
 	}
 	// parentOK: the nearest existing ancestor of p is a directory.
 	parentOK := func(p string) bool {
-		for d := parentOf(p); ; d = parentOf(d) {
+		for d := system.Parent(p); ; d = system.Parent(d) {
 			if exists, dir := isDir(d); exists {
 				return dir
 			}
@@ -71,7 +70,12 @@ func Preflight(sys system.System, actions []Action) error {
 		if a.OnFail != Fatal {
 			continue
 		}
-		p := path.Clean(a.Path)
+		p := a.Path
+		if path.IsAbs(p) {
+			p = system.NodePath(p) // no path.Clean's scan of a clean path
+		} else {
+			p = path.Clean(p)
+		}
 		switch a.Op {
 		case OpWrite, OpWriteInPlace, OpSymlink:
 			if !parentOK(p) {
@@ -93,7 +97,7 @@ func Preflight(sys system.System, actions []Action) error {
 			if exists, dir := isDir(p); exists && !dir {
 				return fail(string(a.Op), p, syscall.ENOTDIR)
 			}
-			for d := p; d != "/" && d != "." && made[d] != gen; d = parentOf(d) {
+			for d := p; d != "/" && d != "." && made[d] != gen; d = system.Parent(d) {
 				made[d] = gen
 			}
 		case OpRemove:
@@ -103,16 +107,4 @@ func Preflight(sys system.System, actions []Action) error {
 		}
 	}
 	return nil
-}
-
-// parentOf is path.Dir of a clean path, without cleaning it again (which
-// made walking up a deep path quadratic in its length).
-func parentOf(p string) string {
-	switch i := strings.LastIndexByte(p, '/'); {
-	case i > 0:
-		return p[:i]
-	case i == 0:
-		return "/"
-	}
-	return "."
 }

@@ -1,7 +1,6 @@
 package plan
 
 import (
-	"strings"
 	"testing"
 
 	"github.com/kind-entrypoint/entrypoint/internal/system"
@@ -21,15 +20,6 @@ func BenchmarkPreflightDeep(b *testing.B) {
 	for b.Loop() {
 		if err := Preflight(sys, actions); err != nil {
 			b.Fatal(err)
-		}
-	}
-}
-
-// TestParentOf: parentOf is path.Dir of a clean path.
-func TestParentOf(t *testing.T) {
-	for p, want := range map[string]string{"/": "/", "/a": "/", "/a/b": "/a", "a": ".", "a/b": "a", strings.Repeat("/x", 3): "/x/x"} {
-		if got := parentOf(p); got != want {
-			t.Errorf("parentOf(%q) = %q, want %q", p, got, want)
 		}
 	}
 }

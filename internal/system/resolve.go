@@ -12,7 +12,21 @@ import (
 
 // Under reports whether the absolute, clean path p is dir or lies below it.
 func Under(p, dir string) bool {
-	return p == dir || dir == "/" || strings.HasPrefix(p, dir+"/")
+	// Not HasPrefix(p, dir+"/"): a mount table's lookups ask it of every
+	// mount, and the copy of a 4 KiB mountpoint each time was most of it.
+	return p == dir || dir == "/" || len(p) > len(dir) && p[len(dir)] == '/' && strings.HasPrefix(p, dir)
+}
+
+// Parent is path.Dir of a clean path, without cleaning it again (which
+// made walking up a deep path quadratic in its length).
+func Parent(p string) string {
+	switch i := strings.LastIndexByte(p, '/'); {
+	case i > 0:
+		return p[:i]
+	case i == 0:
+		return "/"
+	}
+	return "."
 }
 
 // maxLinkHops is how many symlinks a resolution follows before it fails
@@ -77,7 +91,7 @@ func (r *Resolver) lookup(p string) (link string, isLink bool, err error) {
 func (r *Resolver) Resolve(p string) (string, error) {
 	s := p
 	if !path.IsAbs(s) || path.Clean(s) != s {
-		s = path.Clean("/" + s)
+		s = NodePath(s)
 	}
 	n := 0
 	for hops := 0; n+1 < len(s); {

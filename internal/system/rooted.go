@@ -43,7 +43,7 @@ func (t *Tree) rootFD() (int, error) {
 
 // relPath is node path p relative to the root, for openat2.
 func relPath(p string) string {
-	rel := strings.TrimPrefix(path.Clean("/"+p), "/")
+	rel := strings.TrimPrefix(NodePath(p), "/")
 	if rel == "" {
 		return "."
 	}
@@ -211,18 +211,24 @@ func (t *Tree) readIn(p string, limit int, buf []byte) ([]byte, error) {
 
 // readInFlags is readIn; nofollow O_NOFOLLOW refuses a symlink at p.
 func (t *Tree) readInFlags(p string, limit int, buf []byte, nofollow int) ([]byte, error) {
-	fd, err := openRegular(p, func(flags int) (int, error) {
+	fd, err := t.openRegularIn(p, nofollow)
+	if err != nil {
+		return nil, err
+	}
+	defer unix.Close(fd)
+	return readFD(fd, p, limit, buf)
+}
+
+// openRegularIn opens the regular file at node path p inside the root for
+// reading (openRegular).
+func (t *Tree) openRegularIn(p string, nofollow int) (int, error) {
+	return openRegular(p, func(flags int) (int, error) {
 		fd, err := t.openIn("open", p, flags)
 		if pe, ok := err.(*fs.PathError); ok {
 			return -1, pe.Err
 		}
 		return fd, err
 	}, nofollow)
-	if err != nil {
-		return nil, err
-	}
-	defer unix.Close(fd)
-	return readFD(fd, p, limit, buf)
 }
 
 // statIn is stat(2) (follow: the last component's link is followed) or
@@ -236,7 +242,7 @@ func (t *Tree) statIn(p string, follow bool) (fs.FileInfo, error) {
 	if err != nil {
 		return nil, err
 	}
-	f := os.NewFile(uintptr(fd), path.Base(path.Clean("/"+p)))
+	f := os.NewFile(uintptr(fd), path.Base(NodePath(p)))
 	defer f.Close()
 	fi, err := f.Stat()
 	if err != nil {
@@ -279,7 +285,7 @@ func (t *Tree) readDirIn(p string) ([]fs.DirEntry, error) {
 	}
 	out := make([]fs.DirEntry, len(entries))
 	for i, e := range entries {
-		out[i] = rootedEntry{e, t, path.Join(path.Clean("/"+p), e.Name())}
+		out[i] = rootedEntry{e, t, path.Join(NodePath(p), e.Name())}
 	}
 	slices.SortFunc(out, func(a, b fs.DirEntry) int { return strings.Compare(a.Name(), b.Name()) })
 	return out, nil

@@ -65,11 +65,6 @@ type Tree struct {
 	// unmounted are mount points unmounted here: what the tree holds below
 	// them stood for the unmounted filesystem, so it goes with it.
 	unmounted map[string]bool
-	// scratch holds the last read of Root's mountinfo, for the lookups
-	// that only read it (FSType is asked for several paths of one
-	// unchanged table in every dry run).
-	parsedMu sync.Mutex
-	scratch  []byte
 }
 
 var _ System = (*Tree)(nil)
@@ -118,7 +113,7 @@ func (t *Tree) Path(p string) string {
 	if len(p) > 1 && p[0] == '/' && path.Clean(p) == p && plainRoot(t.Root) {
 		return t.Root + p
 	}
-	return filepath.Join(t.Root, filepath.FromSlash(path.Clean("/"+p)))
+	return filepath.Join(t.Root, filepath.FromSlash(NodePath(p)))
 }
 
 // plainRoot reports whether a clean absolute path joins root by

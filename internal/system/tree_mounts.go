@@ -26,16 +26,23 @@ func (t *Tree) mounts() ([]*mountinfo.Info, error) {
 }
 
 // readMounts is mounts for reading only: the result is shared (see
-// parseShared), and must not be changed. FSType reads the file for every
-// path it is asked about: it is read into a buffer kept for that.
+// parseShared), and must not be changed. FSType looks at the file for
+// every path it is asked about: a table that is still the one parsed is
+// only compared with it, a chunk at a time, never read whole again (a
+// copy of the table kept for that doubled what it cost, issue 24).
 func (t *Tree) readMounts() ([]*mountinfo.Info, error) {
-	t.parsedMu.Lock()
-	defer t.parsedMu.Unlock()
-	b, err := t.readIn(MountinfoPath, LimitTable, t.scratch)
+	fd, err := t.openRegularIn(MountinfoPath, 0)
 	if err != nil {
 		return nil, err
 	}
-	t.scratch = b
+	defer unix.Close(fd)
+	if mi, ok := sharedIfSame(fd); ok {
+		return mi, nil
+	}
+	b, err := readFD(fd, MountinfoPath, LimitTable, nil)
+	if err != nil {
+		return nil, err
+	}
 	return parseShared(b)
 }
 

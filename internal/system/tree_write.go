@@ -64,7 +64,7 @@ func (t *Tree) Files() (*TreeFiles, error) {
 func nodePathErr(err error, p string) error {
 	var pe *fs.PathError
 	if errors.As(err, &pe) {
-		pe.Path = path.Clean("/" + p)
+		pe.Path = NodePath(p)
 	}
 	return err
 }
@@ -99,7 +99,7 @@ func (f *TreeFiles) writeFile(p string, data []byte, perm fs.FileMode, beforeRen
 		break
 	}
 	if file == nil {
-		return &fs.PathError{Op: "open", Path: path.Clean("/" + p), Err: unix.EEXIST}
+		return &fs.PathError{Op: "open", Path: NodePath(p), Err: unix.EEXIST}
 	}
 	_, werr := file.Write(data)
 	// Chmod of the open file: the name could have been swapped since.
@@ -126,7 +126,7 @@ func (f *TreeFiles) writeFile(p string, data []byte, perm fs.FileMode, beforeRen
 func (f *TreeFiles) WriteInPlace(p string, data []byte) error {
 	rel := relPath(p)
 	if fi, err := f.root.Stat(rel); err == nil && !fi.Mode().IsRegular() {
-		return &NotRegularError{Path: path.Clean("/" + p), Type: fi.Mode().Type().String()}
+		return &NotRegularError{Path: NodePath(p), Type: fi.Mode().Type().String()}
 	}
 	file, err := f.root.OpenFile(rel, os.O_WRONLY|os.O_CREATE|unix.O_NONBLOCK|unix.O_NOCTTY, 0o644)
 	if err != nil {
@@ -134,7 +134,7 @@ func (f *TreeFiles) WriteInPlace(p string, data []byte) error {
 	}
 	fi, err := file.Stat()
 	if err == nil && !fi.Mode().IsRegular() {
-		err = &NotRegularError{Path: path.Clean("/" + p), Type: fi.Mode().Type().String()}
+		err = &NotRegularError{Path: NodePath(p), Type: fi.Mode().Type().String()}
 	}
 	if err == nil {
 		err = file.Truncate(0)
@@ -228,7 +228,7 @@ func (f *TreeFiles) Mkfifo(p string, perm uint32) error {
 	}
 	defer d.Close()
 	if err := unix.Mkfifoat(int(d.Fd()), base, perm); err != nil {
-		return &fs.PathError{Op: "mkfifo", Path: path.Clean("/" + p), Err: err}
+		return &fs.PathError{Op: "mkfifo", Path: NodePath(p), Err: err}
 	}
 	return nil
 }
