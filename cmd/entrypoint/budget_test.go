@@ -19,8 +19,8 @@ import (
 	"github.com/kind-entrypoint/entrypoint/internal/system/hosttest"
 )
 
-// The budget of every command on any single input at its size cap
-// (issue 24): 1 s of CPU and 200 MiB of RSS on a 2-core machine.
+// The budget of every command on any single input at its size cap:
+// 1 s of CPU and 200 MiB of RSS on a 2-core machine.
 const maxRSS = 200 << 20
 
 // maxCPU is the CPU time (user and system) TestInputsAtCap allows a

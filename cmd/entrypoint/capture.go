@@ -95,7 +95,7 @@ func runCapture(args []string, stdout, stderr io.Writer) int {
 // writeOut writes the archive write makes to path atomically (a temp file
 // renamed over it, removed if write fails), or to stdout for "-". It is
 // written as it is made, never held: a capture of a mount table at its cap
-// is megabytes of gzip even at its best (issue 24). On stdout, a failed
+// is megabytes of gzip even at its best. On stdout, a failed
 // capture may have written part of an archive.
 func writeOut(path string, stdout io.Writer, write func(io.Writer) error) error {
 	if path == "-" {

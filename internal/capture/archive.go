@@ -22,7 +22,7 @@ const ManifestFile = "CAPTURE"
 // plan is incomplete (a fatal step, or detection that failed), which is
 // what a capture of a node that will not boot is for: the caller archives
 // anyway. The text is rendered as it is archived, never held: the plan of
-// a host of deep mounts is tens of MB (issue 24).
+// a host of deep mounts is tens of MB.
 func Plan(d boot.Dry) (render func(io.Writer) error, err error) {
 	if d.DetectErr != nil {
 		msg := "detect: " + d.DetectErr.Error() + "\n"
@@ -137,7 +137,7 @@ type builder struct {
 	secretForms [][]byte
 	// resolved memoizes resolveDir of a directory reached without a
 	// symlink hop: every path below it would resolve it again, each
-	// level an lstat, which made capture quadratic in depth (issue 24).
+	// level an lstat, which made capture quadratic in depth.
 	resolved map[string]string
 }
 

@@ -65,7 +65,7 @@ func (b *builder) probes(p Probes) error {
 		var addrs []string
 		// A set beside the list (which keeps the order): a host may
 		// answer 130k addresses, and searching the list for each made
-		// capture quadratic (issue 24).
+		// capture quadratic.
 		seen := map[netip.Addr]bool{}
 		hung := false
 		for _, network := range []string{"ip4", "ip6", "ip"} {

@@ -17,7 +17,7 @@ import (
 func (b *builder) scrub(data []byte) []byte {
 	if !b.needsScrub(data) {
 		// The plan of a host with 50k cpuset mounts is 160 MB of text,
-		// which two copies made 320 MB more of capture's peak (issue 24).
+		// which two copies made 320 MB more of capture's peak.
 		return data
 	}
 	s := string(data)

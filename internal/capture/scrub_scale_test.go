@@ -20,7 +20,7 @@ func bigPlanText(n int) []byte {
 }
 
 // TestScrubCopiesNothingClean: scrubbing an extra file that holds no key,
-// credential or URL userinfo returns it as it is (issue 24: the plan of
+// credential or URL userinfo returns it as it is (the plan of
 // 50k cpuset mounts, 160 MB, was copied twice, to a string and back).
 // With a credential in it, it is redacted all the same.
 func TestScrubCopiesNothingClean(t *testing.T) {

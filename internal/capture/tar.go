@@ -25,7 +25,7 @@ func (b *builder) manifestFile() {
 func (b *builder) write(w io.Writer) error {
 	// The fastest level: the archive's bulk is kernel tables (a mount
 	// table of up to 16 MiB), which the default level took half a
-	// second of CPU to compress, for a tenth less size (issue 24).
+	// second of CPU to compress, for a tenth less size.
 	zw, err := gzip.NewWriterLevel(w, gzip.BestSpeed)
 	if err != nil {
 		return err

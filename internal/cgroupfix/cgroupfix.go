@@ -66,7 +66,7 @@ type V1Facts struct {
 // MaxV1Mounts is the most cgroup mounts fix_cgroup plans for on cgroup
 // v1. Its plan holds four to eight actions for each (kubelet roots, their
 // binds, cpuset files): the table's 16 MiB cap held 150k, whose plan took
-// 2 s and 460 MiB (issue 24). A v1 node has a dozen hierarchies, their
+// 2 s and 460 MiB. A v1 node has a dozen hierarchies, their
 // binds and their kubelet roots: under a hundred.
 const MaxV1Mounts = 1024
 
@@ -155,7 +155,7 @@ func PlanV1(f V1Facts) ([]plan.Action, error) {
 	// Sized for the mounts looked up, their full-path binds and two
 	// kubelet roots each: growing these maps was a good part of
 	// planning's allocations. Only mounts the plan may look up are in it
-	// (see lookedUp): 350k other mounts made a map of 50 MiB (issue 24).
+	// (see lookedUp): 350k other mounts made a map of 50 MiB.
 	var mounts []string
 	for _, m := range f.Mounts {
 		if lookedUp(m) {
@@ -326,7 +326,7 @@ func cpusetShown(f V1Facts) map[cgroupShown][2][]byte {
 // (same filesystem, same root; shown is cpusetShown) for another mount of
 // it, such as the bind of the container's cgroup at its full path made
 // without cgroupns. Looking for that mount in the table for each mount
-// made 50k cpuset mounts of other cgroups 2.5G lookups (issue 24).
+// made 50k cpuset mounts of other cgroups 2.5G lookups.
 func cpusetOf(f V1Facts, shown map[cgroupShown][2][]byte, m *mountinfo.Info) ([2][]byte, bool) {
 	if !isCpusetMount(m) {
 		return [2][]byte{}, false
@@ -375,7 +375,7 @@ func (p *v1Planner) subsystems(binds []*mountinfo.Info) []*mountinfo.Info {
 func (p *v1Planner) kubeletRoots(actions []plan.Action, subsystems []*mountinfo.Info) []plan.Action {
 	// Appended in place after the private remount, which goes first: two
 	// actions per root, a cpuset hierarchy's two more (not counting them
-	// made 50k cpuset mounts grow the plan by doubling, issue 24).
+	// made 50k cpuset mounts grow the plan by doubling).
 	n := 1 + 2*2 // the remount, a kubelet.slice in name=systemd
 	for _, s := range subsystems {
 		n += 2 * 2

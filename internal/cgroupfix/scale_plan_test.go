@@ -33,7 +33,7 @@ func nestedCpusets(n, depth int, foreign bool) V1Facts {
 
 // TestPlanV1NestedCpusetsAllocs: planning nested cpuset mounts allocates
 // in one go what the plan holds (its actions, its paths' text), never
-// a doubling (issue 24: the cpuset roots' files were not counted, and 50k
+// a doubling (the cpuset roots' files were not counted, and 50k
 // mounts grew both by doubling). The bound is 1.75 times the plan's own
 // size (its maps, a little slack in the paths' text): the old code
 // allocated 2.7 times.

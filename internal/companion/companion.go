@@ -170,7 +170,7 @@ var dmiProducts = []struct{ dmi, file string }{
 // MaxProductFiles bounds the /kind/product_* files copied into each
 // container: kind writes two (product_name, product_uuid), and the plan
 // holds each one's content, so a /kind of thousands of them was that many
-// files in the hook's memory (issue 24). More is an error that names the
+// files in the hook's memory. More is an error that names the
 // directory: the node is not one kind made.
 const MaxProductFiles = 16
 

@@ -33,7 +33,7 @@ func detectAllocs(tree *system.Tree) (int64, error) {
 
 // TestProductFilesCapped: at the cap, the product files are read, and
 // what the hook holds is about their size; past it, the hook fails
-// naming /kind without reading the rest (issue 24: 2000 files of 4 KiB
+// naming /kind without reading the rest (2000 files of 4 KiB
 // were 8 MB held, and any number more).
 func TestProductFilesCapped(t *testing.T) {
 	held := int64(MaxProductFiles * system.LimitValue)

@@ -18,7 +18,7 @@ import (
 func Escape(s string) string {
 	// Printable ASCII, which is all of nearly every value, a byte at a
 	// time: decoding each rune of a plan's 4 KiB paths was a quarter of
-	// a capture's CPU (issue 24).
+	// a capture's CPU.
 	i := 0
 	for i < len(s) && ' ' <= s[i] && s[i] < 0x7f {
 		i++

@@ -60,7 +60,7 @@ func (p Policy) String() string {
 
 // Action is one change (or log line) of a plan. A plan of a host with
 // 150k cgroup mounts holds 600k of them, so the fields only runs and
-// rollbacks use are apart, in Extra (issue 24: at 296 bytes an action,
+// rollbacks use are apart, in Extra (at 296 bytes an action,
 // that plan alone was 178 MB).
 type Action struct {
 	Op     Op

@@ -180,7 +180,7 @@ func TestApplyTree(t *testing.T) {
 }
 
 // TestPreflight: a dry run calls no plan fine that its apply would stop at
-// for the file types on the way (issue 15, 8).
+// for the file types on the way.
 func TestPreflight(t *testing.T) {
 	root := hosttest.Dir(t, map[string]string{"etc/machine-id/x": "x", "kind": "x", "etc/ok": "x"})
 	if err := os.Symlink("/nonexistent", filepath.Join(root, "etc/dangling")); err != nil {

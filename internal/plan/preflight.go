@@ -20,14 +20,14 @@ func Preflight(sys system.System, actions []Action) error {
 	// generation it was marked in: a Mkdir marks its ancestors up to one
 	// already marked in this generation (they are marked up to "/"
 	// already), so that deep paths cost their length once, not once per
-	// level (issue 24). A Remove starts a new generation.
+	// level. A Remove starts a new generation.
 	made := map[string]int{}
 	gen := 1
 	removed := map[string]bool{}
 	// seen memoizes sys.Stat: the walk up from each path asks again for
 	// the parents of the paths before it. Below a path that is not a
 	// directory on sys nothing is there, and needs no stat either: the
-	// kubelet roots of 150k cgroup mounts were 450k stats (issue 24).
+	// kubelet roots of 150k cgroup mounts were 450k stats.
 	type stat struct{ exists, dir bool }
 	seen := map[string]stat{}
 	isDir := func(p string) (exists, dir bool) {

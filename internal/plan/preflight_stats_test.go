@@ -32,7 +32,7 @@ func kubeletRootsPlan(n int) []Action {
 
 // TestPreflightStatsOnce: preflighting the kubelet roots of n cgroup
 // mounts that a tree does not have stats each mount point once, not each
-// root and its parent twice (issue 24: 3n stats, 450k at 150k mounts).
+// root and its parent twice (3n stats, 450k at 150k mounts).
 func TestPreflightStatsOnce(t *testing.T) {
 	const n = 1000
 	root := hosttest.Dir(t, map[string]string{"sys/fs/cgroup/.keep": ""})

@@ -7,7 +7,7 @@ import (
 )
 
 // BenchmarkPreflightDeep preflights mkdirs of every level of a path 4000
-// directories deep (issue 24: marking each mkdir's ancestors cleaned each
+// directories deep (marking each mkdir's ancestors cleaned each
 // of them again, quadratic in the depth).
 func BenchmarkPreflightDeep(b *testing.B) {
 	var actions []Action

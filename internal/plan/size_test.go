@@ -8,7 +8,7 @@ import (
 
 // TestActionSize: a plan of a host with 150k cgroup mounts holds 600k
 // actions, so every byte of an Action is 600 kB of it. The fields of runs
-// and rollbacks live in Extra (issue 24: an Action was 296 bytes, 178 MB
+// and rollbacks live in Extra (an Action was 296 bytes, 178 MB
 // for that plan).
 func TestActionSize(t *testing.T) {
 	if n := unsafe.Sizeof(Action{}); n > 184 {

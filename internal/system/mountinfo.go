@@ -180,7 +180,7 @@ func isOctal(c byte) bool { return '0' <= c && c <= '7' }
 
 // shared is the last mount table parsed for reading only, and its text:
 // the steps' MountTable and a Tree's lookups (FSType) read the same table,
-// which at its 16 MiB cap parses to some 70 MiB (issue 24). One parse of
+// which at its 16 MiB cap parses to some 70 MiB. One parse of
 // it is kept, whoever reads it; a table that changed is parsed again.
 var shared struct {
 	mu   sync.Mutex
@@ -265,7 +265,7 @@ func withoutLeadingUps(root string) string {
 
 // NodePath is p as a clean absolute node path, path.Clean("/"+p): p
 // itself, not a copy, when it already is one, as nearly every path asked
-// is (the copy was most of a capture's memory for paths, issue 24).
+// is (the copy was most of a capture's memory for paths).
 func NodePath(p string) string {
 	if cleanAbs(p) {
 		return p

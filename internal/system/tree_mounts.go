@@ -29,7 +29,7 @@ func (t *Tree) mounts() ([]*mountinfo.Info, error) {
 // parseShared), and must not be changed. FSType looks at the file for
 // every path it is asked about: a table that is still the one parsed is
 // only compared with it, a chunk at a time, never read whole again (a
-// copy of the table kept for that doubled what it cost, issue 24).
+// copy of the table kept for that doubled what it cost).
 func (t *Tree) readMounts() ([]*mountinfo.Info, error) {
 	fd, err := t.openRegularIn(MountinfoPath, 0)
 	if err != nil {
