@@ -103,9 +103,9 @@ func Archive(w io.Writer, rec *Recorder, o Options) ([]Item, error) {
 	for _, name := range slices.Sorted(maps.Keys(o.Extra)) {
 		b.probeFile(name, b.scrub(o.Extra[name]), "")
 	}
-	for name, render := range o.Streams {
+	for _, name := range slices.Sorted(maps.Keys(o.Streams)) {
 		b.probeFile(name, nil, "")
-		b.entries["/"+system.ProbeDir+"/"+name].render = render
+		b.entries["/"+system.ProbeDir+"/"+name].render = o.Streams[name]
 	}
 	b.manifestFile()
 	return b.items, b.write(w)
