@@ -178,10 +178,11 @@ fi
 ln "$node_tar" "$work/in/node.tar" 2> /dev/null || cp "$node_tar" "$work/in/node.tar"
 cp test/vm/guest/scenarios.sh "test/vm/guest/$suite.sh" "$work/in/"
 if [[ $suite == nodes ]]; then
-  # The differential tier (test/e2e, TestDifferential) runs in the guest as
-  # its compiled test binary, from a copy of the paths it reads, against
-  # kind v0.23.0's scripts out of kind's Go module.
-  CGO_ENABLED=0 go test -c -tags e2e -trimpath -o "$work/in/e2e.test" ./test/e2e \
+  # The suite's checks are test/e2e's: the VM's node tests (TestVM*, tag
+  # vm) and the differential tier (TestDifferential), which runs from a copy
+  # of the paths it reads, against kind v0.23.0's scripts out of kind's Go
+  # module. The guest runs them from this compiled test binary.
+  CGO_ENABLED=0 go test -c -tags e2e,vm -trimpath -o "$work/in/e2e.test" ./test/e2e \
     || die "building the e2e test binary failed"
   mkdir -p "$work/in/repo/test/e2e/testdata" "$work/in/repo/docs"
   cp docs/differences.md "$work/in/repo/docs/"
