@@ -16,7 +16,7 @@
 #      cluster suite the cluster tier's (test/cluster/run.sh --build-only),
 #      and saves it with `docker save`, cached by image id;
 #   3. builds the VM's root disk (test/vm/disk/build.sh), cached by a hash
-#      of test/vm/disk/;
+#      of test/vm/disk/ and test/debootstrap.sh;
 #   4. boots the VM (QEMU, TCG unless a short probe shows KVM works, no
 #      network) on a throwaway overlay of that disk, with a data disk holding
 #      the node image, the kind CLI (test/kind-cli.sh) and
@@ -130,7 +130,9 @@ fi
 kind_cli=$(bash test/kind-cli.sh "$kind_version") || die "building the kind CLI $kind_version (test/kind-cli.sh) failed"
 
 # --- 3. the VM disk ----------------------------------------------------------
-disk_hash=$( (cd test/vm/disk && find . -type f -print0 | sort -z | xargs -0 sha256sum) | sha256sum | cut -c1-12)
+# test/debootstrap.sh: build.sh sources it
+disk_hash=$( (cd test/vm/disk && find . -type f -print0 | sort -z | xargs -0 sha256sum) \
+  | cat - test/debootstrap.sh | sha256sum | cut -c1-12)
 disk=$state/disk-$disk_hash
 t=$(date +%s)
 if [[ -s $disk/root.img ]]; then
