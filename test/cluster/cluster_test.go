@@ -57,11 +57,7 @@ func (c *cluster) cli(timeout time.Duration, stdin []byte, args ...string) (stri
 
 func mustEnv(t *testing.T, key string) string {
 	t.Helper()
-	v := os.Getenv(key)
-	if v == "" {
-		t.Fatal(key + " is not set: run test/cluster/run.sh (make e2e-cluster)")
-	}
-	return v
+	return tier.MustEnv(t, key, "run test/cluster/run.sh (make e2e-cluster)")
 }
 
 // TestOurNodes: a 1+1 cluster from our image, created by the kind release

@@ -34,6 +34,9 @@ var (
 	nodeImage = envOr("E2E_NODE_IMAGE", "kind-entrypoint-e2e/node:dev")
 	cacheDir  = envOr("E2E_CACHE_DIR", "/var/cache/kind-entrypoint-e2e")
 	runID     = tier.RunID()
+	// engine is the container engine TestMain checks: docker, or podman
+	// for the VM tier's podman test (test/e2e/vm_test.go).
+	engine = envOr("E2E_ENGINE", "docker")
 
 	machineIDRe = regexp.MustCompile(`^[0-9a-f]{32}\n$`)
 	uuidRe      = regexp.MustCompile(`^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\n?$`)
@@ -43,13 +46,18 @@ var (
 // budget: the tier (run.sh exports its start as E2E_TIER_START, so image
 // builds count) must finish within tierBudget.
 func TestMain(m *testing.M) {
-	if out, err := dockerCmd(30*time.Second, "info", "--format", "{{.ServerVersion}}"); err != nil {
-		fmt.Fprintf(os.Stderr, "FAIL: no Docker daemon answers (run test/e2e/run.sh): %v\n", err)
+	version := map[string]string{"docker": "{{.ServerVersion}}", "podman": "{{.Version.Version}}"}[engine]
+	if version == "" {
+		fmt.Fprintf(os.Stderr, "FAIL: E2E_ENGINE=%q: want docker or podman\n", engine)
+		os.Exit(1)
+	}
+	if out, err := tier.Run(30*time.Second, nil, engine, "info", "--format", version); err != nil {
+		fmt.Fprintf(os.Stderr, "FAIL: %s does not answer (run test/e2e/run.sh): %v\n", engine, err)
 		os.Exit(1)
 	} else {
-		fmt.Fprintf(os.Stderr, "e2e: docker %s, node image %s, run %s\n", strings.TrimSpace(out), nodeImage, runID)
+		fmt.Fprintf(os.Stderr, "e2e: %s %s, node image %s, run %s\n", engine, strings.TrimSpace(out), nodeImage, runID)
 	}
-	if _, err := dockerCmd(30*time.Second, "image", "inspect", nodeImage); err != nil {
+	if _, err := tier.Run(30*time.Second, nil, engine, "image", "inspect", nodeImage); err != nil {
 		fmt.Fprintf(os.Stderr, "FAIL: node image %s missing (run test/e2e/run.sh): %v\n", nodeImage, err)
 		os.Exit(1)
 	}

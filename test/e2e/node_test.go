@@ -67,23 +67,7 @@ func TestDefaultNode(t *testing.T) {
 	})
 	t.Run("mounts", func(t *testing.T) {
 		ms := n.mounts()
-		sys := findMount(ms, "/sys")
-		switch {
-		case sys == nil:
-			t.Fatal("no /sys mount")
-		case !hasOption(sys.Options, "ro"):
-			t.Errorf("/sys is not read-only: %s", sys.Options)
-		}
-		for _, o := range []string{"nosuid", "nodev", "noexec"} {
-			if sys != nil && !hasOption(sys.Options, o) {
-				t.Errorf("/sys lost %s: %s", o, sys.Options)
-			}
-		}
-		// fix_mount remounts per mount: a per-mount read-only remount leaves the
-		// sysfs superblock, shared with every namespace that sees it, rw.
-		if sys != nil && !hasOption(sys.SuperOptions, "rw") {
-			t.Errorf("/sys superblock made read-only (%s): a plain remount, not a per-mount one", sys.SuperOptions)
-		}
+		requireSysReadOnly(t, ms)
 		if root := findMount(ms, "/"); root == nil || !hasPrefixed(root.Optional, "shared:") {
 			t.Errorf("/ is not shared: %+v", root)
 		}
@@ -156,6 +140,29 @@ func TestDefaultNode(t *testing.T) {
 			t.Errorf("lookup of %s gave %q, want %s", n.Name, out, ip)
 		}
 	})
+}
+
+// requireSysReadOnly checks the node's /sys in init's mount table: read-only
+// with nosuid, nodev and noexec kept, its superblock still rw.
+func requireSysReadOnly(t *testing.T, ms []mountInfo) {
+	t.Helper()
+	sys := findMount(ms, "/sys")
+	if sys == nil {
+		t.Fatal("no /sys mount")
+	}
+	if !hasOption(sys.Options, "ro") {
+		t.Errorf("/sys is not read-only: %s", sys.Options)
+	}
+	for _, o := range []string{"nosuid", "nodev", "noexec"} {
+		if !hasOption(sys.Options, o) {
+			t.Errorf("/sys lost %s: %s", o, sys.Options)
+		}
+	}
+	// fix_mount remounts per mount: a per-mount read-only remount leaves the
+	// sysfs superblock, shared with every namespace that sees it, rw.
+	if !hasOption(sys.SuperOptions, "rw") {
+		t.Errorf("/sys superblock made read-only (%s): a plain remount, not a per-mount one", sys.SuperOptions)
+	}
 }
 
 // requireKubeletRoots checks that /kubelet and /kubelet.slice are mounted

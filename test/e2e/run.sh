@@ -118,7 +118,7 @@ if ((${#stale_nets[@]})); then
 fi
 
 # --- 4. base image -----------------------------------------------------------
-base_hash=$(cat test/e2e/base/packages test/e2e/base/build.sh | sha256sum | cut -c1-12)
+base_hash=$(cat test/e2e/base/packages test/e2e/base/build.sh test/debootstrap.sh | sha256sum | cut -c1-12)
 base_image="$base_repo:bookworm-$base_hash"
 t=$(date +%s)
 if docker image inspect "$base_image" > /dev/null 2>&1; then

@@ -9,10 +9,14 @@ import (
 	"time"
 )
 
+// ReachedMultiUser is the part of KindWaitRe that a node on a cgroup v2
+// host must print: systemd reached multi-user.target.
+const ReachedMultiUser = `Reached target .*Multi-User System.*`
+
 // KindWaitRe is what kind's CLI waits for in a node's log before it goes
 // on (pkg/cluster/internal/providers/common, NodeReachedCgroupsReadyRegexp:
 // the same in every provider, from v0.23.0 to v0.30.0).
-var KindWaitRe = regexp.MustCompile(`Reached target .*Multi-User System.*|detected cgroup v1`)
+var KindWaitRe = regexp.MustCompile(ReachedMultiUser + `|detected cgroup v1`)
 
 // NoDockerDNS starts the line enable_network_magic logs when a node has no
 // trace of Docker's embedded DNS (internal/network, noEmbeddedDNS): under
@@ -22,7 +26,8 @@ const NoDockerDNS = "INFO: no nameserver 127.0.0.11 in /etc/resolv.conf and no "
 // CheckNode asserts what a node must show whatever its provider: systemd
 // `running` within limit with no failed unit; the line kind waits for and
 // `detected cgroup v1` (v2 on a v2 host) in its log, and no ERROR: line; no
-// `fail` row from `entrypoint check --json` (a warn row is logged). It
+// `fail` row from `entrypoint check --json`, and at least one `pass` row (a
+// warn row is logged). It
 // returns the log's INFO:/WARN:/ERROR: lines for the provider's own checks.
 // A node whose systemd never gets to running ends the test.
 func CheckNode(t testing.TB, n Node, limit time.Duration) []string {
@@ -66,13 +71,19 @@ func CheckNode(t testing.TB, n Node, limit time.Duration) []string {
 	if err := json.Unmarshal([]byte(out), &rows); err != nil || len(rows) == 0 {
 		t.Fatalf("%s: entrypoint check --json: %v\n%s", n.Name, err, out)
 	}
+	passed := 0
 	for _, r := range rows {
 		switch r.Status {
+		case "pass":
+			passed++
 		case "fail":
 			t.Errorf("%s: check row %s fails: %s (%s)", n.Name, r.Name, r.Observed, r.Hint)
 		case "warn":
 			t.Logf("%s: check row %s warns: %s", n.Name, r.Name, r.Observed)
 		}
+	}
+	if passed == 0 {
+		t.Errorf("%s: entrypoint check --json: no row passes:\n%s", n.Name, out)
 	}
 	return lines
 }

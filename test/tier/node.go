@@ -74,6 +74,17 @@ func (n Node) PollRunning(limit time.Duration) (time.Duration, string) {
 	return 0, fmt.Sprintf("systemd not running after %v (last state %q)", limit, state)
 }
 
+// MustEnv returns the environment variable key, and fails the test when
+// it is unset or empty; hint says which script sets it.
+func MustEnv(t testing.TB, key, hint string) string {
+	t.Helper()
+	v := os.Getenv(key)
+	if v == "" {
+		t.Fatalf("%s is not set: %s", key, hint)
+	}
+	return v
+}
+
 // RunID returns a short random id for the names of one run's containers
 // and networks.
 func RunID() string {

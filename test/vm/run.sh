@@ -16,7 +16,7 @@
 #      cluster suite the cluster tier's (test/cluster/run.sh --build-only),
 #      and saves it with `docker save`, cached by image id;
 #   3. builds the VM's root disk (test/vm/disk/build.sh), cached by a hash
-#      of test/vm/disk/;
+#      of test/vm/disk/ and test/debootstrap.sh;
 #   4. boots the VM (QEMU, TCG unless a short probe shows KVM works, no
 #      network) on a throwaway overlay of that disk, with a data disk holding
 #      the node image, the kind CLI (test/kind-cli.sh) and
@@ -130,7 +130,9 @@ fi
 kind_cli=$(bash test/kind-cli.sh "$kind_version") || die "building the kind CLI $kind_version (test/kind-cli.sh) failed"
 
 # --- 3. the VM disk ----------------------------------------------------------
-disk_hash=$( (cd test/vm/disk && find . -type f -print0 | sort -z | xargs -0 sha256sum) | sha256sum | cut -c1-12)
+# test/debootstrap.sh: build.sh sources it
+disk_hash=$( (cd test/vm/disk && find . -type f -print0 | sort -z | xargs -0 sha256sum) \
+  | cat - test/debootstrap.sh | sha256sum | cut -c1-12)
 disk=$state/disk-$disk_hash
 t=$(date +%s)
 if [[ -s $disk/root.img ]]; then
@@ -178,10 +180,11 @@ fi
 ln "$node_tar" "$work/in/node.tar" 2> /dev/null || cp "$node_tar" "$work/in/node.tar"
 cp test/vm/guest/scenarios.sh "test/vm/guest/$suite.sh" "$work/in/"
 if [[ $suite == nodes ]]; then
-  # The differential tier (test/e2e, TestDifferential) runs in the guest as
-  # its compiled test binary, from a copy of the paths it reads, against
-  # kind v0.23.0's scripts out of kind's Go module.
-  CGO_ENABLED=0 go test -c -tags e2e -trimpath -o "$work/in/e2e.test" ./test/e2e \
+  # The suite's checks are test/e2e's: the VM's node tests (TestVM*, tag
+  # vm) and the differential tier (TestDifferential), which runs from a copy
+  # of the paths it reads, against kind v0.23.0's scripts out of kind's Go
+  # module. The guest runs them from this compiled test binary.
+  CGO_ENABLED=0 go test -c -tags e2e,vm -trimpath -o "$work/in/e2e.test" ./test/e2e \
     || die "building the e2e test binary failed"
   mkdir -p "$work/in/repo/test/e2e/testdata" "$work/in/repo/docs"
   cp docs/differences.md "$work/in/repo/docs/"

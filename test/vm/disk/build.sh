@@ -6,31 +6,25 @@
 #   DISK_DIR holds `packages` (debootstrap --include) and `files/` (copied
 #   over the tree). OUT_DIR gets root.img (raw ext4, the whole disk is the
 #   filesystem), vmlinuz and initrd.img (QEMU boots them directly: no boot
-#   loader). The caller names OUT_DIR after a hash of DISK_DIR and this
-#   script, so editing either builds a new disk. The .debs are kept in
-#   CACHE_DIR/debs for the next build.
+#   loader). The caller names OUT_DIR after a hash of DISK_DIR (this
+#   script included) and test/debootstrap.sh, so editing either builds a new
+#   disk. The .debs are kept in CACHE_DIR/debs for the next build.
 set -o errexit -o nounset -o pipefail
 
+# shellcheck source=test/debootstrap.sh
+source "$(dirname "${BASH_SOURCE[0]}")/../../debootstrap.sh"
+
 out=$1 disk=$2 cache=$3
-suite=bookworm
 mirror=${VM_DEBIAN_MIRROR:-}   # empty: debootstrap's default mirror
 size=${VM_DISK_SIZE:-12G}      # sparse; two copies of the node image fit
 user=rootless uid=1000
 
-mkdir -p "$cache/debs" "$out"
+mkdir -p "$out"
 work=$(mktemp -d "$cache/vmroot.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 root=$work/root
 
-include=$(grep -v '^[[:space:]]*\(#\|$\)' "$disk/packages" | paste -sd, -)
-echo "vm disk: debootstrap $suite with $include" >&2
-# shellcheck disable=SC2086 # an empty mirror must vanish
-debootstrap --variant=minbase --include="$include" \
-  --cache-dir="$cache/debs" "$suite" "$root" $mirror \
-  > "$work/debootstrap.log" 2>&1 || {
-    tail -n 50 "$work/debootstrap.log" "$root/debootstrap/debootstrap.log" >&2 || true
-    exit 1
-  }
+debootstrap_minbase "vm disk" "$root" "$disk/packages" "$cache" "$mirror" || exit 1
 
 # The non-root user of the rootless scenarios, with subordinate ids for
 # newuidmap/newgidmap, and lingering: logind starts user@UID.service (the
