@@ -155,7 +155,7 @@ type cost struct {
 // code does not count: some commands refuse an input at its cap.
 func measure(tb testing.TB, bin string, args []string) cost {
 	tb.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	ctx, cancel := context.WithTimeout(tb.Context(), 2*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, gnuTime, append([]string{"-f", "usage %U %S %M", bin}, args...)...)
 	var stderr bytes.Buffer

@@ -5,7 +5,6 @@ package main
 // fake host and for this machine.
 
 import (
-	"context"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -32,13 +31,10 @@ func untar(t *testing.T, archive string) string {
 }
 
 func TestCaptureBinary(t *testing.T) {
-	nstest.RequireRoot(t)
+	bin, ctx := binaryUnderTest(t, 2*time.Minute)
 	if _, err := exec.LookPath("tar"); err != nil {
 		t.Fatalf("tar is needed to extract a capture: %v", err)
 	}
-	bin := buildEntrypoint(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
 	hermetic := func(args ...string) *exec.Cmd {
 		cmd := nstest.Command(ctx, bin, args...)
 		cmd.Env = []string{} // a --root host's environment is its .host/environ
