@@ -1,12 +1,10 @@
 package system_test
 
 import (
-	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -14,44 +12,6 @@ import (
 	"github.com/kind-entrypoint/entrypoint/internal/system"
 	"github.com/kind-entrypoint/entrypoint/internal/system/hosttest"
 )
-
-// snapshot describes every file below dir: type, mode, owner, content or
-// link target.
-func snapshot(t *testing.T, dir string) map[string]string {
-	t.Helper()
-	out := map[string]string{}
-	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		fi, err := d.Info()
-		if err != nil {
-			return err
-		}
-		st := fi.Sys().(*syscall.Stat_t)
-		desc := fmt.Sprintf("%v %d:%d", fi.Mode(), st.Uid, st.Gid)
-		switch {
-		case fi.Mode()&fs.ModeSymlink != 0:
-			l, err := os.Readlink(p)
-			if err != nil {
-				return err
-			}
-			desc += " -> " + l
-		case fi.Mode().IsRegular():
-			b, err := os.ReadFile(p)
-			if err != nil {
-				return err
-			}
-			desc += " " + string(b)
-		}
-		out[p] = desc
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return out
-}
 
 // escapeSetup lays out a tree whose /file, /dir and /proc are symlinks
 // leaving it (kind "absolute" or "climbing") to a directory outside, and
@@ -105,11 +65,11 @@ func TestTreeWritesStayInRoot(t *testing.T) {
 		{"Mount (the mount table's writer)", func(tree *system.Tree) error { return tree.Mount("tmpfs", "/etc/ok", "tmpfs", 0, "") }},
 		{"Unmount (the mount table's writer)", func(tree *system.Tree) error { return tree.Unmount("/", 0) }},
 		// The writer tests lay out and change trees with.
-		{"TreeFiles.WriteFile", func(tree *system.Tree) error { return files(t, tree).WriteFile("/dir/g", []byte("x"), 0o644) }},
-		{"TreeFiles.WriteInPlace", func(tree *system.Tree) error { return files(t, tree).WriteInPlace("/file", []byte("x")) }},
-		{"TreeFiles.Chmod", func(tree *system.Tree) error { return files(t, tree).Chmod("/file", 0o600) }},
-		{"TreeFiles.Lchown", func(tree *system.Tree) error { return files(t, tree).Lchown("/dir/f", 4242, 4242) }},
-		{"TreeFiles.RemoveAll", func(tree *system.Tree) error { return files(t, tree).RemoveAll("/dir/f") }},
+		{"TreeFiles.WriteFile", func(tree *system.Tree) error { return hosttest.Files(t, tree).WriteFile("/dir/g", []byte("x"), 0o644) }},
+		{"TreeFiles.WriteInPlace", func(tree *system.Tree) error { return hosttest.Files(t, tree).WriteInPlace("/file", []byte("x")) }},
+		{"TreeFiles.Chmod", func(tree *system.Tree) error { return hosttest.Files(t, tree).Chmod("/file", 0o600) }},
+		{"TreeFiles.Lchown", func(tree *system.Tree) error { return hosttest.Files(t, tree).Lchown("/dir/f", 4242, 4242) }},
+		{"TreeFiles.RemoveAll", func(tree *system.Tree) error { return hosttest.Files(t, tree).RemoveAll("/dir/f") }},
 		{"hosttest.WriteFiles", func(tree *system.Tree) error {
 			return hosttest.WriteFiles(tree.Root, map[string]string{"dir/h": "x"})
 		}},
@@ -118,11 +78,11 @@ func TestTreeWritesStayInRoot(t *testing.T) {
 		for _, op := range ops {
 			t.Run(kind+"/"+op.name, func(t *testing.T) {
 				tree, out := escapeSetup(t, kind)
-				before := snapshot(t, out)
+				before := hosttest.Snapshot(t, out)
 				if err := op.do(tree); err == nil {
 					t.Errorf("no error")
 				}
-				if diff := cmp.Diff(before, snapshot(t, out)); diff != "" {
+				if diff := cmp.Diff(before, hosttest.Snapshot(t, out)); diff != "" {
 					t.Errorf("changed the machine outside the tree (-before +after):\n%s", diff)
 				}
 				if got := tree.Changes(); len(got) != 0 {
@@ -131,15 +91,6 @@ func TestTreeWritesStayInRoot(t *testing.T) {
 			})
 		}
 	}
-}
-
-func files(t *testing.T, tree *system.Tree) *system.TreeFiles {
-	t.Helper()
-	w, err := tree.Files()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return w
 }
 
 // TestTreeWritesInside: the rooted writes still do what they did inside

@@ -1,6 +1,7 @@
 package hosttest
 
 import (
+	"crypto/sha256"
 	"errors"
 	"flag"
 	"fmt"
@@ -10,6 +11,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -321,4 +323,50 @@ func Result[T any](t testing.TB, what string, got T, err error, want T, wantErr 
 	if diff := cmp.Diff(want, got, cmpopts.EquateEmpty()); diff != "" {
 		t.Errorf("%s (-want +got):\n%s", what, diff)
 	}
+}
+
+// Snapshot describes every file below dir, keyed by its path from dir
+// ("/" is dir itself): type and mode, owner, and a regular file's
+// content hash or a link's target. Two snapshots are equal when nothing
+// below dir was created, removed, rewritten, chmod'ed or chown'ed.
+func Snapshot(t testing.TB, dir string) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, err := filepath.Rel(dir, p)
+		if err != nil {
+			return err
+		}
+		fi, err := d.Info()
+		if err != nil {
+			return err
+		}
+		desc := fi.Mode().String()
+		if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+			desc += fmt.Sprintf(" %d:%d", st.Uid, st.Gid)
+		}
+		switch {
+		case fi.Mode()&fs.ModeSymlink != 0:
+			l, err := os.Readlink(p)
+			if err != nil {
+				return err
+			}
+			desc += " -> " + l
+		case fi.Mode().IsRegular():
+			b, err := os.ReadFile(p)
+			if err != nil {
+				return err
+			}
+			desc += fmt.Sprintf(" %x", sha256.Sum256(b))
+		}
+		out[filepath.Join("/", rel)] = desc
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
 }
