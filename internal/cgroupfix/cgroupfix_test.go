@@ -221,9 +221,9 @@ func dropMisc() []plan.Action {
 	}
 }
 
-// hideControllers is the controllers named (a space-separated list)
+// hideFromSystemd is the controllers named (a space-separated list)
 // hidden from systemd with procCgroups, /proc/cgroups without them.
-func hideControllers(names, procCgroups string) []plan.Action {
+func hideFromSystemd(names, procCgroups string) []plan.Action {
 	return []plan.Action{
 		plan.Info("hiding from systemd the cgroup controllers the container is not in: " + names),
 		plan.WriteFile(FakeCgroups, []byte(procCgroups), 0o644),
@@ -330,7 +330,7 @@ func TestPlanV1(t *testing.T) {
 			},
 			want: concat(logs(withNS...),
 				// rdma is disabled: systemd would not mount it
-				hideControllers("hugetlb", "#subsys_name\thierarchy\tnum_cgroups\tenabled\ncpuset\t3\t4\t1\ncpu\t4\t1\t1\ncpuacct\t4\t1\t1\nrdma\t0\t1\t0\n"),
+				hideFromSystemd("hugetlb", "#subsys_name\thierarchy\tnum_cgroups\tenabled\ncpuset\t3\t4\t1\ncpu\t4\t1\t1\ncpuacct\t4\t1\t1\nrdma\t0\t1\t0\n"),
 				private(),
 				rootsOf("/sys/fs/cgroup/systemd"),
 				rootsOf("/sys/fs/cgroup/cpuset", "0-3\n", "0\n"),
@@ -413,7 +413,7 @@ func TestPlanV1(t *testing.T) {
 			want: concat(logs(noNS...),
 				dropMisc(),
 				// rdma is disabled: systemd would not mount it
-				hideControllers("net_cls hugetlb net_prio", "#subsys_name\thierarchy\tnum_cgroups\tenabled\ncpuset\t3\t4\t1\nrdma\t0\t1\t0\n"),
+				hideFromSystemd("net_cls hugetlb net_prio", "#subsys_name\thierarchy\tnum_cgroups\tenabled\ncpuset\t3\t4\t1\nrdma\t0\t1\t0\n"),
 				scopedRoots("systemd", "cpuset")),
 		},
 		{
