@@ -1,6 +1,7 @@
 package cgroupfix
 
 import (
+	"strconv"
 	"strings"
 	"testing"
 
@@ -163,19 +164,11 @@ const (
 )
 
 func cg(id int, dev, root, dir, opts, optional string) string {
-	f := []string{itoa(id), "30", dev, root, "/sys/fs/cgroup/" + dir, "rw,nosuid,nodev,noexec,relatime"}
+	f := []string{strconv.Itoa(id), "30", dev, root, "/sys/fs/cgroup/" + dir, "rw,nosuid,nodev,noexec,relatime"}
 	if optional != "" {
 		f = append(f, optional)
 	}
 	return strings.Join(append(f, "-", "cgroup", "cgroup", "rw,"+opts), " ")
-}
-
-func itoa(i int) string {
-	const digits = "0123456789"
-	if i < 10 {
-		return digits[i : i+1]
-	}
-	return itoa(i/10) + digits[i%10:i%10+1]
 }
 
 // root is a kubelet root: mkdir, cpuset copies when given, self bind.
@@ -574,7 +567,7 @@ func TestDetectV1(t *testing.T) {
 func cgroupMounts(n int) string {
 	var b strings.Builder
 	for i := range n {
-		b.WriteString(cg(100+i, "0:36", "/", "cpuset/c"+itoa(i), "cpuset", "") + "\n")
+		b.WriteString(cg(100+i, "0:36", "/", "cpuset/c"+strconv.Itoa(i), "cpuset", "") + "\n")
 	}
 	return b.String()
 }
