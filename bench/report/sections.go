@@ -46,18 +46,16 @@ func writeHeader(w io.Writer, commit, docker, load, goVersion string) {
 	fmt.Fprintln(w)
 }
 
-// ms formats a metric in milliseconds.
+// ms formats a metric in milliseconds, "–" when there is none.
 func ms(r result, ok bool, unit string) string {
-	if !ok {
-		return "–"
-	}
-	v, ok := r.metrics[unit]
+	v, ok := metric(r, ok, unit)
 	if !ok {
 		return "–"
 	}
 	return strconv.FormatFloat(v, 'f', 1, 64) + " ms"
 }
 
+// metric is the metric unit of r, when r was found (ok) and has it.
 func metric(r result, ok bool, unit string) (float64, bool) {
 	if !ok {
 		return 0, false

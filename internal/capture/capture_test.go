@@ -359,39 +359,44 @@ func TestProxyCredentialsAnyForm(t *testing.T) {
 	}
 }
 
-func TestProxyUserinfo(t *testing.T) {
-	for _, tt := range []struct{ in, want string }{
-		{"http://user:pass@proxy:3128", "user:pass"},
-		{"user:pass@proxy:3128", "user:pass"},
-		{"http://proxy:3128", ""},
-		{"proxy:3128", ""},
-		{"https://u:p@ss@host/path@x", "u:p@ss"},
-		{"http://u:p/w@proxy", "u:p/w"},
-		{`http://u:p"w d@proxy`, `u:p"w d`},
-		{"@proxy", ""},
-		{"localhost,.svc", ""},
+// TestProxyCredentialStrings: proxyUserinfo finds the credentials in a
+// proxy value, RedactURLCredentials replaces them.
+func TestProxyCredentialStrings(t *testing.T) {
+	type stringCase struct{ in, want string }
+	for _, f := range []struct {
+		name  string
+		fn    func(string) string
+		cases []stringCase
+	}{
+		{"proxyUserinfo", proxyUserinfo, []stringCase{
+			{"http://user:pass@proxy:3128", "user:pass"},
+			{"user:pass@proxy:3128", "user:pass"},
+			{"http://proxy:3128", ""},
+			{"proxy:3128", ""},
+			{"https://u:p@ss@host/path@x", "u:p@ss"},
+			{"http://u:p/w@proxy", "u:p/w"},
+			{`http://u:p"w d@proxy`, `u:p"w d`},
+			{"@proxy", ""},
+			{"localhost,.svc", ""},
+		}},
+		{"RedactURLCredentials", RedactURLCredentials, []stringCase{
+			{"http://user:pass@proxy:3128", "http://REDACTED@proxy:3128"},
+			{"http://proxy:3128", "http://proxy:3128"},
+			{`http://CORP\svc-kind:p%40ss$w0rd@proxy.corp.example.com:3128`, "http://REDACTED@proxy.corp.example.com:3128"},
+			{"https://u:p@ss@host/path@x", "https://REDACTED@host/path@x"}, // an unencoded @ in the password
+			{"socks5h://token@h", "socks5h://REDACTED@h"},
+			{`"HTTP_PROXY=http://a:b@h:1" "HTTPS_PROXY=http://c:d@h:2"`, `"HTTP_PROXY=http://REDACTED@h:1" "HTTPS_PROXY=http://REDACTED@h:2"`},
+			{"localhost,127.0.0.1,.svc", "localhost,127.0.0.1,.svc"},
+			{"user@example.com", "user@example.com"},
+		}},
 	} {
-		if got := proxyUserinfo(tt.in); got != tt.want {
-			t.Errorf("proxyUserinfo(%q) = %q, want %q", tt.in, got, tt.want)
-		}
-	}
-}
-
-func TestRedactURLCredentials(t *testing.T) {
-	tests := []struct{ in, want string }{
-		{"http://user:pass@proxy:3128", "http://REDACTED@proxy:3128"},
-		{"http://proxy:3128", "http://proxy:3128"},
-		{`http://CORP\svc-kind:p%40ss$w0rd@proxy.corp.example.com:3128`, "http://REDACTED@proxy.corp.example.com:3128"},
-		{"https://u:p@ss@host/path@x", "https://REDACTED@host/path@x"}, // an unencoded @ in the password
-		{"socks5h://token@h", "socks5h://REDACTED@h"},
-		{`"HTTP_PROXY=http://a:b@h:1" "HTTPS_PROXY=http://c:d@h:2"`, `"HTTP_PROXY=http://REDACTED@h:1" "HTTPS_PROXY=http://REDACTED@h:2"`},
-		{"localhost,127.0.0.1,.svc", "localhost,127.0.0.1,.svc"},
-		{"user@example.com", "user@example.com"},
-	}
-	for _, tt := range tests {
-		if got := RedactURLCredentials(tt.in); got != tt.want {
-			t.Errorf("RedactURLCredentials(%q) = %q, want %q", tt.in, got, tt.want)
-		}
+		t.Run(f.name, func(t *testing.T) {
+			for _, tt := range f.cases {
+				if got := f.fn(tt.in); got != tt.want {
+					t.Errorf("%s(%q) = %q, want %q", f.name, tt.in, got, tt.want)
+				}
+			}
+		})
 	}
 }
 
@@ -413,10 +418,22 @@ func TestIsPrivateKey(t *testing.T) {
 	}
 }
 
-// counting counts the probes that reach a system.
+// counting counts the calls that reach a system: each probe, and the
+// lookups (Lstat and Stat) together.
 type counting struct {
 	*system.Tree
 	fstype, overlay, runs atomic.Int32
+	lookups               atomic.Int64
+}
+
+func (c *counting) Lstat(p string) (fs.FileInfo, error) {
+	c.lookups.Add(1)
+	return c.Tree.Lstat(p)
+}
+
+func (c *counting) Stat(p string) (fs.FileInfo, error) {
+	c.lookups.Add(1)
+	return c.Tree.Stat(p)
 }
 
 func (c *counting) FSType(p string) (string, error) { c.fstype.Add(1); return c.Tree.FSType(p) }

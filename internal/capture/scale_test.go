@@ -4,32 +4,14 @@ import (
 	"bytes"
 	"context"
 	"io"
-	"io/fs"
 	"net/netip"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/kind-entrypoint/entrypoint/internal/system"
 	"github.com/kind-entrypoint/entrypoint/internal/system/hosttest"
 )
-
-// countingSys counts the lookups a capture makes.
-type countingSys struct {
-	system.System
-	lookups atomic.Int64
-}
-
-func (c *countingSys) Lstat(p string) (fs.FileInfo, error) {
-	c.lookups.Add(1)
-	return c.System.Lstat(p)
-}
-
-func (c *countingSys) Stat(p string) (fs.FileInfo, error) {
-	c.lookups.Add(1)
-	return c.System.Stat(p)
-}
 
 // deepTree is a tree with files files in a directory depth levels deep;
 // it returns the tree and the files' paths.
@@ -53,7 +35,7 @@ func deepTree(t testing.TB, depth, files int) (*system.Tree, []string) {
 func TestCaptureLookupsLinear(t *testing.T) {
 	const depth, files = 400, 300
 	tree, paths := deepTree(t, depth, files)
-	sys := &countingSys{System: tree}
+	sys := &counting{Tree: tree}
 	rec := NewRecorder(sys)
 	for _, p := range paths {
 		if _, err := rec.ReadFile(p, system.LimitValue); err != nil {

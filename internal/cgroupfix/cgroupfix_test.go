@@ -1,6 +1,7 @@
 package cgroupfix
 
 import (
+	"strconv"
 	"strings"
 	"testing"
 
@@ -163,19 +164,11 @@ const (
 )
 
 func cg(id int, dev, root, dir, opts, optional string) string {
-	f := []string{itoa(id), "30", dev, root, "/sys/fs/cgroup/" + dir, "rw,nosuid,nodev,noexec,relatime"}
+	f := []string{strconv.Itoa(id), "30", dev, root, "/sys/fs/cgroup/" + dir, "rw,nosuid,nodev,noexec,relatime"}
 	if optional != "" {
 		f = append(f, optional)
 	}
 	return strings.Join(append(f, "-", "cgroup", "cgroup", "rw,"+opts), " ")
-}
-
-func itoa(i int) string {
-	const digits = "0123456789"
-	if i < 10 {
-		return digits[i : i+1]
-	}
-	return itoa(i/10) + digits[i%10:i%10+1]
 }
 
 // root is a kubelet root: mkdir, cpuset copies when given, self bind.
@@ -203,13 +196,43 @@ func private() []plan.Action {
 	return []plan.Action{plan.Mount("", "/sys/fs/cgroup", "", system.Rec|system.Private, "").Because(rprivate)}
 }
 
+// removeMisc is misc's hierarchy removed and misc hidden from systemd
+// with procCgroups, /proc/cgroups without it.
 func removeMisc(procCgroups string) []plan.Action {
+	return append(dropMisc(),
+		plan.WriteFile(FakeCgroups, []byte(procCgroups), 0o644),
+		plan.Bind(FakeCgroups, "/proc/cgroups").Because(hideMisc))
+}
+
+// dropMisc is misc's hierarchy unmounted and removed, as the script's
+// "removing misc controller" does.
+func dropMisc() []plan.Action {
 	return []plan.Action{
 		plan.Info("removing misc controller"),
 		plan.Unmount("/sys/fs/cgroup/misc").OrWarn("failed umount /sys/fs/cgroup/misc"),
 		plan.Remove("/sys/fs/cgroup/misc").OrWarn("failed rmdir /sys/fs/cgroup/misc"),
+	}
+}
+
+// hideFromSystemd is the controllers named (a space-separated list)
+// hidden from systemd with procCgroups, /proc/cgroups without them.
+func hideFromSystemd(names, procCgroups string) []plan.Action {
+	return []plan.Action{
+		plan.Info("hiding from systemd the cgroup controllers the container is not in: " + names),
 		plan.WriteFile(FakeCgroups, []byte(procCgroups), 0o644),
-		plan.Bind(FakeCgroups, "/proc/cgroups").Because(hideMisc),
+		plan.Bind(FakeCgroups, "/proc/cgroups").Because("systemd must not mount controllers the container is not in; undo-mount-hacks.service removes this"),
+	}
+}
+
+// unscoped is, without a cgroup namespace, the hierarchy h (a name under
+// /sys/fs/cgroup) that does not show the container's cgroup, unmounted
+// and removed.
+func unscoped(h string) []plan.Action {
+	p := "/sys/fs/cgroup/" + h
+	return []plan.Action{
+		plan.Info("unmounting and removing " + p),
+		plan.Unmount(p).OrWarn("failed to unmount " + p),
+		plan.Remove(p).OrWarn("failed to rmdir " + p),
 	}
 }
 
@@ -239,6 +262,25 @@ func bindFull(hierarchy string) []plan.Action {
 		plan.Mkdir(target, 0o755),
 		plan.Bind("/sys/fs/cgroup/"+hierarchy, target).Because("make " + cid + " resolve inside the container's hierarchy"),
 	}
+}
+
+// scopedRoots is what fix_cgroup plans without a cgroup namespace once
+// misc is dealt with, for hierarchies (names under /sys/fs/cgroup) that
+// show the container's cgroup cid: each bound at cid, /sys/fs/cgroup
+// rprivate, then the kubelet roots in each hierarchy and in cid inside it
+// (cpuset's with the copies of cpusetV).
+func scopedRoots(hierarchies ...string) []plan.Action {
+	var binds, at, in [][]plan.Action
+	for _, h := range hierarchies {
+		var cpuset []string
+		if h == "cpuset" {
+			cpuset = []string{"0-3\n", "0\n"}
+		}
+		binds = append(binds, bindFull(h))
+		at = append(at, rootsOf("/sys/fs/cgroup/"+h, cpuset...))
+		in = append(in, rootsOf("/sys/fs/cgroup/"+h+cid, cpuset...))
+	}
+	return concat(concat(binds...), private(), concat(at...), concat(in...))
 }
 
 func TestPlanV1(t *testing.T) {
@@ -280,12 +322,8 @@ func TestPlanV1(t *testing.T) {
 				Cpuset:      map[string][2][]byte{"/sys/fs/cgroup/cpuset": cpusetV},
 			},
 			want: concat(logs(withNS...),
-				[]plan.Action{
-					plan.Info("hiding from systemd the cgroup controllers the container is not in: hugetlb"),
-					// rdma is disabled: systemd would not mount it
-					plan.WriteFile(FakeCgroups, []byte("#subsys_name\thierarchy\tnum_cgroups\tenabled\ncpuset\t3\t4\t1\ncpu\t4\t1\t1\ncpuacct\t4\t1\t1\nrdma\t0\t1\t0\n"), 0o644),
-					plan.Bind(FakeCgroups, "/proc/cgroups").Because("systemd must not mount controllers the container is not in; undo-mount-hacks.service removes this"),
-				},
+				// rdma is disabled: systemd would not mount it
+				hideFromSystemd("hugetlb", "#subsys_name\thierarchy\tnum_cgroups\tenabled\ncpuset\t3\t4\t1\ncpu\t4\t1\t1\ncpuacct\t4\t1\t1\nrdma\t0\t1\t0\n"),
 				private(),
 				rootsOf("/sys/fs/cgroup/systemd"),
 				rootsOf("/sys/fs/cgroup/cpuset", "0-3\n", "0\n"),
@@ -346,17 +384,8 @@ func TestPlanV1(t *testing.T) {
 				Cpuset:      map[string][2][]byte{"/sys/fs/cgroup/cpuset": cpusetV},
 			},
 			want: concat(logs(noNS...),
-				logs("INFO: unmounting and removing /sys/fs/cgroup/misc"),
-				[]plan.Action{
-					plan.Unmount("/sys/fs/cgroup/misc").OrWarn("failed to unmount /sys/fs/cgroup/misc"),
-					plan.Remove("/sys/fs/cgroup/misc").OrWarn("failed to rmdir /sys/fs/cgroup/misc"),
-				},
-				bindFull("systemd"), bindFull("cpuset"),
-				private(),
-				rootsOf("/sys/fs/cgroup/systemd"),
-				rootsOf("/sys/fs/cgroup/cpuset", "0-3\n", "0\n"),
-				rootsOf("/sys/fs/cgroup/systemd"+cid),
-				rootsOf("/sys/fs/cgroup/cpuset"+cid, "0-3\n", "0\n")),
+				unscoped("misc"),
+				scopedRoots("systemd", "cpuset")),
 		},
 		{
 			// nerdctl on a host that mounts only some hierarchies
@@ -375,21 +404,10 @@ func TestPlanV1(t *testing.T) {
 				Cpuset:      map[string][2][]byte{"/sys/fs/cgroup/cpuset": cpusetV},
 			},
 			want: concat(logs(noNS...),
-				[]plan.Action{
-					plan.Info("removing misc controller"),
-					plan.Unmount("/sys/fs/cgroup/misc").OrWarn("failed umount /sys/fs/cgroup/misc"),
-					plan.Remove("/sys/fs/cgroup/misc").OrWarn("failed rmdir /sys/fs/cgroup/misc"),
-					plan.Info("hiding from systemd the cgroup controllers the container is not in: net_cls hugetlb net_prio"),
-					// rdma is disabled: systemd would not mount it
-					plan.WriteFile(FakeCgroups, []byte("#subsys_name\thierarchy\tnum_cgroups\tenabled\ncpuset\t3\t4\t1\nrdma\t0\t1\t0\n"), 0o644),
-					plan.Bind(FakeCgroups, "/proc/cgroups").Because("systemd must not mount controllers the container is not in; undo-mount-hacks.service removes this"),
-				},
-				bindFull("systemd"), bindFull("cpuset"),
-				private(),
-				rootsOf("/sys/fs/cgroup/systemd"),
-				rootsOf("/sys/fs/cgroup/cpuset", "0-3\n", "0\n"),
-				rootsOf("/sys/fs/cgroup/systemd"+cid),
-				rootsOf("/sys/fs/cgroup/cpuset"+cid, "0-3\n", "0\n")),
+				dropMisc(),
+				// rdma is disabled: systemd would not mount it
+				hideFromSystemd("net_cls hugetlb net_prio", "#subsys_name\thierarchy\tnum_cgroups\tenabled\ncpuset\t3\t4\t1\nrdma\t0\t1\t0\n"),
+				scopedRoots("systemd", "cpuset")),
 		},
 		{
 			name: "no cgroupns: misc scoped to the container is hidden like with cgroupns",
@@ -403,10 +421,7 @@ func TestPlanV1(t *testing.T) {
 			},
 			want: concat(logs(noNS...),
 				removeMisc(""),
-				bindFull("systemd"),
-				private(),
-				rootsOf("/sys/fs/cgroup/systemd"),
-				rootsOf("/sys/fs/cgroup/systemd"+cid)),
+				scopedRoots("systemd")),
 		},
 		{
 			name: "no cgroupns, already applied: nothing",
@@ -455,11 +470,7 @@ func TestPlanV1(t *testing.T) {
 					cg(31, "0:26", "/.."+cid, "memory", "memory", "")),
 			},
 			want: concat(logs(noNS...),
-				[]plan.Action{
-					plan.Info("unmounting and removing /sys/fs/cgroup/memory"),
-					plan.Unmount("/sys/fs/cgroup/memory").OrWarn("failed to unmount /sys/fs/cgroup/memory"),
-					plan.Remove("/sys/fs/cgroup/memory").OrWarn("failed to rmdir /sys/fs/cgroup/memory"),
-				},
+				unscoped("memory"),
 				private(),
 				root("/sys/fs/cgroup/systemd/kubelet.slice")),
 		},
@@ -556,7 +567,7 @@ func TestDetectV1(t *testing.T) {
 func cgroupMounts(n int) string {
 	var b strings.Builder
 	for i := range n {
-		b.WriteString(cg(100+i, "0:36", "/", "cpuset/c"+itoa(i), "cpuset", "") + "\n")
+		b.WriteString(cg(100+i, "0:36", "/", "cpuset/c"+strconv.Itoa(i), "cpuset", "") + "\n")
 	}
 	return b.String()
 }

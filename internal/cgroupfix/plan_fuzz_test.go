@@ -235,12 +235,8 @@ func checkV1Converges(t *testing.T, f V1Facts) {
 		t.Fatalf("PlanV1 after applying: %v", err)
 	}
 	if !plan.Converged(second) {
+		mi, _ := tree.ReadFile("/proc/self/mountinfo", system.LimitTable)
 		t.Fatalf("a second boot still plans changes:\n%v\nfirst plan:\n%v\nmount table after the first:\n%s",
-			plan.Changes(second), actions, readFile(tree, "/proc/self/mountinfo"))
+			plan.Changes(second), actions, mi)
 	}
-}
-
-func readFile(tree *system.Tree, p string) string {
-	b, _ := tree.ReadFile(p, system.LimitTable)
-	return string(b)
 }

@@ -38,7 +38,7 @@ func v1Hierarchy(mi []*mountinfo.Info) *mountinfo.Info {
 		if m.FSType != "cgroup" {
 			continue
 		}
-		if hasOption(m.VFSOptions, "cpuset") {
+		if cgroupfix.IsCpusetMount(m) {
 			return m
 		}
 		if first == nil {
@@ -46,15 +46,6 @@ func v1Hierarchy(mi []*mountinfo.Info) *mountinfo.Info {
 		}
 	}
 	return first
-}
-
-func hasOption(opts, want string) bool {
-	for _, o := range strings.Split(opts, ",") {
-		if o == want {
-			return true
-		}
-	}
-	return false
 }
 
 // TestKubeletRootsOnV1Hierarchy plans fix_cgroup (cgroupns case) for one
@@ -69,7 +60,7 @@ func TestKubeletRootsOnV1Hierarchy(t *testing.T) {
 	if h == nil {
 		t.Fatal("no cgroup v1 hierarchy is mounted (no fstype cgroup in /proc/thread-self/mountinfo): this test needs a cgroup v1 or hybrid host, as CI is")
 	}
-	cpuset := hasOption(h.VFSOptions, "cpuset")
+	cpuset := cgroupfix.IsCpusetMount(h)
 	// The sandbox made it read-only; the test's cgroup is made there.
 	nstest.Writable(t, h.Mountpoint)
 	name := fmt.Sprintf("entrypoint-test-%d", os.Getpid())

@@ -158,6 +158,20 @@ func (c *checker) tableRow(name string) (Row, bool) {
 	return Row{name, Fail, c.miErr.Error(), unreadableHint}, true
 }
 
+// mountAt is the mount on top at p, which the row named name looks at;
+// or, with false, the failing row instead: the mount table could not be
+// read (tableRow), or nothing is mounted at p (hint says what to do).
+func (c *checker) mountAt(name, p, hint string) (*mountinfo.Info, Row, bool) {
+	if r, ok := c.tableRow(name); ok {
+		return nil, r, false
+	}
+	m := system.Top(c.mi, p)
+	if m == nil {
+		return nil, Row{name, Fail, "nothing mounted at " + p, hint}, false
+	}
+	return m, Row{}, true
+}
+
 func (c *checker) exists(p string) bool {
 	_, err := c.sys.Stat(p)
 	return err == nil

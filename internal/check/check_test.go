@@ -66,6 +66,24 @@ func mountpointIs(line, p string) bool {
 	return len(f) > 4 && f[4] == p
 }
 
+// editMount is a change to a fake host that rewrites the line of the
+// mount at p with edit; an empty line removes the mount.
+func editMount(p string, edit func(line string) string) func(t *testing.T, dir string) {
+	return func(t *testing.T, dir string) {
+		editMountinfo(t, dir, func(l string) string {
+			if mountpointIs(l, p) {
+				return edit(l)
+			}
+			return l
+		})
+	}
+}
+
+// dropMount is a change to a fake host that removes the mount at p.
+func dropMount(p string) func(t *testing.T, dir string) {
+	return editMount(p, func(string) string { return "" })
+}
+
 func runTree(t *testing.T, dir string) Report {
 	t.Helper()
 	tree := system.NewTree(dir)
@@ -197,41 +215,22 @@ func TestRows(t *testing.T) {
 			name: "overlay trial on an overlay /tmp", host: "docker-v2-cgroupns",
 			change: func(t *testing.T, dir string) {
 				write(t, dir, ".host/overlay", "mount overlay: invalid argument\n")
-				editMountinfo(t, dir, func(l string) string {
-					if mountpointIs(l, "/tmp") {
-						return ""
-					}
-					return l
-				})
+				dropMount("/tmp")(t, dir)
 			},
 			want: map[string]string{"overlay": "warn:on /tmp, itself on overlayfs"},
 			exit: ExitWarn,
 		},
 		{
 			name: "no volume for /var: containerd's layers on overlay", host: "docker-v2-cgroupns",
-			change: func(t *testing.T, dir string) {
-				editMountinfo(t, dir, func(l string) string {
-					if mountpointIs(l, "/var") {
-						return ""
-					}
-					return l
-				})
-			},
-			want: map[string]string{"fs-containerd": "fail:/var/lib/containerd does not exist yet; /var is on overlayfs"},
-			exit: ExitFail,
+			change: dropMount("/var"),
+			want:   map[string]string{"fs-containerd": "fail:/var/lib/containerd does not exist yet; /var is on overlayfs"},
+			exit:   ExitFail,
 		},
 		{
 			name: "read-only cgroup mount (not --privileged)", host: "docker-v2-cgroupns",
-			change: func(t *testing.T, dir string) {
-				editMountinfo(t, dir, func(l string) string {
-					if mountpointIs(l, "/sys/fs/cgroup") {
-						return strings.Replace(l, " rw,", " ro,", 1)
-					}
-					return l
-				})
-			},
-			want: map[string]string{"cgroup-mounts": "fail:read-only: /sys/fs/cgroup"},
-			exit: ExitFail,
+			change: editMount("/sys/fs/cgroup", func(l string) string { return strings.Replace(l, " rw,", " ro,", 1) }),
+			want:   map[string]string{"cgroup-mounts": "fail:read-only: /sys/fs/cgroup"},
+			exit:   ExitFail,
 		},
 		// Rows read from the mount table say that it could not be read,
 		// not that nothing is mounted (and run --privileged).
@@ -248,17 +247,22 @@ func TestRows(t *testing.T) {
 			},
 			want: allFail("/etc/resolv.conf: not a regular file", "host-docker-internal", "node-name", "default-gateway")},
 		{
+			name: "nothing mounted at /sys", host: "docker-v2-cgroupns",
+			change: dropMount("/sys"),
+			want:   map[string]string{"sys": "fail:nothing mounted at /sys"},
+			exit:   ExitFail,
+		},
+		{
+			name: "nothing mounted at /", host: "docker-v2-cgroupns",
+			change: dropMount("/"),
+			want:   map[string]string{"mount-propagation": "fail:nothing mounted at /"},
+			exit:   ExitFail,
+		},
+		{
 			name: "sysfs superblock read-only", host: "docker-v2-cgroupns",
-			change: func(t *testing.T, dir string) {
-				editMountinfo(t, dir, func(l string) string {
-					if mountpointIs(l, "/sys") {
-						return strings.TrimSuffix(l, "sysfs rw") + "sysfs ro"
-					}
-					return l
-				})
-			},
-			want: map[string]string{"sys": "warn:superblock is read-only"},
-			exit: ExitWarn,
+			change: editMount("/sys", func(l string) string { return strings.TrimSuffix(l, "sysfs rw") + "sysfs ro" }),
+			want:   map[string]string{"sys": "warn:superblock is read-only"},
+			exit:   ExitWarn,
 		},
 		{
 			name: "booted node, /sys writable and / private", host: "docker-v2-cgroupns",

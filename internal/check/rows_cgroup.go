@@ -40,13 +40,10 @@ func (c *checker) cgroupVersion() Row {
 func (c *checker) cgroupNS() Row {
 	const name = "cgroupns"
 	if c.h.CgroupV2 {
-		if r, ok := c.tableRow(name); ok {
-			return r
-		}
-		m := system.Top(c.mi, cgroupfix.Root)
+		m, r, ok := c.mountAt(name, cgroupfix.Root, "run the node --privileged (kind does)")
 		switch {
-		case m == nil:
-			return Row{name, Fail, "nothing mounted at " + cgroupfix.Root, "run the node --privileged (kind does)"}
+		case !ok:
+			return r
 		case m.Root == "/":
 			// The mount shows the namespace's root. (A privileged
 			// container in the host's cgroup namespace would show the

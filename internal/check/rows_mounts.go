@@ -14,12 +14,9 @@ import (
 
 func (c *checker) sysMount() Row {
 	const name = "sys"
-	if r, ok := c.tableRow(name); ok {
+	m, r, ok := c.mountAt(name, "/sys", "systemd and the kubelet need sysfs: run the node --privileged (kind does)")
+	if !ok {
 		return r
-	}
-	m := system.Top(c.mi, "/sys")
-	if m == nil {
-		return Row{name, Fail, "nothing mounted at /sys", "systemd and the kubelet need sysfs: run the node --privileged (kind does)"}
 	}
 	superRO := strings.HasPrefix(m.VFSOptions, "ro")
 	switch {
@@ -37,12 +34,9 @@ func (c *checker) sysMount() Row {
 
 func (c *checker) propagation() Row {
 	const name = "mount-propagation"
-	if r, ok := c.tableRow(name); ok {
+	root, r, ok := c.mountAt(name, "/", "every mount table lists /: run this in the node's own mount namespace")
+	if !ok {
 		return r
-	}
-	root := system.Top(c.mi, "/")
-	if root == nil {
-		return Row{name, Fail, "no mount at / in mountinfo", ""}
 	}
 	obs := "/ is " + propagationOf(root)
 	if system.AllShared(c.mi, cgroupfix.Root) {
