@@ -757,7 +757,7 @@ func TestPlanMagicNoHostIPSearch(t *testing.T) {
 	}{
 		{"unset", nil, ""},
 		{"empty", new(string), "nameserver 127.0.0.11\noptions ndots:0\n"},
-		{"set", func() *string { s := "kind.test"; return &s }(), "search kind.test\nnameserver 127.0.0.11\noptions ndots:0\n"},
+		{"set", new("kind.test"), "search kind.test\nnameserver 127.0.0.11\noptions ndots:0\n"},
 	} {
 		f := facts()
 		f.Gateway, f.GatewayErr = netip.Addr{}, errors.New("no IPv4 default route with a gateway")
