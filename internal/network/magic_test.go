@@ -49,21 +49,20 @@ COMMIT
 -A DOCKER_POSTROUTING -s 127.0.0.11/32 -p udp -m udp --sport 58291 -j SNAT --to-source 172.18.0.1:53
 COMMIT
 `
-	rulesNoDport = `*nat
+	// noDportHeader is the header of the kind#3054 rules (port matches
+	// lost): a shorter one than rulesHeader, which a rewrite keeps too.
+	noDportHeader = `*nat
 :OUTPUT ACCEPT [0:0]
 :DOCKER_OUTPUT - [0:0]
 :DOCKER_POSTROUTING - [0:0]
--A OUTPUT -d 127.0.0.11/32 -j DOCKER_OUTPUT
+`
+	rulesNoDport = noDportHeader + `-A OUTPUT -d 127.0.0.11/32 -j DOCKER_OUTPUT
 -A DOCKER_OUTPUT -d 127.0.0.11/32 -p tcp -j DNAT --to-destination 127.0.0.11:37619
 -A DOCKER_OUTPUT -d 127.0.0.11/32 -p udp -j DNAT --to-destination 127.0.0.11:58291
 -A DOCKER_POSTROUTING -s 127.0.0.11/32 -p tcp -j SNAT --to-source :53
 COMMIT
 `
-	rulesNoDportRewritten = `*nat
-:OUTPUT ACCEPT [0:0]
-:DOCKER_OUTPUT - [0:0]
-:DOCKER_POSTROUTING - [0:0]
--A OUTPUT -d 172.18.0.1/32 -j DOCKER_OUTPUT
+	rulesNoDportRewritten = noDportHeader + `-A OUTPUT -d 172.18.0.1/32 -j DOCKER_OUTPUT
 -A PREROUTING -d 172.18.0.1/32 -j DOCKER_OUTPUT
 -A DOCKER_OUTPUT -d 172.18.0.1/32 -p tcp --dport 53 -j DNAT --to-destination 127.0.0.11:37619
 -A DOCKER_OUTPUT -d 172.18.0.1/32 -p udp --dport 53 -j DNAT --to-destination 127.0.0.11:58291
