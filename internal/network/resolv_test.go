@@ -166,15 +166,7 @@ func TestRewriteResolvConfErrors(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got, err := RewriteResolvConf([]byte(dockerResolvConf), tc.hostIP, tc.search)
-			if err == nil {
-				t.Fatalf("no error, got %q", got)
-			}
-			if diff := cmp.Diff(err.Error(), tc.wantErr); diff != "" {
-				t.Errorf("error mismatch (-got +want):\n%s", diff)
-			}
-			if got != nil {
-				t.Errorf("output %q along with the error", got)
-			}
+			checkRefused(t, got, err, tc.wantErr)
 		})
 	}
 }

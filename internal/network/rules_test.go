@@ -2,7 +2,6 @@ package network
 
 import (
 	"fmt"
-	"os"
 	"path/filepath"
 	"runtime"
 	"strings"
@@ -303,42 +302,6 @@ func TestRewriteDockerDNSGolden(t *testing.T) {
 			t.Errorf("second pass changed = %v, mismatch (-got +want):\n%s", changed, diff)
 		}
 	})
-}
-
-// forEachInput runs test on every testdata/PATTERN.input, in a subtest named
-// after the file without ".input" (its golden file is that name plus
-// ".golden").
-func forEachInput(t *testing.T, pattern string, test func(t *testing.T, name string, input []byte)) {
-	t.Helper()
-	for _, in := range fixtures(t, pattern+".input") {
-		name := strings.TrimSuffix(in.name, ".input")
-		t.Run(name, func(t *testing.T) { test(t, name, in.content) })
-	}
-}
-
-// fixture is one file of testdata: its base name and content.
-type fixture struct {
-	name    string
-	content []byte
-}
-
-// fixtures reads the testdata files that match pattern, in name order. No
-// file at all is a failure: the fixtures went missing.
-func fixtures(tb testing.TB, pattern string) []fixture {
-	tb.Helper()
-	paths, err := filepath.Glob(filepath.Join("testdata", pattern))
-	if err != nil || len(paths) == 0 {
-		tb.Fatalf("no testdata/%s fixtures: %v", pattern, err)
-	}
-	all := make([]fixture, 0, len(paths))
-	for _, p := range paths {
-		content, err := os.ReadFile(p)
-		if err != nil {
-			tb.Fatal(err)
-		}
-		all = append(all, fixture{filepath.Base(p), content})
-	}
-	return all
 }
 
 // TestRewriteDockerDNSMemory: a save of many DNS rules (each edited and
