@@ -100,6 +100,14 @@ func find(actions []plan.Action, op plan.Op, path string) *plan.Action {
 	return nil
 }
 
+// resolvWritten is the resolv.conf a plan rewrites in place, "" for none.
+func resolvWritten(actions []plan.Action) string {
+	if a := find(actions, plan.OpWriteInPlace, ResolvConf); a != nil {
+		return string(a.Data)
+	}
+	return ""
+}
+
 func TestPlanMagicRules(t *testing.T) {
 	for _, tt := range []struct {
 		name      string
@@ -273,11 +281,7 @@ func TestPlanMagicPodman(t *testing.T) {
 		if r := find(actions, plan.OpRun, "iptables-legacy-restore"); r != nil {
 			t.Errorf("%s: restores rules:\n%s", tt.name, r.Stdin)
 		}
-		got := ""
-		if a := find(actions, plan.OpWriteInPlace, ResolvConf); a != nil {
-			got = string(a.Data)
-		}
-		if diff := cmp.Diff(tt.want, got); diff != "" {
+		if diff := cmp.Diff(tt.want, resolvWritten(actions)); diff != "" {
 			t.Errorf("%s: resolv.conf (-want +got):\n%s", tt.name, diff)
 		}
 	}
@@ -766,11 +770,7 @@ func TestPlanMagicNoHostIPSearch(t *testing.T) {
 		if r := find(actions, plan.OpRun, "iptables-nft-restore"); r != nil {
 			t.Errorf("%s: restores rules with no host IP", tt.name)
 		}
-		got := ""
-		if a := find(actions, plan.OpWriteInPlace, ResolvConf); a != nil {
-			got = string(a.Data)
-		}
-		if diff := cmp.Diff(tt.want, got); diff != "" {
+		if diff := cmp.Diff(tt.want, resolvWritten(actions)); diff != "" {
 			t.Errorf("%s: resolv.conf (-want +got):\n%s", tt.name, diff)
 		}
 	}
