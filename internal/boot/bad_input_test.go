@@ -331,7 +331,7 @@ func hostileCases() []hostileCase {
 			shows:    []string{`ERROR: /kind/old-ipv4: "172.18.0.*" is not an IPv4 address`, `write /kind/old-ipv4 0644 "172.18.0.4"`}},
 		{name: "old-ipv4/garbage", scenario: ipChange, file: oldIPv4, content: garbled,
 			fallback: "not an address: an ERROR line (clipped), the current address recorded",
-			shows:    []string{`ERROR: /kind/old-ipv4: "`, `..." is not an IPv4 address`, `write /kind/old-ipv4 0644 "172.18.0.4"`}},
+			shows:    []string{`ERROR: /kind/old-ipv4: "`, `"... is not an IPv4 address`, `write /kind/old-ipv4 0644 "172.18.0.4"`}},
 		{name: "old-ipv4/ipv6", scenario: ipChange, file: oldIPv4, content: setTo("fc00:f853:ccd:e793::3"),
 			fallback: "an IPv6 address in the IPv4 record: an ERROR line",
 			shows:    []string{`ERROR: /kind/old-ipv4: "fc00:f853:ccd:e793::3" is not an IPv4 address`}},

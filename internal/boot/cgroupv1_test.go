@@ -19,9 +19,9 @@ import (
 func TestCgroupV1LineBeforeFailing(t *testing.T) {
 	const selfCgroup = "/proc/self/cgroup"
 	for name, content := range map[string]*string{
-		"no cpu line":     ptr("12:memory:/docker/abc\n1:name=systemd:/docker/abc\n"),
-		"empty":           ptr(""),
-		"only the v2 one": ptr("0::/\n"),
+		"no cpu line":     new("12:memory:/docker/abc\n1:name=systemd:/docker/abc\n"),
+		"empty":           new(""),
+		"only the v2 one": new("0::/\n"),
 		"missing":         nil,
 	} {
 		t.Run(name, func(t *testing.T) {
@@ -58,5 +58,3 @@ func TestCgroupV1LineBeforeFailing(t *testing.T) {
 		})
 	}
 }
-
-func ptr(s string) *string { return &s }

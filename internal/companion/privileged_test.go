@@ -14,6 +14,7 @@ import (
 	"github.com/kind-entrypoint/entrypoint/internal/boot"
 	"github.com/kind-entrypoint/entrypoint/internal/logline"
 	"github.com/kind-entrypoint/entrypoint/internal/system"
+	"github.com/kind-entrypoint/entrypoint/internal/system/hosttest"
 	"github.com/kind-entrypoint/entrypoint/internal/system/nstest"
 )
 
@@ -37,7 +38,6 @@ func (k kernelTree) Unmount(target string, flags int) error {
 // binds of its own copies of the node's /kind/product_* files.
 func TestMountProductFilesKernel(t *testing.T) {
 	nstest.Unshare(t, unix.CLONE_NEWNS)
-	node := t.TempDir()
 	const uuid = "9f8e7d6c-5b4a-4392-8170-6f5e4d3c2b1a\n"
 	files := map[string]string{
 		"kind/product_name":                                     "kind\n",
@@ -49,15 +49,7 @@ func TestMountProductFilesKernel(t *testing.T) {
 		"bundle/rootfs/sys/class/dmi/id/product_uuid":           "host-uuid\n",
 		"bundle/rootfs/sys/devices/virtual/dmi/id/product_uuid": "host-uuid\n",
 	}
-	for name, content := range files {
-		p := filepath.Join(node, name)
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	node := hosttest.Dir(t, files)
 	sys := kernelTree{system.NewTree(node)}
 	h := &boot.Host{Sys: sys, LookupEnv: func(string) (string, bool) { return "", false }}
 	cmd, ok := Lookup("mount-product-files")

@@ -9,6 +9,7 @@ import (
 
 	"github.com/moby/sys/mountinfo"
 
+	"github.com/kind-entrypoint/entrypoint/internal/logline"
 	"github.com/kind-entrypoint/entrypoint/internal/plan"
 	"github.com/kind-entrypoint/entrypoint/internal/system"
 )
@@ -273,7 +274,7 @@ func PlanProductUUID(f ProductUUIDFacts) []plan.Action {
 			Because("a random UUID of this node's own, kept across restarts"))
 	case f.NewUUID != "":
 		actions = append(actions,
-			plan.Warning(fmt.Sprintf("%s holds %q, not a UUID; replacing it", ProductUUID, clip(f.Current))),
+			plan.Warning(fmt.Sprintf("%s holds %s, not a UUID; replacing it", ProductUUID, logline.QuoteClipped(strings.TrimSpace(string(f.Current))))),
 			plan.WriteFile(ProductUUID, []byte(f.NewUUID), 0o644))
 	}
 	msgs := map[string]string{
@@ -360,13 +361,4 @@ func readOptional(sys system.System, p string) ([]byte, error) {
 		b = []byte{}
 	}
 	return b, nil
-}
-
-// clip shortens garbage for a log line.
-func clip(b []byte) string {
-	s := strings.TrimSpace(string(b))
-	if len(s) > 40 {
-		return s[:40] + "..."
-	}
-	return s
 }

@@ -3,6 +3,7 @@ package identity
 import (
 	"bytes"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -66,24 +67,21 @@ func TestIsUUID(t *testing.T) {
 
 func TestPlanMachineID(t *testing.T) {
 	id := "0123456789abcdef0123456789abcdef\n"
+	// Every boot, whatever D-Bus has: a new machine-id.
+	regenerate := []string{
+		"log INFO: clearing and regenerating /etc/machine-id",
+		`write /etc/machine-id 0444 "0123456789abcdef0123456789abcdef\n" [every boot]  # nodes of one image must not share a machine-id`,
+	}
 	tests := []struct {
 		dbus string
 		want []string
 	}{
-		{"absent", []string{
-			"log INFO: clearing and regenerating /etc/machine-id",
-			`write /etc/machine-id 0444 "0123456789abcdef0123456789abcdef\n" [every boot]  # nodes of one image must not share a machine-id`,
-		}},
-		{"symlink", []string{
-			"log INFO: clearing and regenerating /etc/machine-id",
-			`write /etc/machine-id 0444 "0123456789abcdef0123456789abcdef\n" [every boot]  # nodes of one image must not share a machine-id`,
-		}},
-		{"file", []string{
-			"log INFO: clearing and regenerating /etc/machine-id",
-			`write /etc/machine-id 0444 "0123456789abcdef0123456789abcdef\n" [every boot]  # nodes of one image must not share a machine-id`,
+		{"absent", regenerate},
+		{"symlink", regenerate},
+		{"file", append(slices.Clone(regenerate),
 			"remove /var/lib/dbus/machine-id  # an image-baked D-Bus machine-id would be every node's",
 			"symlink /var/lib/dbus/machine-id -> /etc/machine-id",
-		}},
+		)},
 	}
 	for _, tt := range tests {
 		got := plan.Strings(PlanMachineID(MachineIDFacts{NewID: id, DBus: tt.dbus}))

@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"encoding/binary"
 	"net/netip"
-	"os"
-	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -16,16 +14,8 @@ import (
 // passing each to add.
 func addFiles(f *testing.F, pattern string, add func(content []byte)) {
 	f.Helper()
-	paths, err := filepath.Glob(filepath.Join("testdata", pattern))
-	if err != nil {
-		f.Fatal(err)
-	}
-	for _, p := range paths {
-		content, err := os.ReadFile(p)
-		if err != nil {
-			f.Fatal(err)
-		}
-		add(content)
+	for _, x := range fixtures(f, pattern) {
+		add(x.content)
 	}
 }
 

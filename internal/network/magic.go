@@ -218,11 +218,3 @@ func PlanMagic(f MagicFacts) ([]plan.Action, error) {
 	a, err := planAddressChange(f)
 	return append(actions, a...), err
 }
-
-// clip shortens garbage for a log line.
-func clip(s string) string {
-	if len(s) > 60 {
-		return s[:60] + "..."
-	}
-	return s
-}

@@ -9,6 +9,7 @@ import (
 	"net/netip"
 	"strings"
 
+	"github.com/kind-entrypoint/entrypoint/internal/logline"
 	"github.com/kind-entrypoint/entrypoint/internal/plan"
 )
 
@@ -47,7 +48,7 @@ func planAddressChange(f MagicFacts) ([]plan.Action, error) {
 			switch {
 			case err != nil || oldAddr.Is4() != fam.is4 || oldAddr.Zone() != "":
 				actions = append(actions, plan.Error(fmt.Sprintf(
-					"%s: %q is not an %s address; not following an address change", fam.file, clip(old), fam.name)))
+					"%s: %s is not an %s address; not following an address change", fam.file, logline.QuoteClipped(old), fam.name)))
 			case oldAddr.Is4In6():
 				// The reference recorded getent ahostsv6's IPv4-mapped
 				// answer on IPv4-only networks: no IPv6 address at all.

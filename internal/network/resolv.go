@@ -117,14 +117,14 @@ func namesEmbeddedDNSLine(line []byte, f [2]span, n int) bool {
 func resolvFields(line []byte) (f [2]span, n int) {
 	i := 0
 	for n < len(f) {
-		for i < len(line) && isResolvBlank(line[i]) {
+		for i < len(line) && isBlank(line[i]) {
 			i++
 		}
 		if i == len(line) {
 			break
 		}
 		start := i
-		for i < len(line) && !isResolvBlank(line[i]) {
+		for i < len(line) && !isBlank(line[i]) {
 			i++
 		}
 		f[n] = span{start, i}
@@ -132,5 +132,3 @@ func resolvFields(line []byte) (f [2]span, n int) {
 	}
 	return f, n
 }
-
-func isResolvBlank(c byte) bool { return c == ' ' || c == '\t' || c == '\r' }

@@ -10,8 +10,6 @@ import (
 	"github.com/kind-entrypoint/entrypoint/internal/system/hosttest"
 )
 
-func ptr(s string) *string { return &s }
-
 // dockerResolvConf is what Docker 25+ writes for a container on a
 // user-defined network such as "kind".
 var dockerResolvConf = dockerHead + lines("nameserver 127.0.0.11", "search lan") + dockerTail
@@ -53,14 +51,14 @@ var rewriteResolvConfTests = []struct {
 		name:   "docker resolv.conf, search empty",
 		orig:   dockerResolvConf,
 		hostIP: "172.18.0.1",
-		search: ptr(""),
+		search: new(""),
 		want:   dockerHead + lines("nameserver 172.18.0.1") + dockerTail,
 	},
 	{
 		name:   "docker resolv.conf, search set",
 		orig:   dockerResolvConf,
 		hostIP: "172.18.0.1",
-		search: ptr("corp.example.com example.com"),
+		search: new("corp.example.com example.com"),
 		want:   lines("search corp.example.com example.com") + dockerHead + lines("nameserver 172.18.0.1") + dockerTail,
 	},
 	{
@@ -73,7 +71,7 @@ var rewriteResolvConfTests = []struct {
 		name:   "search lines in every spelling are dropped",
 		orig:   lines("search a", "search\tb", "  search c", "\tsearch\td", "search", "search\r", "searchlist e", "# search f", "domain g", "nameserver 127.0.0.11", "search h"),
 		hostIP: "172.18.0.1",
-		search: ptr("kind.test"),
+		search: new("kind.test"),
 		want:   lines("search kind.test", "searchlist e", "# search f", "domain g", "nameserver 172.18.0.1"),
 	},
 	{
@@ -86,7 +84,7 @@ var rewriteResolvConfTests = []struct {
 		name:   "search value kept verbatim",
 		orig:   lines("nameserver 127.0.0.11"),
 		hostIP: "172.18.0.1",
-		search: ptr(" a.test  b.test "),
+		search: new(" a.test  b.test "),
 		want:   lines("search  a.test  b.test ", "nameserver 172.18.0.1"),
 	},
 	{
@@ -105,7 +103,7 @@ var rewriteResolvConfTests = []struct {
 		name:   "CRLF",
 		orig:   "nameserver 127.0.0.11\r\nsearch lan\r\n",
 		hostIP: "172.18.0.1",
-		search: ptr(""),
+		search: new(""),
 		want:   "nameserver 172.18.0.1\r\n",
 	},
 	{
@@ -118,12 +116,12 @@ var rewriteResolvConfTests = []struct {
 		name:   "blank lines left last by a dropped search line",
 		orig:   "nameserver 127.0.0.11\n\n\nsearch lan\n",
 		hostIP: "172.18.0.1",
-		search: ptr(""),
+		search: new(""),
 		want:   "nameserver 172.18.0.1\n",
 	},
 	{name: "empty", orig: "", hostIP: "172.18.0.1", want: "\n"},
-	{name: "empty, search set", orig: "", hostIP: "172.18.0.1", search: ptr("a.test"), want: "search a.test\n"},
-	{name: "only search lines, search empty", orig: "search a\n", hostIP: "172.18.0.1", search: ptr(""), want: "\n"},
+	{name: "empty, search set", orig: "", hostIP: "172.18.0.1", search: new("a.test"), want: "search a.test\n"},
+	{name: "only search lines, search empty", orig: "search a\n", hostIP: "172.18.0.1", search: new(""), want: "\n"},
 	{name: "garbage", orig: "\x00\xff\n\t\n", hostIP: "172.18.0.1", want: "\x00\xff\n\t\n"},
 }
 
@@ -158,25 +156,17 @@ func TestRewriteResolvConfErrors(t *testing.T) {
 		{name: "host IP empty", hostIP: "", wantErr: `host IP: ParseAddr(""): unable to parse IP`},
 		{name: "host IP not an address", hostIP: "host.docker.internal", wantErr: `host IP: ParseAddr("host.docker.internal"): unexpected character (at "host.docker.internal")`},
 		{name: "host IP is the embedded DNS", hostIP: "127.0.0.11", wantErr: `host IP 127.0.0.11 is Docker's embedded DNS itself`},
-		{name: "search with newline", hostIP: "172.18.0.1", search: ptr("a.test\nnameserver 1.2.3.4"), wantErr: `DNS search value "a.test\nnameserver 1.2.3.4": control character '\n' at byte 6`},
-		{name: "search with tab", hostIP: "172.18.0.1", search: ptr("a.test\tb.test"), wantErr: `DNS search value "a.test\tb.test": control character '\t' at byte 6`},
-		{name: "search with NUL", hostIP: "172.18.0.1", search: ptr("\x00"), wantErr: `DNS search value "\x00": control character '\x00' at byte 0`},
-		{name: "search with DEL", hostIP: "172.18.0.1", search: ptr("a\x7f"), wantErr: `DNS search value "a\x7f": control character '\x7f' at byte 1`},
-		{name: "search with CR", hostIP: "172.18.0.1", search: ptr("a\r"), wantErr: `DNS search value "a\r": control character '\r' at byte 1`},
-		{name: "long search with a control character", hostIP: "172.18.0.1", search: ptr(strings.Repeat("a", 100000) + "\n"), wantErr: `DNS search value "` + strings.Repeat("a", 80) + `"...: control character '\n' at byte 100000`},
-		{name: "search with C1 NEL", hostIP: "172.18.0.1", search: ptr("a.test\u0085b.test"), wantErr: `DNS search value "a.test\u0085b.test": control character U+0085 at byte 6`},
+		{name: "search with newline", hostIP: "172.18.0.1", search: new("a.test\nnameserver 1.2.3.4"), wantErr: `DNS search value "a.test\nnameserver 1.2.3.4": control character '\n' at byte 6`},
+		{name: "search with tab", hostIP: "172.18.0.1", search: new("a.test\tb.test"), wantErr: `DNS search value "a.test\tb.test": control character '\t' at byte 6`},
+		{name: "search with NUL", hostIP: "172.18.0.1", search: new("\x00"), wantErr: `DNS search value "\x00": control character '\x00' at byte 0`},
+		{name: "search with DEL", hostIP: "172.18.0.1", search: new("a\x7f"), wantErr: `DNS search value "a\x7f": control character '\x7f' at byte 1`},
+		{name: "search with CR", hostIP: "172.18.0.1", search: new("a\r"), wantErr: `DNS search value "a\r": control character '\r' at byte 1`},
+		{name: "long search with a control character", hostIP: "172.18.0.1", search: new(strings.Repeat("a", 100000) + "\n"), wantErr: `DNS search value "` + strings.Repeat("a", 80) + `"...: control character '\n' at byte 100000`},
+		{name: "search with C1 NEL", hostIP: "172.18.0.1", search: new("a.test\u0085b.test"), wantErr: `DNS search value "a.test\u0085b.test": control character U+0085 at byte 6`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got, err := RewriteResolvConf([]byte(dockerResolvConf), tc.hostIP, tc.search)
-			if err == nil {
-				t.Fatalf("no error, got %q", got)
-			}
-			if diff := cmp.Diff(err.Error(), tc.wantErr); diff != "" {
-				t.Errorf("error mismatch (-got +want):\n%s", diff)
-			}
-			if got != nil {
-				t.Errorf("output %q along with the error", got)
-			}
+			checkRefused(t, got, err, tc.wantErr)
 		})
 	}
 }
@@ -190,8 +180,8 @@ func TestRewriteResolvConfGolden(t *testing.T) {
 			search *string
 		}{
 			{"search-unset", nil},
-			{"search-empty", ptr("")},
-			{"search-set", ptr("kind.test example.com")},
+			{"search-empty", new("")},
+			{"search-set", new("kind.test example.com")},
 		} {
 			t.Run(mode.name, func(t *testing.T) {
 				got, err := RewriteResolvConf(orig, "172.18.0.1", mode.search)

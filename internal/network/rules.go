@@ -144,7 +144,7 @@ func RewriteDockerDNS(save []byte, hostIP string) (out []byte, changed bool) {
 func countBlanks(text string) int {
 	n := 0
 	for i := 0; i < len(text); i++ {
-		if isRuleBlank(text[i]) {
+		if isBlank(text[i]) {
 			n++
 		}
 	}
@@ -241,7 +241,7 @@ func appendRule(spans []span, line string) (rule, []span) {
 	first := len(spans)
 	i := 0
 	for {
-		for i < len(line) && isRuleBlank(line[i]) {
+		for i < len(line) && isBlank(line[i]) {
 			i++
 		}
 		if i == len(line) {
@@ -251,7 +251,7 @@ func appendRule(spans []span, line string) (rule, []span) {
 		}
 		start := i
 		quoted := false
-		for i < len(line) && (quoted || !isRuleBlank(line[i])) {
+		for i < len(line) && (quoted || !isBlank(line[i])) {
 			switch {
 			case quoted && line[i] == '\\' && i+1 < len(line):
 				i++
@@ -264,9 +264,10 @@ func appendRule(spans []span, line string) (rule, []span) {
 	}
 }
 
-// isRuleBlank also counts '\r' so that a CRLF file is rewritten the same as
-// an LF one; the '\r' itself is kept.
-func isRuleBlank(c byte) bool { return c == ' ' || c == '\t' || c == '\r' }
+// isBlank is what separates fields in the texts this package rewrites
+// (iptables-save rules, resolv.conf): spaces, tabs and '\r', so that a CRLF
+// file is rewritten the same as an LF one; the '\r' itself is kept.
+func isBlank(c byte) bool { return c == ' ' || c == '\t' || c == '\r' }
 
 // arg returns argument i, or "" when there is none.
 func (r rule) arg(i int) string {

@@ -2,7 +2,6 @@ package network
 
 import (
 	"fmt"
-	"os"
 	"path/filepath"
 	"runtime"
 	"strings"
@@ -303,27 +302,6 @@ func TestRewriteDockerDNSGolden(t *testing.T) {
 			t.Errorf("second pass changed = %v, mismatch (-got +want):\n%s", changed, diff)
 		}
 	})
-}
-
-// forEachInput runs test on every testdata/PATTERN.input, in a subtest named
-// after the file without ".input" (its golden file is that name plus
-// ".golden"). No file at all is a failure: the fixtures went missing.
-func forEachInput(t *testing.T, pattern string, test func(t *testing.T, name string, input []byte)) {
-	t.Helper()
-	inputs, err := filepath.Glob(filepath.Join("testdata", pattern+".input"))
-	if err != nil || len(inputs) == 0 {
-		t.Fatalf("no testdata/%s.input fixtures: %v", pattern, err)
-	}
-	for _, in := range inputs {
-		name := strings.TrimSuffix(filepath.Base(in), ".input")
-		t.Run(name, func(t *testing.T) {
-			input, err := os.ReadFile(in)
-			if err != nil {
-				t.Fatal(err)
-			}
-			test(t, name, input)
-		})
-	}
 }
 
 // TestRewriteDockerDNSMemory: a save of many DNS rules (each edited and

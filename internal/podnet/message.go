@@ -135,11 +135,14 @@ func newVeth(name, peer string) request {
 }
 
 // getLink asks for one link by name.
-func getLink(name string) request {
+func getLink(name string) request { return namedLink(unix.RTM_GETLINK, name, "get link") }
+
+// namedLink is a request of type typ about the link called name.
+func namedLink(typ uint16, name, what string) request {
 	return request{
-		typ: unix.RTM_GETLINK, flags: change, head: ifinfomsg(unix.AF_UNSPEC, 0, 0, 0),
+		typ: typ, flags: change, head: ifinfomsg(unix.AF_UNSPEC, 0, 0, 0),
 		attrs: []attr{strAttr(unix.IFLA_IFNAME, name)},
-		what:  "get link " + name,
+		what:  what + " " + name,
 	}
 }
 
@@ -171,13 +174,7 @@ func moveLink(index int32, nsFD int) request {
 
 // delLink deletes a link by name; deleting one end of a veth pair deletes
 // the other, wherever it is.
-func delLink(name string) request {
-	return request{
-		typ: unix.RTM_DELLINK, flags: change, head: ifinfomsg(unix.AF_UNSPEC, 0, 0, 0),
-		attrs: []attr{strAttr(unix.IFLA_IFNAME, name)},
-		what:  "delete link " + name,
-	}
-}
+func delLink(name string) request { return namedLink(unix.RTM_DELLINK, name, "delete link") }
 
 // newAddr adds an IPv4 address to a link.
 func newAddr(index int32, p netip.Prefix) request {

@@ -1,6 +1,7 @@
 package userns
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -50,12 +51,7 @@ func TestParseUIDMap(t *testing.T) {
 	for _, tt := range uidMapTests {
 		t.Run(tt.name, func(t *testing.T) {
 			full, err := ParseUIDMap([]byte(tt.in))
-			if got := hosttest.ErrString(err); got != tt.wantErr {
-				t.Fatalf("ParseUIDMap(%q) error = %q, want %q", tt.in, got, tt.wantErr)
-			}
-			if full != tt.full {
-				t.Errorf("ParseUIDMap(%q) = %t, want %t", tt.in, full, tt.full)
-			}
+			hosttest.Result(t, fmt.Sprintf("ParseUIDMap(%q)", tt.in), full, err, tt.full, tt.wantErr)
 		})
 	}
 }
@@ -172,9 +168,7 @@ func TestInUserNS(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			got, err := InUserNS(hosttest.Tree(t, tt.files))
-			if hosttest.ErrString(err) != tt.wantErr || got != tt.want {
-				t.Errorf("InUserNS = %t, %q; want %t, %q", got, hosttest.ErrString(err), tt.want, tt.wantErr)
-			}
+			hosttest.Result(t, "InUserNS", got, err, tt.want, tt.wantErr)
 		})
 	}
 }
@@ -217,12 +211,7 @@ func TestDetect(t *testing.T) {
 				}
 			}
 			got, err := Detect(sys, controllers)
-			if hosttest.ErrString(err) != tt.wantErr {
-				t.Fatalf("Detect error = %q, want %q", hosttest.ErrString(err), tt.wantErr)
-			}
-			if diff := cmp.Diff(tt.want, got); diff != "" {
-				t.Errorf("Detect (-want +got):\n%s", diff)
-			}
+			hosttest.Result(t, "Detect", got, err, tt.want, tt.wantErr)
 		})
 	}
 }
