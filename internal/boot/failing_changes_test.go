@@ -3,12 +3,8 @@ package boot
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
 	"errors"
-	"fmt"
 	"io"
-	"io/fs"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -17,46 +13,8 @@ import (
 
 	"github.com/kind-entrypoint/entrypoint/internal/logline"
 	"github.com/kind-entrypoint/entrypoint/internal/system"
+	"github.com/kind-entrypoint/entrypoint/internal/system/hosttest"
 )
-
-// snapshot is a tree's state: every file's content hash and mode, every
-// symlink's target.
-func snapshot(t *testing.T, tree *system.Tree) map[string]string {
-	t.Helper()
-	out := map[string]string{}
-	err := filepath.WalkDir(tree.Root, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, err := filepath.Rel(tree.Root, p)
-		if err != nil {
-			return err
-		}
-		rel = filepath.Join("/", rel)
-		info, err := d.Info()
-		if err != nil {
-			return err
-		}
-		switch {
-		case info.Mode()&fs.ModeSymlink != 0:
-			l, _ := os.Readlink(p)
-			out[rel] = "-> " + l
-		case info.IsDir():
-			out[rel] = "dir " + info.Mode().String()
-		default:
-			b, err := os.ReadFile(p)
-			if err != nil {
-				return err
-			}
-			out[rel] = fmt.Sprintf("%s %x", info.Mode(), sha256.Sum256(b))
-		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return out
-}
 
 // everyBootFiles are rewritten on every start by design.
 var everyBootFiles = map[string]bool{"/etc/machine-id": true}
@@ -75,7 +33,7 @@ func runOnce(t *testing.T, tree *system.Tree) error {
 func TestFaultInjection(t *testing.T) {
 	for _, s := range scenarios(t) {
 		t.Run(s.name, func(t *testing.T) {
-			before := snapshot(t, copyRoot(t, s))
+			before := hosttest.Snapshot(t, copyRoot(t, s).Root)
 			clean := copyRoot(t, s)
 			var calls []string
 			clean.Fail = func(op, path string) error { calls = append(calls, op+" "+path); return nil }
@@ -85,7 +43,7 @@ func TestFaultInjection(t *testing.T) {
 					t.Fatalf("clean run: %v", err)
 				}
 			}
-			after := snapshot(t, clean)
+			after := hosttest.Snapshot(t, clean.Root)
 			if len(calls) == 0 {
 				return
 			}
@@ -105,7 +63,7 @@ func TestFaultInjection(t *testing.T) {
 						t.Errorf("fault at %q: exit code %d (%v)", calls[i], code, err)
 					}
 				}
-				for p, got := range snapshot(t, tree) {
+				for p, got := range hosttest.Snapshot(t, tree.Root) {
 					if strings.Contains(filepath.Base(p), ".tmp-") {
 						t.Errorf("fault at %q: temp file %s left", calls[i], p)
 						continue
@@ -113,7 +71,7 @@ func TestFaultInjection(t *testing.T) {
 					// Mounts and directories are made one syscall at a time:
 					// partial progress is expected, and a restart starts
 					// from a fresh mount table. Files must be whole.
-					if p == "/proc/self/mountinfo" || strings.HasPrefix(got, "dir ") {
+					if p == "/proc/self/mountinfo" || strings.HasPrefix(got, "d") { // a directory's mode
 						continue
 					}
 					// A copy kept aside while a file is replaced (the API
@@ -139,12 +97,12 @@ func TestRestartConverges(t *testing.T) {
 			if err := runOnce(t, tree); err != nil {
 				return // fatal scenarios: nothing to converge
 			}
-			first := snapshot(t, tree)
+			first := hosttest.Snapshot(t, tree.Root)
 			mountsFirst, _ := tree.ReadFile("/proc/self/mountinfo", system.LimitTable)
 			if err := runOnce(t, tree); err != nil {
 				t.Fatalf("second run: %v", err)
 			}
-			second := snapshot(t, tree)
+			second := hosttest.Snapshot(t, tree.Root)
 			for p := range everyBootFiles {
 				delete(first, p)
 				delete(second, p)
