@@ -248,13 +248,6 @@ func checkLines(t *testing.T, what, out string) {
 	}
 }
 
-func clip(s string) string {
-	if len(s) > 300 {
-		return s[:300] + "..."
-	}
-	return s
-}
-
 // archived returns every file name and content of a capture, as one text.
 func archived(t *testing.T, path string) string {
 	t.Helper()
@@ -318,7 +311,7 @@ func TestHardening(t *testing.T) {
 			case <-time.After(60 * time.Second):
 				t.Fatalf("%q still running after 60 s", args)
 			}
-			t.Logf("%q: exit %d\nstdout:\n%s\nstderr:\n%s", args, code, clip(stdout.String()), clip(stderr.String()))
+			t.Logf("%q: exit %d\nstdout:\n%.300s\nstderr:\n%.300s", args, code, stdout.String(), stderr.String())
 			if c.code >= 0 && code != c.code {
 				t.Errorf("exit %d, want %d", code, c.code)
 			}

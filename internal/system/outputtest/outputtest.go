@@ -32,21 +32,14 @@ func Problems(out string) []string {
 			break
 		}
 		if j := strings.IndexFunc(line, func(r rune) bool { return unicode.IsControl(r) || r == utf8.RuneError }); j >= 0 {
-			p = append(p, fmt.Sprintf("line %d has a control byte or invalid UTF-8 at %d: %q", i+1, j, clip(line)))
+			p = append(p, fmt.Sprintf("line %d has a control byte or invalid UTF-8 at %d: %.300q", i+1, j, line))
 		}
 		if !shapes.MatchString(line) {
-			p = append(p, fmt.Sprintf("line %d of no known shape: %q", i+1, clip(line)))
+			p = append(p, fmt.Sprintf("line %d of no known shape: %.300q", i+1, line))
 		}
 		if len(line) > MaxLine {
 			p = append(p, fmt.Sprintf("line %d is %d bytes long", i+1, len(line)))
 		}
 	}
 	return p
-}
-
-func clip(s string) string {
-	if len(s) > 300 {
-		return s[:300] + "..."
-	}
-	return s
 }
