@@ -1,9 +1,7 @@
 package cgroupfix
 
 import (
-	"errors"
 	"fmt"
-	"io/fs"
 	"path"
 	"slices"
 	"strings"
@@ -30,7 +28,7 @@ var KubeletRoots = []string{"/kubelet", "/kubelet.slice"}
 // IsV2 reports whether the unified hierarchy is mounted at /sys/fs/cgroup.
 func IsV2(sys system.System) (bool, error) {
 	_, err := sys.Stat(ControllersFile)
-	if errors.Is(err, fs.ErrNotExist) {
+	if system.NotExist(err) {
 		return false, nil
 	}
 	return err == nil, err
@@ -113,7 +111,7 @@ func DetectV1(sys system.System, tbl *system.MountTable) (V1Facts, error) {
 	if fi, err := sys.Stat(miscDir); err == nil && fi.IsDir() {
 		f.MiscDir = true
 	}
-	if f.ProcCgroups, err = sys.ReadFile(procCgroups, system.LimitConfig); err != nil && (f.MiscDir || !errors.Is(err, fs.ErrNotExist)) {
+	if f.ProcCgroups, err = sys.ReadFile(procCgroups, system.LimitConfig); err != nil && (f.MiscDir || !system.NotExist(err)) {
 		return f, err
 	}
 	f.Cpuset = map[string][2][]byte{}

@@ -1,9 +1,7 @@
 package cgroupfix
 
 import (
-	"errors"
 	"fmt"
-	"io/fs"
 	"path"
 	"slices"
 	"strings"
@@ -49,7 +47,7 @@ func DetectKubeletCgroup(sys system.System) (KubeletCgroupFacts, error) {
 	for _, g := range append([]string{"/"}, KubeletRoots...) {
 		dir := path.Join(Root, g)
 		fi, err := sys.Stat(dir)
-		if errors.Is(err, fs.ErrNotExist) {
+		if system.NotExist(err) {
 			continue
 		}
 		if err != nil {
@@ -59,8 +57,8 @@ func DetectKubeletCgroup(sys system.System) (KubeletCgroupFacts, error) {
 			return f, fmt.Errorf("%s: not a directory", dir)
 		}
 		f.Exists[g] = true
-		b, err := sys.ReadFile(dir+"/cgroup.subtree_control", system.LimitValue)
-		if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		b, err := system.ReadOptional(sys, dir+"/cgroup.subtree_control", system.LimitValue)
+		if err != nil {
 			return f, err
 		}
 		f.Enabled[g] = strings.Fields(string(b))

@@ -4,13 +4,13 @@ package check
 // containerd, overlayfs and /dev/fuse for the snapshotter.
 
 import (
-	"errors"
 	"fmt"
 	"io/fs"
 	"path"
 
 	"github.com/kind-entrypoint/entrypoint/internal/boot"
 	"github.com/kind-entrypoint/entrypoint/internal/containerd"
+	"github.com/kind-entrypoint/entrypoint/internal/system"
 )
 
 // storage is the rows of /kind's and containerd's filesystems, the
@@ -63,7 +63,7 @@ func (c *checker) fsKind(fstype, snap string) Row {
 func (c *checker) fsType(p string) (string, string, error) {
 	for {
 		t, err := c.sys.FSType(p)
-		if err == nil || !errors.Is(err, fs.ErrNotExist) || p == "/" {
+		if err == nil || !system.NotExist(err) || p == "/" {
 			return t, p, err
 		}
 		p = path.Dir(p)

@@ -178,7 +178,7 @@ const MaxProductFiles = 16
 func DetectProductFiles(sys system.System, bundle string) (ProductFacts, error) {
 	f := ProductFacts{Rootfs: path.Join(bundle, "rootfs")}
 	entries, err := sys.ReadDir("/kind")
-	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+	if err != nil && !system.NotExist(err) {
 		return f, err
 	}
 	for _, e := range entries {

@@ -2,7 +2,6 @@ package containerd
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
 	"io/fs"
 	"maps"
@@ -64,7 +63,7 @@ func Detect(sys system.System, getenv func(string) string, userNS bool) (Facts, 
 	f := Facts{UserNS: userNS, Snapshotter: getenv(SnapshotterEnv)}
 	var err error
 	switch f.KindFSType, err = sys.FSType(kindDir); {
-	case errors.Is(err, fs.ErrNotExist):
+	case system.NotExist(err):
 		// Not a node image (a dry run on a plain host): no filesystem
 		// to choose a snapshotter by.
 		f.KindFSType = "(no " + kindDir + ")"
@@ -104,7 +103,7 @@ func Detect(sys system.System, getenv func(string) string, userNS bool) (Facts, 
 		if f.Config, err = sys.ReadFile(ConfigPath, maxConfigSize); err != nil {
 			return f, err
 		}
-	case !errors.Is(err, fs.ErrNotExist):
+	case !system.NotExist(err):
 		return f, err
 	}
 
@@ -119,12 +118,12 @@ func Detect(sys system.System, getenv func(string) string, userNS bool) (Facts, 
 func detectFuseUnit(sys system.System, f *Facts) error {
 	for _, dir := range unitDirs {
 		p := path.Join(dir, FuseUnit)
-		b, err := sys.ReadFile(p, system.LimitConfig)
-		if errors.Is(err, fs.ErrNotExist) {
-			continue
-		}
+		b, err := system.ReadOptional(sys, p, system.LimitConfig)
 		if err != nil {
 			return err
+		}
+		if b == nil {
+			continue
 		}
 		f.FuseUnitPath, f.FuseUnit = p, b
 		break

@@ -193,7 +193,7 @@ func DetectProductName(sys system.System, tbl *system.MountTable) (ProductNameFa
 	if !f.DMI.Exists {
 		return f, nil
 	}
-	if f.Current, err = readOptional(sys, ProductName); err != nil {
+	if f.Current, err = system.ReadOptional(sys, ProductName, system.LimitValue); err != nil {
 		return f, err
 	}
 	f.Inherit = InheritedFlags(mi, ProductName)
@@ -238,7 +238,7 @@ type ProductUUIDFacts struct {
 func DetectProductUUID(sys system.System, rand io.Reader, tbl *system.MountTable) (ProductUUIDFacts, error) {
 	var f ProductUUIDFacts
 	var err error
-	if f.Current, err = readOptional(sys, ProductUUID); err != nil {
+	if f.Current, err = system.ReadOptional(sys, ProductUUID, system.LimitValue); err != nil {
 		return f, err
 	}
 	if !IsUUID(string(f.Current)) {
@@ -346,19 +346,4 @@ func InheritedFlags(mi []*mountinfo.Info, p string) system.MountFlags {
 		return 0
 	}
 	return system.FlagsFromOptions(best.Options) &^ system.ReadOnly
-}
-
-// readOptional reads a file that may not exist (nil, nil).
-func readOptional(sys system.System, p string) ([]byte, error) {
-	b, err := sys.ReadFile(p, system.LimitValue)
-	if system.NotExist(err) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	if b == nil {
-		b = []byte{}
-	}
-	return b, nil
 }

@@ -110,10 +110,7 @@ func (f *MagicFacts) readFiles(sys system.System) error {
 // when /proc does not say (a captured tree).
 func hostname(sys system.System) (string, error) {
 	for _, p := range []string{procHostname, etcHostname} {
-		b, err := sys.ReadFile(p, system.LimitValue)
-		if system.NotExist(err) {
-			continue
-		}
+		b, err := system.ReadOptional(sys, p, system.LimitValue)
 		if err != nil {
 			return "", err
 		}
@@ -173,11 +170,8 @@ func readFile(sys system.System, p string) (*File, error) {
 
 // readRecord reads a recorded address, blanks trimmed; nil when missing.
 func readRecord(sys system.System, p string) (*string, error) {
-	b, err := sys.ReadFile(p, system.LimitValue)
-	if system.NotExist(err) {
-		return nil, nil
-	}
-	if err != nil {
+	b, err := system.ReadOptional(sys, p, system.LimitValue)
+	if b == nil {
 		return nil, err
 	}
 	s := strings.TrimSpace(string(b))

@@ -2,9 +2,7 @@ package proxy
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
-	"io/fs"
 	"path"
 	"strings"
 	"unicode"
@@ -47,11 +45,8 @@ func Detect(sys system.System, lookupEnv func(string) (string, bool)) (Facts, er
 			f.Vars = append(f.Vars, Var{k, v})
 		}
 	}
-	b, err := sys.ReadFile(DropIn, system.LimitConfig)
-	switch {
-	case err == nil:
-		f.Current = b
-	case !errors.Is(err, fs.ErrNotExist):
+	var err error
+	if f.Current, err = system.ReadOptional(sys, DropIn, system.LimitConfig); err != nil {
 		return Facts{}, err
 	}
 	if fi, err := sys.Stat(path.Dir(DropIn)); err == nil && fi.IsDir() {

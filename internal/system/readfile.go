@@ -55,6 +55,23 @@ func (e *NotRegularError) Error() string {
 // ours.
 const openFlags = unix.O_RDONLY | unix.O_CLOEXEC | unix.O_NONBLOCK | unix.O_NOCTTY
 
+// ReadOptional reads a file that may be absent: nil and no error when it
+// is not there (NotExist), and otherwise its content, never nil, so that
+// an empty file and a missing one stay apart.
+func ReadOptional(sys System, path string, limit int) ([]byte, error) {
+	b, err := sys.ReadFile(path, limit)
+	if NotExist(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	if b == nil {
+		b = []byte{}
+	}
+	return b, nil
+}
+
 // readFile reads the regular file name, at most limit bytes. Errors are
 // *fs.PathError values ("open", "read") with the errno, a
 // *NotRegularError or a *TooLargeError.

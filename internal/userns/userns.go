@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"io/fs"
 	"strconv"
 	"strings"
 
@@ -25,12 +24,9 @@ var Required = []string{"cpu", "memory", "pids"}
 // InUserNS reports whether this process runs in a user namespace: anything
 // but the initial namespace's single full mapping "0 0 4294967295".
 func InUserNS(sys system.System) (bool, error) {
-	b, err := sys.ReadFile(uidMapPath, system.LimitConfig)
-	if errors.Is(err, fs.ErrNotExist) {
+	b, err := system.ReadOptional(sys, uidMapPath, system.LimitConfig)
+	if b == nil {
 		// A kernel without user namespaces has no uid_map.
-		return false, nil
-	}
-	if err != nil {
 		return false, err
 	}
 	full, err := ParseUIDMap(b)
