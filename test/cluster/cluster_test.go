@@ -689,7 +689,8 @@ func (c *cluster) restartWithNewIPs(t *testing.T) time.Time {
 		}
 	}
 	logs, _ := tier.Logs(time.Minute, c.engine, c.cp())
-	t.Logf("%s: entrypoint log after the restart:\n%s", c.cp(), entrypointLines(logs))
+	lines := tier.EntrypointLines(strings.ReplaceAll(logs, "\r", ""), "[certs]")
+	t.Logf("%s: entrypoint log after the restart:\n%s", c.cp(), strings.Join(lines, "\n"))
 	return started
 }
 
@@ -775,17 +776,6 @@ func (c *cluster) certHasIP(node string, ip netip.Addr) error {
 		sans = append(sans, a.String())
 	}
 	return fmt.Errorf("SANs %v (DNS %v) lack %s", sans, cert.DNSNames, ip)
-}
-
-// entrypointLines keeps the INFO/WARN/ERROR lines of the last boot.
-func entrypointLines(logs string) string {
-	var keep []string
-	for _, l := range strings.Split(strings.ReplaceAll(logs, "\r", ""), "\n") {
-		if strings.HasPrefix(l, "INFO: ") || strings.HasPrefix(l, "WARN: ") || strings.HasPrefix(l, "ERROR: ") || strings.HasPrefix(l, "[certs]") {
-			keep = append(keep, l)
-		}
-	}
-	return strings.Join(keep, "\n")
 }
 
 func lastLines(s string, n int) string {

@@ -208,7 +208,7 @@ func benchRun(b *testing.B, network, what string, tty bool, extra []string, imag
 	b.Helper()
 	benchNodeSeq++
 	name := fmt.Sprintf("%s%s-%s-%d", benchPrefix, benchRunID, what, benchNodeSeq)
-	argv := append([]string{"run", "--name", name, "--label", benchLabel + "=" + benchRunID}, kindRunArgs(name, network, "private", tty)...)
+	argv := append([]string{"run", "--name", name, "--label", benchLabel + "=" + benchRunID}, tier.KindRunArgs("docker", tier.KindNode{Name: name, Network: network, Cgroupns: "private", NoTTY: !tty})...)
 	argv = append(argv, extra...)
 	argv = append(argv, image)
 	argv = append(argv, args...)

@@ -13,6 +13,10 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/moby/sys/mountinfo"
+
+	"github.com/kind-entrypoint/entrypoint/internal/system"
+	"github.com/kind-entrypoint/entrypoint/test/tier"
 )
 
 // imageContainerdConfig is the config.toml the node image ships.
@@ -37,7 +41,7 @@ func TestDefaultNode(t *testing.T) {
 	t.Run("log", func(t *testing.T) {
 		log := n.MustLog()
 		requireLines(t, "docker logs", log, "INFO: detected cgroup v1")
-		lines := entrypointLines(log)
+		lines := tier.EntrypointLines(log)
 		checkClosingLines(t, lines)
 		for _, l := range lines {
 			if strings.HasPrefix(l, "ERROR: ") {
@@ -66,12 +70,12 @@ func TestDefaultNode(t *testing.T) {
 		}
 	})
 	t.Run("mounts", func(t *testing.T) {
-		ms := n.mounts()
+		ms := n.Mounts()
 		requireSysReadOnly(t, ms)
-		if root := findMount(ms, "/"); root == nil || !hasPrefixed(root.Optional, "shared:") {
+		if root := findMount(ms, "/"); root == nil || !hasPrefixed(strings.Fields(root.Optional), "shared:") {
 			t.Errorf("/ is not shared: %+v", root)
 		}
-		requireKubeletRoots(t, ms)
+		tier.CheckKubeletRoots(t, ms)
 	})
 	t.Run("machine-id", func(t *testing.T) {
 		id := n.readFile("/etc/machine-id")
@@ -144,87 +148,26 @@ func TestDefaultNode(t *testing.T) {
 
 // requireSysReadOnly checks the node's /sys in init's mount table: read-only
 // with nosuid, nodev and noexec kept, its superblock still rw.
-func requireSysReadOnly(t *testing.T, ms []mountInfo) {
+func requireSysReadOnly(t *testing.T, ms []*mountinfo.Info) {
 	t.Helper()
 	sys := findMount(ms, "/sys")
 	if sys == nil {
 		t.Fatal("no /sys mount")
 	}
-	if !hasOption(sys.Options, "ro") {
+	flags := system.FlagsFromOptions(sys.Options)
+	if flags&system.ReadOnly == 0 {
 		t.Errorf("/sys is not read-only: %s", sys.Options)
 	}
-	for _, o := range []string{"nosuid", "nodev", "noexec"} {
-		if !hasOption(sys.Options, o) {
-			t.Errorf("/sys lost %s: %s", o, sys.Options)
+	for _, f := range []system.MountFlags{system.NoSuid, system.NoDev, system.NoExec} {
+		if flags&f == 0 {
+			t.Errorf("/sys lost %s: %s", f, sys.Options)
 		}
 	}
 	// fix_mount remounts per mount: a per-mount read-only remount leaves the
 	// sysfs superblock, shared with every namespace that sees it, rw.
-	if !hasOption(sys.SuperOptions, "rw") {
-		t.Errorf("/sys superblock made read-only (%s): a plain remount, not a per-mount one", sys.SuperOptions)
+	if system.FlagsFromOptions(sys.VFSOptions)&system.ReadOnly != 0 {
+		t.Errorf("/sys superblock made read-only (%s): a plain remount, not a per-mount one", sys.VFSOptions)
 	}
-}
-
-// requireKubeletRoots checks that /kubelet and /kubelet.slice are mounted
-// under every cgroup v1 hierarchy the node had when the entrypoint ran.
-// Those are the host's mounted v1 hierarchies, which runc mirrors into the
-// node; systemd in the node later mounts the enabled controllers the host
-// leaves unmounted (here net_cls,net_prio, perf_event, hugetlb): the
-// entrypoint never saw those, so they are logged, not required.
-func requireKubeletRoots(t *testing.T, ms []mountInfo) {
-	t.Helper()
-	want := hostCgroupV1Hierarchies(t)
-	if len(want) == 0 {
-		t.Fatal("the host mounts no cgroup v1 hierarchy under /sys/fs/cgroup: this tier needs a v1 (hybrid) host")
-	}
-	points := map[string]bool{}
-	for _, m := range ms {
-		points[m.MountPoint] = true
-	}
-	var later []string
-	for _, m := range ms {
-		dir, ok := strings.CutPrefix(m.MountPoint, "/sys/fs/cgroup/")
-		if m.FSType == "cgroup" && ok && !strings.Contains(dir, "/") && !slices.Contains(want, dir) {
-			later = append(later, dir)
-		}
-	}
-	if len(later) > 0 {
-		t.Logf("v1 hierarchies mounted after the entrypoint (by systemd), not checked: %v", later)
-	}
-	for _, h := range want {
-		mp := "/sys/fs/cgroup/" + h
-		if !points[mp] {
-			t.Errorf("cgroup v1 hierarchy %s is not mounted in the node", mp)
-			continue
-		}
-		for _, sub := range []string{"kubelet", "kubelet.slice"} {
-			if !points[mp+"/"+sub] {
-				t.Errorf("%s/%s is not mounted", mp, sub)
-			}
-		}
-	}
-}
-
-// hostCgroupV1Hierarchies returns the names of the v1 hierarchies mounted
-// under the host's /sys/fs/cgroup (cpu, memory, systemd, ...).
-func hostCgroupV1Hierarchies(t *testing.T) []string {
-	t.Helper()
-	data, err := os.ReadFile("/proc/self/mountinfo")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ms, err := parseMountinfo(string(data))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out []string
-	for _, m := range ms {
-		dir, ok := strings.CutPrefix(m.MountPoint, "/sys/fs/cgroup/")
-		if m.FSType == "cgroup" && ok && !strings.Contains(dir, "/") {
-			out = append(out, dir)
-		}
-	}
-	return out
 }
 
 // requireDNSRules checks the nat table after enable_network_magic: Docker's
@@ -273,11 +216,11 @@ func countMatching(lines []string, re *regexp.Regexp) int {
 	return n
 }
 
-func findMount(ms []mountInfo, point string) *mountInfo {
-	var found *mountInfo
-	for i := range ms {
-		if ms[i].MountPoint == point {
-			found = &ms[i] // the last one is the visible one
+func findMount(ms []*mountinfo.Info, point string) *mountinfo.Info {
+	var found *mountinfo.Info
+	for _, m := range ms {
+		if m.Mountpoint == point {
+			found = m // the last one is the visible one
 		}
 	}
 	return found
@@ -322,14 +265,14 @@ func TestNoCgroupns(t *testing.T) {
 	n.WaitRunning(bootLimit)
 	log := n.MustLog()
 	if !regexp.MustCompile(`(?m)^WARN: cgroupns not enabled!`).MatchString(log) {
-		t.Errorf("no %q line in the log:\n%s", "WARN: cgroupns not enabled! ...", strings.Join(entrypointLines(log), "\n"))
+		t.Errorf("no %q line in the log:\n%s", "WARN: cgroupns not enabled! ...", strings.Join(tier.EntrypointLines(log), "\n"))
 	}
 	requireLines(t, "docker logs", log, "INFO: detected cgroup v1", "INFO: fixing cgroup mounts for all subsystems")
-	checkClosingLines(t, entrypointLines(log))
+	checkClosingLines(t, tier.EntrypointLines(log))
 	if strings.Contains(log, "INFO: detected cgroupns") {
 		t.Error(`"detected cgroupns" logged with --cgroupns=host`)
 	}
-	requireKubeletRoots(t, n.mounts())
+	tier.CheckKubeletRoots(t, n.Mounts())
 	if failed := n.MustExec("systemctl", "--failed", "--no-legend", "--plain", "--no-pager"); strings.TrimSpace(failed) != "" {
 		t.Errorf("failed units:\n%s", failed)
 	}
@@ -685,12 +628,12 @@ func (n *node) state() map[string]string {
 	// shared with the host and the other nodes, whose systemd remounts
 	// them (cgroup2 nsdelegate).
 	var mounts []string
-	for _, m := range n.mounts() {
-		super := m.SuperOptions
+	for _, m := range n.Mounts() {
+		super := m.VFSOptions
 		if m.FSType == "cgroup" || m.FSType == "cgroup2" {
 			super = "(shared)"
 		}
-		mounts = append(mounts, fmt.Sprintf("%s %s %s %s %s", m.MountPoint, m.Root, m.Options, m.FSType, super))
+		mounts = append(mounts, fmt.Sprintf("%s %s %s %s %s", m.Mountpoint, m.Root, m.Options, m.FSType, super))
 	}
 	s["mounts"] = strings.Join(mounts, "\n")
 	for _, argv := range [][]string{

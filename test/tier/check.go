@@ -45,11 +45,8 @@ func CheckNode(t testing.TB, n Node, limit time.Duration) []string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var lines []string
-	for _, l := range strings.Split(log, "\n") {
-		if strings.HasPrefix(l, "INFO: ") || strings.HasPrefix(l, "WARN: ") || strings.HasPrefix(l, "ERROR: ") {
-			lines = append(lines, l)
-		}
+	lines := EntrypointLines(log)
+	for _, l := range lines {
 		if strings.HasPrefix(l, "ERROR: ") {
 			t.Errorf("%s: log: %s", n.Name, l)
 		}
@@ -129,6 +126,19 @@ func ResolvLines(resolv, keyword string) []string {
 	for _, l := range strings.Split(resolv, "\n") {
 		if f := strings.Fields(l); len(f) > 0 && f[0] == keyword {
 			out = append(out, strings.Join(f, " "))
+		}
+	}
+	return out
+}
+
+// EntrypointLines returns the lines of a node's log that the entrypoint
+// writes (INFO:, WARN:, ERROR:), and those that start with one of more.
+func EntrypointLines(log string, more ...string) []string {
+	var out []string
+	for _, l := range strings.Split(log, "\n") {
+		if strings.HasPrefix(l, "INFO: ") || strings.HasPrefix(l, "WARN: ") || strings.HasPrefix(l, "ERROR: ") ||
+			slices.ContainsFunc(more, func(p string) bool { return strings.HasPrefix(l, p) }) {
+			out = append(out, l)
 		}
 	}
 	return out
