@@ -23,6 +23,31 @@ collect() {
   dk exec "$name" cat /proc/1/mountinfo > "$dir/mountinfo.txt" 2>&1
 }
 
+# e2e_scenario NAME TEST [VAR=VALUE...]: the scenario NAME, TEST of the e2e
+# test with that environment (e2e_test).
+e2e_scenario() {
+  begin "$1"
+  shift
+  e2e_test "$@"
+  end
+}
+
+# node_scenario NAME TEST: the scenario NAME, TEST of the e2e test on the
+# node $node (E2E_VM_NODE), whose state is collected after.
+node_scenario() {
+  begin "$1"
+  e2e_test "$2" E2E_VM_NODE="$node"
+  collect "$node"
+  end
+}
+
+# skip_all REASON NAME...: the scenarios NAME... cannot run (skip).
+skip_all() {
+  local why=$1 name
+  shift
+  for name in "$@"; do skip "$name" "$why"; done
+}
+
 # The test's log lines that are progress, not a failed check: left out of
 # the scenario's FAIL line.
 e2e_progress=' systemd running after | took [0-9.]+m?s$|: check row .* warns: |: === |kind create cluster \(|: controllers \[|: snapshotter |: exited with |tolerated$'
@@ -67,20 +92,11 @@ host_scenario
 # /sys mount is unchanged (fix_mount remounts only the node's own /sys).
 node=kind-vm-default
 if ((ready)); then
-  begin default-node
-  e2e_test TestVMDefaultNode E2E_VM_NODE="$node"
-  collect "$node"
-  end
-
-  begin kubelet-cgroup
-  e2e_test TestVMKubeletCgroup E2E_VM_NODE="$node"
-  end
+  node_scenario default-node TestVMDefaultNode
+  e2e_scenario kubelet-cgroup TestVMKubeletCgroup E2E_VM_NODE="$node"
 
   # --- 2. docker restart ---------------------------------------------------------
-  begin restart
-  e2e_test TestVMRestart E2E_VM_NODE="$node"
-  collect "$node"
-  end
+  node_scenario restart TestVMRestart
   dk rm --force --volumes "$node" > /dev/null
 
   # --- 2b. the script and ours, diffed ---------------------------------------------
@@ -88,14 +104,9 @@ if ((ready)); then
   # binary in the same node image, their states diffed after the
   # normalisations docs/differences.md documents. The test picks the
   # scenarios of this host (cgroup v2, root or rootless Docker).
-  begin differential
-  e2e_test TestDifferential E2E_DIFF_KIND="$in/kind-v0.23.0"
-  end
+  e2e_scenario differential TestDifferential E2E_DIFF_KIND="$in/kind-v0.23.0"
 else
-  skip default-node "the host setup failed"
-  skip kubelet-cgroup "the host setup failed"
-  skip restart "the host setup failed"
-  skip differential "the host setup failed"
+  skip_all "the host setup failed" default-node kubelet-cgroup restart differential
 fi
 
 rootless_docker_scenario
@@ -103,18 +114,11 @@ rootless_docker_scenario
 # --- 3. rootless node ------------------------------------------------------------
 node=kind-vm-rootless
 if ((rootless_ready)); then
-  begin rootless-node
-  e2e_test TestVMRootlessNode E2E_VM_NODE="$node"
-  collect "$node"
-  end
+  node_scenario rootless-node TestVMRootlessNode
   dk rm --force --volumes "$node" > /dev/null
-
-  begin rootless-differential
-  e2e_test TestDifferential E2E_DIFF_KIND="$in/kind-v0.23.0"
-  end
+  e2e_scenario rootless-differential TestDifferential E2E_DIFF_KIND="$in/kind-v0.23.0"
 else
-  skip rootless-node "rootless Docker is not ready"
-  skip rootless-differential "rootless Docker is not ready"
+  skip_all "rootless Docker is not ready" rootless-node rootless-differential
 fi
 
 # --- 4. rootless podman: kind's podman provider --------------------------------------
