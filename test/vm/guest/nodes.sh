@@ -8,19 +8,20 @@
 # the checks are Go tests of test/e2e (TestVM* in vm_test.go, and
 # TestDifferential), from their test binary e2e.test on the data disk.
 
-# node_logs prints the container's log without the tty's carriage returns.
-node_logs() { dk logs "$1" 2>&1 | tr -d '\r'; }
-
-# collect keeps what explains a node's state in the current scenario's
-# directory.
+# collect NAME [CLI [PREFIX]] keeps what explains the state of the node NAME
+# of CLI (dk, the default, or pm) in the current scenario's directory, in
+# files whose names start with PREFIX: its log without the tty's carriage
+# returns, inspect, failed units, journal, containerd config, mount table
+# and `entrypoint check --json`.
 collect() {
-  local name=$1 dir=$res/$scenario
-  node_logs "$name" > "$dir/docker-logs.txt"
-  dk inspect "$name" > "$dir/inspect.json" 2>&1
-  dk exec "$name" systemctl --failed --no-pager > "$dir/failed-units.txt" 2>&1
-  dk exec "$name" journalctl --no-pager -n 400 > "$dir/journal.txt" 2>&1
-  dk exec "$name" cat /etc/containerd/config.toml > "$dir/config.toml" 2>&1
-  dk exec "$name" cat /proc/1/mountinfo > "$dir/mountinfo.txt" 2>&1
+  local name=$1 cli=${2:-dk} to=$res/$scenario/${3:-}
+  "$cli" logs "$name" 2>&1 | tr -d '\r' > "${to}logs.txt"
+  "$cli" inspect "$name" > "${to}inspect.json" 2>&1
+  "$cli" exec "$name" systemctl --failed --no-pager > "${to}failed-units.txt" 2>&1
+  "$cli" exec "$name" journalctl --no-pager -n 400 > "${to}journal.txt" 2>&1
+  "$cli" exec "$name" cat /etc/containerd/config.toml > "${to}config.toml" 2>&1
+  "$cli" exec "$name" cat /proc/1/mountinfo > "${to}mountinfo.txt" 2>&1
+  "$cli" exec "$name" /usr/local/bin/entrypoint check --json > "${to}check.json" 2>&1
 }
 
 # e2e_scenario NAME TEST [VAR=VALUE...]: the scenario NAME, TEST of the e2e
@@ -133,16 +134,6 @@ podman_cluster=kind-vm-podman
 podman_image=localhost/kind-entrypoint-podman/node:${NODE_IMAGE_ID:0:12}
 kind_podman() { as_rootless 600 env KIND_EXPERIMENTAL_PROVIDER=podman "$in/kind" "$@"; }
 
-collect_podman() {
-  local name=$1 dir=$res/$scenario
-  pm logs "$name" 2>&1 | tr -d '\r' > "$dir/$name-logs.txt"
-  pm inspect "$name" > "$dir/$name-inspect.json" 2>&1
-  pm exec "$name" systemctl --failed --no-pager > "$dir/$name-failed-units.txt" 2>&1
-  pm exec "$name" journalctl --no-pager -n 400 > "$dir/$name-journal.txt" 2>&1
-  pm exec "$name" cat /proc/1/mountinfo > "$dir/$name-mountinfo.txt" 2>&1
-  pm exec "$name" /usr/local/bin/entrypoint check --json > "$dir/check-$name.json" 2>&1
-}
-
 if ((PODMAN)); then
   begin rootless-podman
   pm info > "$res/$scenario/podman-info.txt" 2>&1 || fail "rootless podman info failed: $(tail -n 3 "$res/$scenario/podman-info.txt" | paste -sd'|' -)"
@@ -160,7 +151,7 @@ if ((PODMAN)); then
     e2e_test --rootless TestVMRootlessPodman E2E_ENGINE=podman E2E_NODE_IMAGE="$podman_image" \
       E2E_VM_CLUSTER="$podman_cluster" E2E_VM_KIND="$in/kind"
     for name in "$podman_cluster-control-plane" "$podman_cluster-worker"; do
-      ! pm container exists "$name" || collect_podman "$name"
+      ! pm container exists "$name" || collect "$name" pm "$name-"
     done
   fi
   kind_podman delete cluster --name "$podman_cluster" > "$res/$scenario/kind-delete.txt" 2>&1 \
