@@ -50,9 +50,7 @@ func TestDefaultNode(t *testing.T) {
 		}
 	})
 	t.Run("systemd", func(t *testing.T) {
-		if failed := n.MustExec("systemctl", "--failed", "--no-legend", "--plain", "--no-pager"); strings.TrimSpace(failed) != "" {
-			t.Errorf("failed units:\n%s", failed)
-		}
+		tier.NoFailedUnits(t, n.Node)
 		if got, _ := n.ExecErr("systemctl", "is-active", "containerd.service"); strings.TrimSpace(got) != "active" {
 			t.Errorf("containerd.service is %q, want active", strings.TrimSpace(got))
 		}
@@ -273,9 +271,7 @@ func TestNoCgroupns(t *testing.T) {
 		t.Error(`"detected cgroupns" logged with --cgroupns=host`)
 	}
 	tier.CheckKubeletRoots(t, n.Mounts())
-	if failed := n.MustExec("systemctl", "--failed", "--no-legend", "--plain", "--no-pager"); strings.TrimSpace(failed) != "" {
-		t.Errorf("failed units:\n%s", failed)
-	}
+	tier.NoFailedUnits(t, n.Node)
 }
 
 // TestSnapshotter: KIND_EXPERIMENTAL_CONTAINERD_SNAPSHOTTER rewrites the CRI
@@ -311,9 +307,7 @@ func TestSnapshotter(t *testing.T) {
 			} else if strings.TrimSpace(enabled) != "disabled" {
 				t.Errorf("containerd-fuse-overlayfs.service is %q with snapshotter %s, want disabled", strings.TrimSpace(enabled), snap)
 			}
-			if failed := n.MustExec("systemctl", "--failed", "--no-legend", "--plain", "--no-pager"); strings.TrimSpace(failed) != "" {
-				t.Errorf("failed units:\n%s", failed)
-			}
+			tier.NoFailedUnits(t, n.Node)
 			if got, _ := n.ExecErr("systemctl", "is-active", "containerd.service"); strings.TrimSpace(got) != "active" {
 				t.Errorf("containerd.service is %q, want active", strings.TrimSpace(got))
 			}

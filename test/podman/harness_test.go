@@ -111,13 +111,3 @@ type node struct{ tier.TestNode }
 func newNode(t testing.TB, name string) *node {
 	return &node{tier.NewTestNode(t, "podman", name)}
 }
-
-// failedUnits is FailedUnits with an error as its text: either is a
-// failure to report.
-func (n *node) failedUnits() string {
-	out, err := n.FailedUnits()
-	if err != nil {
-		return err.Error()
-	}
-	return strings.TrimSpace(out)
-}

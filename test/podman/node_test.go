@@ -39,9 +39,7 @@ func TestNoCgroupns(t *testing.T) {
 	}
 	n := startNode(t, newNetwork(t, "hostcgns"), "hostcgns", "host")
 	n.WaitRunning(bootLimit)
-	if failed := n.failedUnits(); failed != "" {
-		t.Errorf("failed units:\n%s", failed)
-	}
+	tier.NoFailedUnits(t, n.Node)
 	own := n.MustExec("cat", "/proc/1/cgroup")
 	if !strings.Contains(own, ":/libpod_parent/libpod-") {
 		t.Fatalf("the node's cgroups are not podman's /libpod_parent/libpod-<id>:\n%s", own)

@@ -37,9 +37,7 @@ func CheckNode(t testing.TB, n Node, limit time.Duration) []string {
 		t.Fatalf("%s: %s", n.Name, problem)
 	}
 	t.Logf("%s: systemd running after %v", n.Name, took.Round(time.Millisecond))
-	if failed, err := n.ExecErr("systemctl", "--failed", "--no-legend", "--plain", "--no-pager"); err != nil || strings.TrimSpace(failed) != "" {
-		t.Errorf("%s: failed units (err %v):\n%s", n.Name, err, failed)
-	}
+	NoFailedUnits(t, n)
 
 	log, err := n.Log()
 	if err != nil {

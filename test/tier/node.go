@@ -50,6 +50,15 @@ func (n Node) FailedUnits() (string, error) {
 	return n.ExecErr("systemctl", "--failed", "--no-legend", "--plain", "--no-pager")
 }
 
+// NoFailedUnits fails t when systemd in the node n has a failed unit, or
+// cannot say.
+func NoFailedUnits(t testing.TB, n Node) {
+	t.Helper()
+	if failed, err := n.FailedUnits(); err != nil || strings.TrimSpace(failed) != "" {
+		t.Errorf("%s: failed units (err %v):\n%s", n.Name, err, failed)
+	}
+}
+
 // PollRunning waits up to limit for `systemctl is-system-running` in the
 // node to say running, and returns how long that took, or what went wrong
 // ("" when nothing did). degraded ends the wait at once, naming the failed
