@@ -190,12 +190,7 @@ func benchCheckNodeImage() error {
 func benchNetwork(b *testing.B) string {
 	b.Helper()
 	name := benchPrefix + benchRunID + "-" + strings.ToLower(strings.TrimPrefix(b.Name(), "Benchmark"))
-	mustDocker(b, "network", "create", "--label", benchLabel+"="+benchRunID, name)
-	b.Cleanup(func() {
-		if _, err := dockerCmd(time.Minute, "network", "rm", name); err != nil {
-			b.Error(err)
-		}
-	})
+	tier.NewNetwork(b, "docker", name, "--label", benchLabel+"="+benchRunID)
 	return name
 }
 
