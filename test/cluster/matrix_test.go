@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/kind-entrypoint/entrypoint/bench/bootlog"
 )
 
 // matrixPrefix starts every name the matrix makes (matrix.sh removes
@@ -215,12 +217,7 @@ func median(ds []time.Duration) string {
 	if len(ds) == 0 {
 		return "-"
 	}
-	s := slices.Clone(ds)
-	slices.Sort(s)
-	m := s[len(s)/2]
-	if len(s)%2 == 0 {
-		m = (s[len(s)/2-1] + s[len(s)/2]) / 2
-	}
+	m := bootlog.Median(ds)
 	var all []string
 	for _, d := range ds {
 		all = append(all, fmt.Sprint(d.Round(time.Second)))

@@ -704,13 +704,7 @@ func BenchmarkPeakRSS(b *testing.B) {
 func benchReportRSS(b *testing.B, kib []float64) {
 	b.ReportMetric(0, "ns/op")
 	b.ReportMetric(slices.Max(kib)/1024, "peak-rss-max-MiB")
-	s := slices.Clone(kib)
-	slices.Sort(s)
-	med := s[len(s)/2]
-	if len(s)%2 == 0 {
-		med = (s[len(s)/2-1] + s[len(s)/2]) / 2
-	}
-	b.ReportMetric(med/1024, "peak-rss-median-MiB")
+	b.ReportMetric(bootlog.Median(kib)/1024, "peak-rss-median-MiB")
 }
 
 // benchChildRSS runs argv under `probe --spawn` and returns its peak RSS
