@@ -64,9 +64,7 @@ func mustEnv(t *testing.T, key string) string {
 // made for this Kubernetes; checked, restarted with new IPs, checked again.
 func TestOurNodes(t *testing.T) {
 	c := createCluster(t, spec{tag: "ours", image: mustEnv(t, envImage), kind: mustEnv(t, envKind), workers: 1})
-	c.checkAll(t, "before-restart")
-	c.readySince(t, c.restartWithNewIPs(t), 5*time.Minute)
-	c.checkAll(t, "after-restart")
+	c.checkAcrossRestart(t, nil)
 }
 
 // TestReferenceScript is the control run: the same tier with kind's own
@@ -76,9 +74,7 @@ func TestOurNodes(t *testing.T) {
 // fails too, the fault is the recipe's.
 func TestReferenceScript(t *testing.T) {
 	c := createCluster(t, spec{tag: "ref", image: mustEnv(t, envReferenceImage), kind: mustEnv(t, envKind), workers: 1})
-	c.checkAll(t, "before-restart")
-	c.readySince(t, c.restartWithNewIPs(t), 5*time.Minute)
-	c.checkAll(t, "after-restart")
+	c.checkAcrossRestart(t, nil)
 }
 
 // TestReferenceScriptV023: kind v0.23.0's script, before that change. Since
@@ -141,6 +137,23 @@ type cluster struct {
 }
 
 func (c *cluster) cp() string { return c.nodes[0] }
+
+// checkAcrossRestart checks the cluster (more first, when not nil: a
+// provider's own checks, then checkAll), restarts its nodes with new
+// addresses, waits up to 5 minutes for it to be Ready again, and checks it
+// again.
+func (c *cluster) checkAcrossRestart(t *testing.T, more func(t *testing.T, stage string)) {
+	t.Helper()
+	check := func(stage string) {
+		if more != nil {
+			more(t, stage)
+		}
+		c.checkAll(t, stage)
+	}
+	check("before-restart")
+	c.readySince(t, c.restartWithNewIPs(t), 5*time.Minute)
+	check("after-restart")
+}
 
 // families are the IP families of the cluster, the primary one first (as
 // kind orders them: IPv4 first in dual-stack).
