@@ -3,13 +3,14 @@
 # It only defines functions and sets no option; each script keeps its own
 # `set -o errexit -o nounset -o pipefail`.
 
-# tier_init NAME STATE_DIR: the start of a tier's run. Log lines are
+# tier_init NAME [STATE_DIR]: the start of a tier's run. Log lines are
 # prefixed with NAME; the tier must run as root and find Go (at
 # /usr/local/go, as on a new machine here). Sets tier_start (now), repo (the
-# repository, made the working directory), state (STATE_DIR) and log_dir
-# (/var/log/kind-entrypoint-NAME), and makes those two directories.
+# repository, made the working directory), state (STATE_DIR, none for a
+# tier that keeps nothing) and log_dir (/var/log/kind-entrypoint-NAME), and
+# makes those directories.
 tier_init() {
-  tier_name=$1 state=$2
+  tier_name=$1 state=${2:-}
   # shellcheck disable=SC2034 # read by the caller
   tier_start=$(date +%s)
   repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -19,7 +20,7 @@ tier_init() {
   export DEBIAN_FRONTEND=noninteractive
   go_path
   command -v go > /dev/null || die "go not found (Go 1.26 is expected at /usr/local/go)"
-  mkdir -p "$state" "$log_dir"
+  mkdir -p ${state:+"$state"} "$log_dir"
 }
 
 # go_path puts Go on PATH where a new machine here has it, /usr/local/go.
