@@ -195,20 +195,6 @@ func (n *node) ip() string {
 	return ip
 }
 
-// requireLines fails unless text holds each wanted line (after trimming).
-func requireLines(t testing.TB, what, text string, want ...string) {
-	t.Helper()
-	have := map[string]bool{}
-	for _, l := range strings.Split(text, "\n") {
-		have[strings.TrimSpace(l)] = true
-	}
-	for _, w := range want {
-		if !have[w] {
-			t.Errorf("%s: no line %q in:\n%s", what, w, text)
-		}
-	}
-}
-
 // requireContains fails unless text contains each wanted string.
 func requireContains(t testing.TB, what, text string, want ...string) {
 	t.Helper()

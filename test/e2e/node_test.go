@@ -40,7 +40,7 @@ func TestDefaultNode(t *testing.T) {
 
 	t.Run("log", func(t *testing.T) {
 		log := n.MustLog()
-		requireLines(t, "docker logs", log, "INFO: detected cgroup v1")
+		tier.RequireLines(t, "docker logs", log, "INFO: detected cgroup v1")
 		lines := tier.EntrypointLines(log)
 		checkClosingLines(t, lines)
 		for _, l := range lines {
@@ -57,7 +57,7 @@ func TestDefaultNode(t *testing.T) {
 		// A oneshot without RemainAfterExit is inactive once done: ask how
 		// its run ended.
 		got := n.MustExec("systemctl", "show", "--property=Result,ExecMainStatus,ExecMainStartTimestampMonotonic", "undo-mount-hacks.service")
-		requireLines(t, "undo-mount-hacks.service", got, "Result=success", "ExecMainStatus=0")
+		tier.RequireLines(t, "undo-mount-hacks.service", got, "Result=success", "ExecMainStatus=0")
 		if strings.Contains(got, "ExecMainStartTimestampMonotonic=0\n") {
 			t.Errorf("undo-mount-hacks.service never ran:\n%s", got)
 		}
@@ -100,7 +100,7 @@ func TestDefaultNode(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		requireLines(t, "proxy drop-in", got, "[Manager]")
+		tier.RequireLines(t, "proxy drop-in", got, "[Manager]")
 		requireContains(t, "proxy drop-in", got, "DefaultEnvironment=", `"HTTP_PROXY="`, `"HTTPS_PROXY="`, `"NO_PROXY="`)
 	})
 	t.Run("iptables", func(t *testing.T) {
@@ -115,13 +115,13 @@ func TestDefaultNode(t *testing.T) {
 		// whose Docker writes nft rules, this shows the entrypoint switched.
 		for _, cmd := range []string{"iptables", "ip6tables"} {
 			q := n.MustExec("update-alternatives", "--query", cmd)
-			requireLines(t, cmd+" alternative", q, "Value: /usr/sbin/"+cmd+"-"+mode)
+			tier.RequireLines(t, cmd+" alternative", q, "Value: /usr/sbin/"+cmd+"-"+mode)
 		}
 		requireDNSRules(t, rules, hostIP)
 	})
 	t.Run("resolv.conf", func(t *testing.T) {
 		got := n.readFile("/etc/resolv.conf")
-		requireLines(t, "resolv.conf", got, "nameserver "+hostIP)
+		tier.RequireLines(t, "resolv.conf", got, "nameserver "+hostIP)
 		if strings.Contains(got, "127.0.0.11") {
 			t.Errorf("resolv.conf still names Docker's loopback DNS:\n%s", got)
 		}
@@ -129,7 +129,7 @@ func TestDefaultNode(t *testing.T) {
 		if err != nil {
 			t.Errorf("no /etc/resolv.conf.original: %v", err)
 		}
-		requireLines(t, "resolv.conf.original", orig, "nameserver 127.0.0.11")
+		tier.RequireLines(t, "resolv.conf.original", orig, "nameserver 127.0.0.11")
 	})
 	t.Run("DNS lookup of own name", func(t *testing.T) {
 		// -s dns: through the DNS service only, not /etc/hosts, which
@@ -187,7 +187,7 @@ func requireDNSRules(t *testing.T, save, hostIP string) {
 		}
 	}
 	dst := "-d " + hostIP + "/32"
-	requireLines(t, "nat table", save,
+	tier.RequireLines(t, "nat table", save,
 		"-A OUTPUT "+dst+" -j DOCKER_OUTPUT",
 		"-A PREROUTING "+dst+" -j DOCKER_OUTPUT",
 		"-A POSTROUTING "+dst+" -j DOCKER_POSTROUTING",
@@ -265,7 +265,7 @@ func TestNoCgroupns(t *testing.T) {
 	if !regexp.MustCompile(`(?m)^WARN: cgroupns not enabled!`).MatchString(log) {
 		t.Errorf("no %q line in the log:\n%s", "WARN: cgroupns not enabled! ...", strings.Join(tier.EntrypointLines(log), "\n"))
 	}
-	requireLines(t, "docker logs", log, "INFO: detected cgroup v1", "INFO: fixing cgroup mounts for all subsystems")
+	tier.RequireLines(t, "docker logs", log, "INFO: detected cgroup v1", "INFO: fixing cgroup mounts for all subsystems")
 	checkClosingLines(t, tier.EntrypointLines(log))
 	if strings.Contains(log, "INFO: detected cgroupns") {
 		t.Error(`"detected cgroupns" logged with --cgroupns=host`)
@@ -294,7 +294,7 @@ func TestSnapshotter(t *testing.T) {
 				t.Errorf("config.toml (-want +got):\n%s", diff)
 			}
 			log := n.MustLog()
-			requireLines(t, "docker logs", log, `INFO: changing snapshotter from "overlayfs" to "`+snap+`"`)
+			tier.RequireLines(t, "docker logs", log, `INFO: changing snapshotter from "overlayfs" to "`+snap+`"`)
 			enabled, _ := n.ExecErr("systemctl", "is-enabled", "containerd-fuse-overlayfs.service")
 			link, linkErr := n.ExecErr("readlink", "/etc/systemd/system/multi-user.target.wants/containerd-fuse-overlayfs.service")
 			if snap == "fuse-overlayfs" {
@@ -392,7 +392,7 @@ func TestDNSSearch(t *testing.T) {
 			n.WaitRunning(bootLimit)
 			resolv := n.readFile("/etc/resolv.conf")
 			tc.want(t, resolv)
-			requireLines(t, "resolv.conf", resolv, "nameserver "+net.Gateway, "options ndots:0")
+			tier.RequireLines(t, "resolv.conf", resolv, "nameserver "+net.Gateway, "options ndots:0")
 		})
 	}
 }
@@ -509,7 +509,7 @@ spec:
 		t.Fatalf("node kept %s although %s holds it", oldIP, squatter)
 	}
 	t.Logf("address changed %s -> %s", oldIP, newIP)
-	requireLines(t, "docker logs", n.MustLog(), "INFO: detected IPv4 address: "+newIP)
+	tier.RequireLines(t, "docker logs", n.MustLog(), "INFO: detected IPv4 address: "+newIP)
 	for _, f := range files {
 		if diff := cmp.Diff(render(newIP), n.readFile(f)); diff != "" {
 			t.Errorf("%s (-want +got):\n%s", f, diff)

@@ -129,6 +129,21 @@ func ResolvLines(resolv, keyword string) []string {
 	return out
 }
 
+// RequireLines fails t unless text holds each wanted line (after
+// trimming); what names the text.
+func RequireLines(t testing.TB, what, text string, want ...string) {
+	t.Helper()
+	have := map[string]bool{}
+	for _, l := range strings.Split(text, "\n") {
+		have[strings.TrimSpace(l)] = true
+	}
+	for _, w := range want {
+		if !have[w] {
+			t.Errorf("%s: no line %q in:\n%s", what, w, text)
+		}
+	}
+}
+
 // EntrypointLines returns the lines of a node's log that the entrypoint
 // writes (INFO:, WARN:, ERROR:), and those that start with one of more.
 func EntrypointLines(log string, more ...string) []string {
