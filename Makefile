@@ -44,19 +44,34 @@ test-arm64:
 run: build
 	./$(BIN) --dry-run
 
+# The tiers that drive container engines: each builds the binary and runs
+# its test/TIER/run.sh.
+#   e2e              the end-to-end tier: nodes in Docker on this host; see
+#                    test/e2e/README.md.
+#   e2e-podman       kind's podman provider: the kind CLI and nodes under
+#                    rootful podman on this host; see test/podman/README.md.
+#   e2e-cluster      real Kubernetes on our nodes: Kubernetes built from the
+#                    Go module proxy, clusters created, checked and restarted
+#                    by the real kind CLI, and the same with kind's own script
+#                    as a control run; see test/cluster/README.md.
+#   e2e-nerdctl      kind's nerdctl provider: a real 1+1 cluster from the
+#                    cluster tier's image, made, restarted and checked by the
+#                    kind CLI under nerdctl and a containerd of the tier's
+#                    own; not in `test` (its time: see test/nerdctl/README.md).
+#   e2e-conformance  Kubernetes' conformance suite, as kind's CI runs it, on
+#                    our nodes and on kind's script, with a comparison; not in
+#                    `test` (its time: see test/conformance/README.md).
+#                    CONFORMANCE_SUITE=full for every [Conformance] spec
+#                    instead of the subset the entrypoint touches.
+#   e2e-vm           cgroup v2 and rootless hosts: the same node image in a
+#                    Debian VM (qemu, TCG); see test/vm/README.md.
+ENGINE_TIERS := podman cluster nerdctl conformance vm
+
 e2e: build
 	bash test/e2e/run.sh
 
-# kind's podman provider: the kind CLI and nodes under rootful podman on
-# this host; see test/podman/README.md.
-e2e-podman: build
-	bash test/podman/run.sh
-
-# Real Kubernetes on our nodes: Kubernetes built from the Go module proxy,
-# clusters created, checked and restarted by the real kind CLI, and the same
-# with kind's own script as a control run; see test/cluster/README.md.
-e2e-cluster: build
-	bash test/cluster/run.sh
+$(addprefix e2e-,$(ENGINE_TIERS)): e2e-%: build
+	bash test/$*/run.sh
 
 # kind's cluster shapes on our nodes and on kind's script: IPv4 1+2, IPv6,
 # dual-stack, 3 control planes behind kind's load balancer, podman; each
@@ -64,24 +79,6 @@ e2e-cluster: build
 # test/cluster/README.md). Needs `make e2e-podman` first for the podman shape.
 e2e-cluster-matrix: build
 	bash test/cluster/run.sh --matrix
-
-# kind's nerdctl provider: a real 1+1 cluster from the cluster tier's image,
-# made, restarted and checked by the kind CLI under nerdctl and a containerd
-# of the tier's own; not in `test` (its time: see test/nerdctl/README.md).
-e2e-nerdctl: build
-	bash test/nerdctl/run.sh
-
-# Kubernetes' conformance suite, as kind's CI runs it, on our nodes and on
-# kind's script, with a comparison; not in `test` (its time: see
-# test/conformance/README.md). CONFORMANCE_SUITE=full for every
-# [Conformance] spec instead of the subset the entrypoint touches.
-e2e-conformance: build
-	bash test/conformance/run.sh
-
-# cgroup v2 and rootless hosts: the same node image in a Debian VM (qemu,
-# TCG); see test/vm/README.md.
-e2e-vm: build
-	bash test/vm/run.sh
 
 # Real Kubernetes on cgroup v2: the cluster tier's node image in the VM, a
 # 1-node cluster made by the kind CLI under root and rootless Docker; not in

@@ -3,13 +3,14 @@
 # It only defines functions and sets no option; each script keeps its own
 # `set -o errexit -o nounset -o pipefail`.
 
-# tier_init NAME STATE_DIR: the start of a tier's run. Log lines are
+# tier_init NAME [STATE_DIR]: the start of a tier's run. Log lines are
 # prefixed with NAME; the tier must run as root and find Go (at
 # /usr/local/go, as on a new machine here). Sets tier_start (now), repo (the
-# repository, made the working directory), state (STATE_DIR) and log_dir
-# (/var/log/kind-entrypoint-NAME), and makes those two directories.
+# repository, made the working directory), state (STATE_DIR, none for a
+# tier that keeps nothing) and log_dir (/var/log/kind-entrypoint-NAME), and
+# makes those directories.
 tier_init() {
-  tier_name=$1 state=$2
+  tier_name=$1 state=${2:-}
   # shellcheck disable=SC2034 # read by the caller
   tier_start=$(date +%s)
   repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -17,9 +18,35 @@ tier_init() {
   log_dir=/var/log/kind-entrypoint-$tier_name
   [[ $(id -u) == 0 ]] || die "must run as root (installs packages, runs container engines)"
   export DEBIAN_FRONTEND=noninteractive
-  [[ -d /usr/local/go/bin ]] && export PATH="$PATH:/usr/local/go/bin"
+  go_path
   command -v go > /dev/null || die "go not found (Go 1.26 is expected at /usr/local/go)"
-  mkdir -p "$state" "$log_dir"
+  mkdir -p ${state:+"$state"} "$log_dir"
+}
+
+# go_path puts Go on PATH where a new machine here has it, /usr/local/go.
+go_path() {
+  [[ ! -d /usr/local/go/bin ]] || export PATH="$PATH:/usr/local/go/bin"
+}
+
+# go_build_init NAME OUT: the start of a script that builds programs from
+# the Go module proxy into the directory OUT, its log lines prefixed with
+# NAME: static, go.mod resolved as the build needs it, the local toolchain
+# only. Sets work, a directory removed when the script exits, and makes
+# OUT.tmp anew: the programs go there, and go_build_done puts them at OUT,
+# so that OUT never holds half a build. The scripts that call it are part
+# of a build's recipe: their callers hash this file with them.
+go_build_init() {
+  tier_name=$1 go_build_out=$2
+  export CGO_ENABLED=0 GOFLAGS=-mod=mod GOTOOLCHAIN=local
+  go_path
+  work=$(mktemp -d)
+  trap 'rm -rf "$work"' EXIT
+  rm -rf "$go_build_out.tmp"
+  mkdir -p "$go_build_out.tmp"
+}
+go_build_done() {
+  rm -rf "$go_build_out"
+  mv "$go_build_out.tmp" "$go_build_out"
 }
 
 log() { printf '%s %s: %s\n' "$(date +%T)" "${tier_name:-tier}" "$*" >&2; }

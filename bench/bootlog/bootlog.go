@@ -267,8 +267,9 @@ func firstString(text string) string {
 }
 
 // Median returns the median of ds (the mean of the middle two for an even
-// count), and 0 for none.
-func Median(ds []time.Duration) time.Duration {
+// count), and 0 for none: of durations, or of other samples (the
+// benchmarks' RSS, in KiB).
+func Median[T ~int64 | ~float64](ds []T) T {
 	if len(ds) == 0 {
 		return 0
 	}

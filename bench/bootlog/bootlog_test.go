@@ -216,6 +216,10 @@ func TestMedianMax(t *testing.T) {
 			t.Errorf("Max(%v) = %v, want %v", tc.in, got, tc.max)
 		}
 	}
+	// The RSS samples (KiB) of BenchmarkPeakRSS.
+	if got := Median([]float64{4096, 1024, 2048, 8192}); got != 3072 {
+		t.Errorf("Median of KiB = %v, want 3072", got)
+	}
 	if got := Ms(1234567 * time.Nanosecond); got != 1.2 {
 		t.Errorf("Ms = %v, want 1.2", got)
 	}

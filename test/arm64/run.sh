@@ -21,11 +21,8 @@
 # Environment: ARM64_GO_TEST_ARGS (extra `go test` arguments), ARM64_TEST_JSON.
 set -o errexit -o nounset -o pipefail
 
-start=$(date +%s)
-repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
-cd "$repo"
 # shellcheck source=test/lib.sh
-source test/lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
 # Root, as for `make unit`: the sandboxed packages need it, and fail the run
 # rather than skip without it.
 tier_init arm64
@@ -48,5 +45,5 @@ rc=0
 # shellcheck disable=SC2086 # ARM64_GO_TEST_ARGS is a list of arguments
 go test -json -count=1 -timeout 30m -exec "$qemu" ${ARM64_GO_TEST_ARGS:-} ./... \
   | tee "$json" | "$tmp/summary" || rc=$?
-log "finished in $(since "$start") (exit $rc); go test -json output in $json"
+log "finished in $(since "$tier_start") (exit $rc); go test -json output in $json"
 exit "$rc"

@@ -7,16 +7,11 @@
 set -o errexit -o nounset -o pipefail
 
 versions=$1 out=$2
+# shellcheck source=test/lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
 # shellcheck source=/dev/null
 source "$versions"
-export CGO_ENABLED=0 GOFLAGS=-mod=mod GOTOOLCHAIN=local
-[[ -d /usr/local/go/bin ]] && export PATH="$PATH:/usr/local/go/bin"
-
-log() { printf '%s cluster: %s\n' "$(date +%T)" "$*" >&2; }
-
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-mkdir -p "$out.tmp"
+go_build_init cluster "$out"
 
 # --- Kubernetes --------------------------------------------------------------
 bash "$(dirname "${BASH_SOURCE[0]}")/k8s-module.sh" "$versions" "$work/k8s"
@@ -27,21 +22,19 @@ t=$(date +%s)
 log "building Kubernetes $KUBERNETES: ${cmds[*]}"
 ldflags=$(cat "$work/k8s/ldflags")
 (cd "$work/k8s" && go build -trimpath -ldflags "$ldflags" -o "$out.tmp/" "${pkgs[@]}")
-log "Kubernetes built in $(( $(date +%s) - t ))s"
+log "Kubernetes built in $(since "$t")"
 
 # --- etcd --------------------------------------------------------------------
 t=$(date +%s)
 mkdir "$work/etcd"
 printf 'module kind-entrypoint.test/cluster-etcd\ngo 1.26\nrequire go.etcd.io/etcd/server/v3 %s\n' "$ETCD" > "$work/etcd/go.mod"
 (cd "$work/etcd" && go build -trimpath -ldflags '-s -w' -o "$out.tmp/etcd" go.etcd.io/etcd/server/v3)
-log "etcd $ETCD built in $(( $(date +%s) - t ))s"
+log "etcd $ETCD built in $(since "$t")"
 
 # --- CoreDNS -----------------------------------------------------------------
 t=$(date +%s)
 mkdir "$work/coredns"
 printf 'module kind-entrypoint.test/cluster-coredns\ngo 1.26\nrequire github.com/coredns/coredns %s\n' "$COREDNS" > "$work/coredns/go.mod"
 (cd "$work/coredns" && go build -trimpath -ldflags '-s -w' -o "$out.tmp/coredns" github.com/coredns/coredns)
-log "CoreDNS $COREDNS built in $(( $(date +%s) - t ))s"
-
-rm -rf "$out"
-mv "$out.tmp" "$out"
+log "CoreDNS $COREDNS built in $(since "$t")"
+go_build_done

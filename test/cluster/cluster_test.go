@@ -64,9 +64,7 @@ func mustEnv(t *testing.T, key string) string {
 // made for this Kubernetes; checked, restarted with new IPs, checked again.
 func TestOurNodes(t *testing.T) {
 	c := createCluster(t, spec{tag: "ours", image: mustEnv(t, envImage), kind: mustEnv(t, envKind), workers: 1})
-	c.checkAll(t, "before-restart")
-	c.readySince(t, c.restartWithNewIPs(t), 5*time.Minute)
-	c.checkAll(t, "after-restart")
+	c.checkAcrossRestart(t, nil)
 }
 
 // TestReferenceScript is the control run: the same tier with kind's own
@@ -76,9 +74,7 @@ func TestOurNodes(t *testing.T) {
 // fails too, the fault is the recipe's.
 func TestReferenceScript(t *testing.T) {
 	c := createCluster(t, spec{tag: "ref", image: mustEnv(t, envReferenceImage), kind: mustEnv(t, envKind), workers: 1})
-	c.checkAll(t, "before-restart")
-	c.readySince(t, c.restartWithNewIPs(t), 5*time.Minute)
-	c.checkAll(t, "after-restart")
+	c.checkAcrossRestart(t, nil)
 }
 
 // TestReferenceScriptV023: kind v0.23.0's script, before that change. Since
@@ -141,6 +137,23 @@ type cluster struct {
 }
 
 func (c *cluster) cp() string { return c.nodes[0] }
+
+// checkAcrossRestart checks the cluster (more first, when not nil: a
+// provider's own checks, then checkAll), restarts its nodes with new
+// addresses, waits up to 5 minutes for it to be Ready again, and checks it
+// again.
+func (c *cluster) checkAcrossRestart(t *testing.T, more func(t *testing.T, stage string)) {
+	t.Helper()
+	check := func(stage string) {
+		if more != nil {
+			more(t, stage)
+		}
+		c.checkAll(t, stage)
+	}
+	check("before-restart")
+	c.readySince(t, c.restartWithNewIPs(t), 5*time.Minute)
+	check("after-restart")
+}
 
 // families are the IP families of the cluster, the primary one first (as
 // kind orders them: IPv4 first in dual-stack).
@@ -689,7 +702,8 @@ func (c *cluster) restartWithNewIPs(t *testing.T) time.Time {
 		}
 	}
 	logs, _ := tier.Logs(time.Minute, c.engine, c.cp())
-	t.Logf("%s: entrypoint log after the restart:\n%s", c.cp(), entrypointLines(logs))
+	lines := tier.EntrypointLines(strings.ReplaceAll(logs, "\r", ""), "[certs]")
+	t.Logf("%s: entrypoint log after the restart:\n%s", c.cp(), strings.Join(lines, "\n"))
 	return started
 }
 
@@ -775,17 +789,6 @@ func (c *cluster) certHasIP(node string, ip netip.Addr) error {
 		sans = append(sans, a.String())
 	}
 	return fmt.Errorf("SANs %v (DNS %v) lack %s", sans, cert.DNSNames, ip)
-}
-
-// entrypointLines keeps the INFO/WARN/ERROR lines of the last boot.
-func entrypointLines(logs string) string {
-	var keep []string
-	for _, l := range strings.Split(strings.ReplaceAll(logs, "\r", ""), "\n") {
-		if strings.HasPrefix(l, "INFO: ") || strings.HasPrefix(l, "WARN: ") || strings.HasPrefix(l, "ERROR: ") || strings.HasPrefix(l, "[certs]") {
-			keep = append(keep, l)
-		}
-	}
-	return strings.Join(keep, "\n")
 }
 
 func lastLines(s string, n int) string {

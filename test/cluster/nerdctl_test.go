@@ -18,11 +18,7 @@ import (
 func TestNerdctl(t *testing.T) {
 	c := createCluster(t, spec{tag: "nd", image: mustEnv(t, envImage), kind: mustEnv(t, envKind), workers: 1,
 		engine: "nerdctl", prefix: mustEnv(t, envNerdctlPrefix)})
-	c.checkNerdctlNodes(t, "before-restart")
-	c.checkAll(t, "before-restart")
-	c.readySince(t, c.restartWithNewIPs(t), 5*time.Minute)
-	c.checkNerdctlNodes(t, "after-restart")
-	c.checkAll(t, "after-restart")
+	c.checkAcrossRestart(t, c.checkNerdctlNodes)
 }
 
 // checkNerdctlNodes: per node, what every provider's node must show

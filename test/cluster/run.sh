@@ -77,7 +77,7 @@ remove_leftovers() { # ENGINE
 remove_leftovers docker
 
 # --- 2. Kubernetes, etcd, CoreDNS --------------------------------------------
-bin_hash=$(cat "$here/versions" "$here/build-binaries.sh" "$here/k8s-module.sh" | sha256sum | cut -c1-12)
+bin_hash=$(cat "$here/versions" "$here/build-binaries.sh" "$here/k8s-module.sh" test/lib.sh | sha256sum | cut -c1-12)
 bins=$state/bin-$bin_hash
 t=$(date +%s)
 if [[ -x $bins/kubeadm && -x $bins/etcd && -x $bins/coredns ]]; then

@@ -11,25 +11,17 @@
 set -o errexit -o nounset -o pipefail
 
 versions=$1 out=$2
-export CGO_ENABLED=0 GOFLAGS=-mod=mod GOTOOLCHAIN=local
-[[ -d /usr/local/go/bin ]] && export PATH="$PATH:/usr/local/go/bin"
-
-log() { printf '%s conformance: %s\n' "$(date +%T)" "$*" >&2; }
-
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-rm -rf "$out.tmp"
-mkdir -p "$out.tmp"
+# shellcheck source=test/lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
+go_build_init conformance "$out"
 bash "$(dirname "${BASH_SOURCE[0]}")/../cluster/k8s-module.sh" "$versions" "$work/k8s"
 ldflags=$(cat "$work/k8s/ldflags")
 cd "$work/k8s"
 
 t=$(date +%s)
 go build -trimpath -ldflags "$ldflags" -o "$out.tmp/" github.com/onsi/ginkgo/v2/ginkgo k8s.io/kubernetes/test/images/agnhost k8s.io/kubernetes/test/images/nonewprivs
-log "ginkgo, agnhost and nnp built in $(( $(date +%s) - t ))s"
+log "ginkgo, agnhost and nnp built in $(since "$t")"
 t=$(date +%s)
 go test -c -trimpath -ldflags "$ldflags" -o "$out.tmp/e2e.test" k8s.io/kubernetes/test/e2e
-log "e2e.test built in $(( $(date +%s) - t ))s"
-
-rm -rf "$out"
-mv "$out.tmp" "$out"
+log "e2e.test built in $(since "$t")"
+go_build_done

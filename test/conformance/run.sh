@@ -87,7 +87,7 @@ log "node images ready in $(since "$t"): ${image_of[ours]}, ${image_of[control]}
 
 # --- 2. e2e.test, ginkgo, agnhost, nnp ---------------------------------------
 t=$(date +%s)
-tools=$state/conformance-tools-$(cat test/cluster/versions test/cluster/k8s-module.sh "$here/build-tools.sh" | sha256sum | cut -c1-12)
+tools=$state/conformance-tools-$(cat test/cluster/versions test/cluster/k8s-module.sh "$here/build-tools.sh" test/lib.sh | sha256sum | cut -c1-12)
 if [[ -x $tools/e2e.test && -x $tools/ginkgo ]]; then
   log "tools $tools present"
 else

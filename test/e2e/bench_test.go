@@ -190,12 +190,7 @@ func benchCheckNodeImage() error {
 func benchNetwork(b *testing.B) string {
 	b.Helper()
 	name := benchPrefix + benchRunID + "-" + strings.ToLower(strings.TrimPrefix(b.Name(), "Benchmark"))
-	mustDocker(b, "network", "create", "--label", benchLabel+"="+benchRunID, name)
-	b.Cleanup(func() {
-		if _, err := dockerCmd(time.Minute, "network", "rm", name); err != nil {
-			b.Error(err)
-		}
-	})
+	tier.NewNetwork(b, "docker", name, "--label", benchLabel+"="+benchRunID)
 	return name
 }
 
@@ -208,7 +203,7 @@ func benchRun(b *testing.B, network, what string, tty bool, extra []string, imag
 	b.Helper()
 	benchNodeSeq++
 	name := fmt.Sprintf("%s%s-%s-%d", benchPrefix, benchRunID, what, benchNodeSeq)
-	argv := append([]string{"run", "--name", name, "--label", benchLabel + "=" + benchRunID}, kindRunArgs(name, network, "private", tty)...)
+	argv := append([]string{"run", "--name", name, "--label", benchLabel + "=" + benchRunID}, tier.KindRunArgs("docker", tier.KindNode{Name: name, Network: network, Cgroupns: "private", NoTTY: !tty})...)
 	argv = append(argv, extra...)
 	argv = append(argv, image)
 	argv = append(argv, args...)
@@ -709,13 +704,7 @@ func BenchmarkPeakRSS(b *testing.B) {
 func benchReportRSS(b *testing.B, kib []float64) {
 	b.ReportMetric(0, "ns/op")
 	b.ReportMetric(slices.Max(kib)/1024, "peak-rss-max-MiB")
-	s := slices.Clone(kib)
-	slices.Sort(s)
-	med := s[len(s)/2]
-	if len(s)%2 == 0 {
-		med = (s[len(s)/2-1] + s[len(s)/2]) / 2
-	}
-	b.ReportMetric(med/1024, "peak-rss-median-MiB")
+	b.ReportMetric(bootlog.Median(kib)/1024, "peak-rss-median-MiB")
 }
 
 // benchChildRSS runs argv under `probe --spawn` and returns its peak RSS

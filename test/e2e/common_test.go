@@ -32,31 +32,6 @@ func mustDuration(s string) time.Duration {
 	return d
 }
 
-// kindRunArgs are the flags kind v0.23.0 (pkg/cluster/internal/providers/
-// docker, provision.go) gives `docker run` for a node, less labels and
-// ports. kind always passes --tty; the benchmarks also boot without it.
-func kindRunArgs(name, networkName, cgroupns string, tty bool) []string {
-	args := []string{
-		"--detach",
-		"--hostname", name,
-		"--network", networkName,
-		"--privileged",
-		"--security-opt", "seccomp=unconfined",
-		"--security-opt", "apparmor=unconfined",
-		"--tmpfs", "/tmp",
-		"--tmpfs", "/run",
-		"--volume", "/var",
-		"--volume", "/lib/modules:/lib/modules:ro",
-		"--restart=on-failure:1",
-		"--init=false",
-		"--cgroupns=" + cgroupns,
-	}
-	if tty {
-		args = append(args, "--tty")
-	}
-	return args
-}
-
 // dockerCmd runs the docker CLI with a fixed argv and returns its stdout;
 // the error carries stderr.
 func dockerCmd(timeout time.Duration, args ...string) (string, error) {

@@ -281,15 +281,15 @@ func collectState(n *node) map[string]string {
 	noise := containerNoise(n)
 	st := map[string]string{}
 
-	st["log"] = noise.Replace(strings.Join(entrypointLines(n.MustLog()), "\n"))
+	st["log"] = noise.Replace(strings.Join(tier.EntrypointLines(n.MustLog()), "\n"))
 
 	var mounts []string
-	for _, m := range n.mounts() {
-		super := m.SuperOptions
+	for _, m := range n.Mounts() {
+		super := m.VFSOptions
 		if m.FSType == "overlay" || m.FSType == "autofs" {
 			super = "" // the container's own layer directories; systemd's pipe
 		}
-		mounts = append(mounts, fmt.Sprintf("%s %s %s %s %s", m.MountPoint, m.FSType, m.Options, propagation(m.Optional), super))
+		mounts = append(mounts, fmt.Sprintf("%s %s %s %s %s", m.Mountpoint, m.FSType, m.Options, propagation(strings.Fields(m.Optional)), super))
 	}
 	slices.Sort(mounts)
 	st["mounts of PID 1"] = noise.Replace(strings.Join(mounts, "\n"))

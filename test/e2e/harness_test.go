@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kind-entrypoint/entrypoint/internal/system"
 	"github.com/kind-entrypoint/entrypoint/test/tier"
 )
 
@@ -77,17 +78,17 @@ func TestMain(m *testing.M) {
 // /sys: a plain remount inside a node that shared its superblock would show
 // here (see ENV.md, "Never remount a shared superblock").
 func hostSysOptions() string {
-	data, err := os.ReadFile("/proc/self/mountinfo")
+	data, err := os.ReadFile(system.MountinfoPath)
 	if err != nil {
 		return "unreadable: " + err.Error()
 	}
-	mounts, err := parseMountinfo(string(data))
+	mounts, err := system.ParseMountinfoFile(data)
 	if err != nil {
 		return "unparsable: " + err.Error()
 	}
 	for _, m := range mounts {
-		if m.MountPoint == "/sys" {
-			return m.Options + " " + m.SuperOptions
+		if m.Mountpoint == "/sys" {
+			return m.Options + " " + m.VFSOptions
 		}
 	}
 	return "none"
@@ -104,13 +105,7 @@ type network struct {
 func newNetwork(t testing.TB, suffix string, extra ...string) *network {
 	t.Helper()
 	name := namePrefix + runID + "-" + suffix
-	args := append([]string{"network", "create", "--label", labelKey + "=" + runID}, extra...)
-	mustDocker(t, append(args, name)...)
-	t.Cleanup(func() {
-		if _, err := dockerCmd(time.Minute, "network", "rm", name); err != nil {
-			t.Errorf("cleanup: %v", err)
-		}
-	})
+	tier.NewNetwork(t, "docker", name, append([]string{"--label", labelKey + "=" + runID}, extra...)...)
 	gw := strings.Fields(mustDocker(t, "network", "inspect", "-f", "{{range .IPAM.Config}}{{.Gateway}} {{end}}", name))
 	n := &network{Name: name}
 	for _, g := range gw {
@@ -163,7 +158,8 @@ func startNode(t testing.TB, net *network, suffix string, o nodeOpts) *node {
 		o.cgroupns = "private"
 	}
 	name := namePrefix + runID + "-" + suffix
-	args := append([]string{"run", "--name", name, "--label", labelKey + "=" + runID}, kindRunArgs(name, net.Name, o.cgroupns, !o.noTTY)...)
+	args := append([]string{"--label", labelKey + "=" + runID},
+		tier.KindRunArgs("docker", tier.KindNode{Name: name, Network: net.Name, Cgroupns: o.cgroupns, NoTTY: o.noTTY})...)
 	for _, e := range o.env {
 		args = append(args, "--env", e)
 	}
@@ -171,18 +167,7 @@ func startNode(t testing.TB, net *network, suffix string, o nodeOpts) *node {
 	if o.image == "" {
 		o.image = nodeImage
 	}
-	args = append(args, o.image)
-	n := &node{TestNode: tier.NewTestNode(t, "docker", name), Network: net}
-	t.Cleanup(func() {
-		if t.Failed() {
-			n.LogDump()
-		}
-		if _, err := dockerCmd(2*time.Minute, "rm", "--force", "--volumes", name); err != nil {
-			t.Errorf("cleanup: %v", err)
-		}
-	})
-	mustDocker(t, args...)
-	return n
+	return &node{TestNode: tier.RunNode(t, "docker", name, append(args, o.image)...), Network: net}
 }
 
 // writeFile writes data to path in the node (through tee: no shell).
@@ -210,30 +195,6 @@ func (n *node) ip() string {
 	return ip
 }
 
-// mounts returns init's mount table in the node.
-func (n *node) mounts() []mountInfo {
-	n.T.Helper()
-	ms, err := parseMountinfo(n.readFile("/proc/1/mountinfo"))
-	if err != nil {
-		n.T.Fatal(err)
-	}
-	return ms
-}
-
-// requireLines fails unless text holds each wanted line (after trimming).
-func requireLines(t testing.TB, what, text string, want ...string) {
-	t.Helper()
-	have := map[string]bool{}
-	for _, l := range strings.Split(text, "\n") {
-		have[strings.TrimSpace(l)] = true
-	}
-	for _, w := range want {
-		if !have[w] {
-			t.Errorf("%s: no line %q in:\n%s", what, w, text)
-		}
-	}
-}
-
 // requireContains fails unless text contains each wanted string.
 func requireContains(t testing.TB, what, text string, want ...string) {
 	t.Helper()
@@ -242,17 +203,6 @@ func requireContains(t testing.TB, what, text string, want ...string) {
 			t.Errorf("%s: %q not found in:\n%s", what, w, text)
 		}
 	}
-}
-
-// entrypointLines returns the INFO:/WARN:/ERROR: lines of a log.
-func entrypointLines(log string) []string {
-	var out []string
-	for _, l := range strings.Split(log, "\n") {
-		if strings.HasPrefix(l, "INFO: ") || strings.HasPrefix(l, "WARN: ") || strings.HasPrefix(l, "ERROR: ") {
-			out = append(out, l)
-		}
-	}
-	return out
 }
 
 // natRules returns the nat table of the iptables backend that holds

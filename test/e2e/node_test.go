@@ -13,6 +13,10 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/moby/sys/mountinfo"
+
+	"github.com/kind-entrypoint/entrypoint/internal/system"
+	"github.com/kind-entrypoint/entrypoint/test/tier"
 )
 
 // imageContainerdConfig is the config.toml the node image ships.
@@ -36,8 +40,8 @@ func TestDefaultNode(t *testing.T) {
 
 	t.Run("log", func(t *testing.T) {
 		log := n.MustLog()
-		requireLines(t, "docker logs", log, "INFO: detected cgroup v1")
-		lines := entrypointLines(log)
+		tier.RequireLines(t, "docker logs", log, "INFO: detected cgroup v1")
+		lines := tier.EntrypointLines(log)
 		checkClosingLines(t, lines)
 		for _, l := range lines {
 			if strings.HasPrefix(l, "ERROR: ") {
@@ -46,16 +50,14 @@ func TestDefaultNode(t *testing.T) {
 		}
 	})
 	t.Run("systemd", func(t *testing.T) {
-		if failed := n.MustExec("systemctl", "--failed", "--no-legend", "--plain", "--no-pager"); strings.TrimSpace(failed) != "" {
-			t.Errorf("failed units:\n%s", failed)
-		}
+		tier.NoFailedUnits(t, n.Node)
 		if got, _ := n.ExecErr("systemctl", "is-active", "containerd.service"); strings.TrimSpace(got) != "active" {
 			t.Errorf("containerd.service is %q, want active", strings.TrimSpace(got))
 		}
 		// A oneshot without RemainAfterExit is inactive once done: ask how
 		// its run ended.
 		got := n.MustExec("systemctl", "show", "--property=Result,ExecMainStatus,ExecMainStartTimestampMonotonic", "undo-mount-hacks.service")
-		requireLines(t, "undo-mount-hacks.service", got, "Result=success", "ExecMainStatus=0")
+		tier.RequireLines(t, "undo-mount-hacks.service", got, "Result=success", "ExecMainStatus=0")
 		if strings.Contains(got, "ExecMainStartTimestampMonotonic=0\n") {
 			t.Errorf("undo-mount-hacks.service never ran:\n%s", got)
 		}
@@ -66,12 +68,12 @@ func TestDefaultNode(t *testing.T) {
 		}
 	})
 	t.Run("mounts", func(t *testing.T) {
-		ms := n.mounts()
+		ms := n.Mounts()
 		requireSysReadOnly(t, ms)
-		if root := findMount(ms, "/"); root == nil || !hasPrefixed(root.Optional, "shared:") {
+		if root := findMount(ms, "/"); root == nil || !hasPrefixed(strings.Fields(root.Optional), "shared:") {
 			t.Errorf("/ is not shared: %+v", root)
 		}
-		requireKubeletRoots(t, ms)
+		tier.CheckKubeletRoots(t, ms)
 	})
 	t.Run("machine-id", func(t *testing.T) {
 		id := n.readFile("/etc/machine-id")
@@ -98,7 +100,7 @@ func TestDefaultNode(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		requireLines(t, "proxy drop-in", got, "[Manager]")
+		tier.RequireLines(t, "proxy drop-in", got, "[Manager]")
 		requireContains(t, "proxy drop-in", got, "DefaultEnvironment=", `"HTTP_PROXY="`, `"HTTPS_PROXY="`, `"NO_PROXY="`)
 	})
 	t.Run("iptables", func(t *testing.T) {
@@ -113,13 +115,13 @@ func TestDefaultNode(t *testing.T) {
 		// whose Docker writes nft rules, this shows the entrypoint switched.
 		for _, cmd := range []string{"iptables", "ip6tables"} {
 			q := n.MustExec("update-alternatives", "--query", cmd)
-			requireLines(t, cmd+" alternative", q, "Value: /usr/sbin/"+cmd+"-"+mode)
+			tier.RequireLines(t, cmd+" alternative", q, "Value: /usr/sbin/"+cmd+"-"+mode)
 		}
 		requireDNSRules(t, rules, hostIP)
 	})
 	t.Run("resolv.conf", func(t *testing.T) {
 		got := n.readFile("/etc/resolv.conf")
-		requireLines(t, "resolv.conf", got, "nameserver "+hostIP)
+		tier.RequireLines(t, "resolv.conf", got, "nameserver "+hostIP)
 		if strings.Contains(got, "127.0.0.11") {
 			t.Errorf("resolv.conf still names Docker's loopback DNS:\n%s", got)
 		}
@@ -127,7 +129,7 @@ func TestDefaultNode(t *testing.T) {
 		if err != nil {
 			t.Errorf("no /etc/resolv.conf.original: %v", err)
 		}
-		requireLines(t, "resolv.conf.original", orig, "nameserver 127.0.0.11")
+		tier.RequireLines(t, "resolv.conf.original", orig, "nameserver 127.0.0.11")
 	})
 	t.Run("DNS lookup of own name", func(t *testing.T) {
 		// -s dns: through the DNS service only, not /etc/hosts, which
@@ -144,87 +146,26 @@ func TestDefaultNode(t *testing.T) {
 
 // requireSysReadOnly checks the node's /sys in init's mount table: read-only
 // with nosuid, nodev and noexec kept, its superblock still rw.
-func requireSysReadOnly(t *testing.T, ms []mountInfo) {
+func requireSysReadOnly(t *testing.T, ms []*mountinfo.Info) {
 	t.Helper()
 	sys := findMount(ms, "/sys")
 	if sys == nil {
 		t.Fatal("no /sys mount")
 	}
-	if !hasOption(sys.Options, "ro") {
+	flags := system.FlagsFromOptions(sys.Options)
+	if flags&system.ReadOnly == 0 {
 		t.Errorf("/sys is not read-only: %s", sys.Options)
 	}
-	for _, o := range []string{"nosuid", "nodev", "noexec"} {
-		if !hasOption(sys.Options, o) {
-			t.Errorf("/sys lost %s: %s", o, sys.Options)
+	for _, f := range []system.MountFlags{system.NoSuid, system.NoDev, system.NoExec} {
+		if flags&f == 0 {
+			t.Errorf("/sys lost %s: %s", f, sys.Options)
 		}
 	}
 	// fix_mount remounts per mount: a per-mount read-only remount leaves the
 	// sysfs superblock, shared with every namespace that sees it, rw.
-	if !hasOption(sys.SuperOptions, "rw") {
-		t.Errorf("/sys superblock made read-only (%s): a plain remount, not a per-mount one", sys.SuperOptions)
+	if system.FlagsFromOptions(sys.VFSOptions)&system.ReadOnly != 0 {
+		t.Errorf("/sys superblock made read-only (%s): a plain remount, not a per-mount one", sys.VFSOptions)
 	}
-}
-
-// requireKubeletRoots checks that /kubelet and /kubelet.slice are mounted
-// under every cgroup v1 hierarchy the node had when the entrypoint ran.
-// Those are the host's mounted v1 hierarchies, which runc mirrors into the
-// node; systemd in the node later mounts the enabled controllers the host
-// leaves unmounted (here net_cls,net_prio, perf_event, hugetlb): the
-// entrypoint never saw those, so they are logged, not required.
-func requireKubeletRoots(t *testing.T, ms []mountInfo) {
-	t.Helper()
-	want := hostCgroupV1Hierarchies(t)
-	if len(want) == 0 {
-		t.Fatal("the host mounts no cgroup v1 hierarchy under /sys/fs/cgroup: this tier needs a v1 (hybrid) host")
-	}
-	points := map[string]bool{}
-	for _, m := range ms {
-		points[m.MountPoint] = true
-	}
-	var later []string
-	for _, m := range ms {
-		dir, ok := strings.CutPrefix(m.MountPoint, "/sys/fs/cgroup/")
-		if m.FSType == "cgroup" && ok && !strings.Contains(dir, "/") && !slices.Contains(want, dir) {
-			later = append(later, dir)
-		}
-	}
-	if len(later) > 0 {
-		t.Logf("v1 hierarchies mounted after the entrypoint (by systemd), not checked: %v", later)
-	}
-	for _, h := range want {
-		mp := "/sys/fs/cgroup/" + h
-		if !points[mp] {
-			t.Errorf("cgroup v1 hierarchy %s is not mounted in the node", mp)
-			continue
-		}
-		for _, sub := range []string{"kubelet", "kubelet.slice"} {
-			if !points[mp+"/"+sub] {
-				t.Errorf("%s/%s is not mounted", mp, sub)
-			}
-		}
-	}
-}
-
-// hostCgroupV1Hierarchies returns the names of the v1 hierarchies mounted
-// under the host's /sys/fs/cgroup (cpu, memory, systemd, ...).
-func hostCgroupV1Hierarchies(t *testing.T) []string {
-	t.Helper()
-	data, err := os.ReadFile("/proc/self/mountinfo")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ms, err := parseMountinfo(string(data))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out []string
-	for _, m := range ms {
-		dir, ok := strings.CutPrefix(m.MountPoint, "/sys/fs/cgroup/")
-		if m.FSType == "cgroup" && ok && !strings.Contains(dir, "/") {
-			out = append(out, dir)
-		}
-	}
-	return out
 }
 
 // requireDNSRules checks the nat table after enable_network_magic: Docker's
@@ -246,7 +187,7 @@ func requireDNSRules(t *testing.T, save, hostIP string) {
 		}
 	}
 	dst := "-d " + hostIP + "/32"
-	requireLines(t, "nat table", save,
+	tier.RequireLines(t, "nat table", save,
 		"-A OUTPUT "+dst+" -j DOCKER_OUTPUT",
 		"-A PREROUTING "+dst+" -j DOCKER_OUTPUT",
 		"-A POSTROUTING "+dst+" -j DOCKER_POSTROUTING",
@@ -273,11 +214,11 @@ func countMatching(lines []string, re *regexp.Regexp) int {
 	return n
 }
 
-func findMount(ms []mountInfo, point string) *mountInfo {
-	var found *mountInfo
-	for i := range ms {
-		if ms[i].MountPoint == point {
-			found = &ms[i] // the last one is the visible one
+func findMount(ms []*mountinfo.Info, point string) *mountinfo.Info {
+	var found *mountinfo.Info
+	for _, m := range ms {
+		if m.Mountpoint == point {
+			found = m // the last one is the visible one
 		}
 	}
 	return found
@@ -322,17 +263,15 @@ func TestNoCgroupns(t *testing.T) {
 	n.WaitRunning(bootLimit)
 	log := n.MustLog()
 	if !regexp.MustCompile(`(?m)^WARN: cgroupns not enabled!`).MatchString(log) {
-		t.Errorf("no %q line in the log:\n%s", "WARN: cgroupns not enabled! ...", strings.Join(entrypointLines(log), "\n"))
+		t.Errorf("no %q line in the log:\n%s", "WARN: cgroupns not enabled! ...", strings.Join(tier.EntrypointLines(log), "\n"))
 	}
-	requireLines(t, "docker logs", log, "INFO: detected cgroup v1", "INFO: fixing cgroup mounts for all subsystems")
-	checkClosingLines(t, entrypointLines(log))
+	tier.RequireLines(t, "docker logs", log, "INFO: detected cgroup v1", "INFO: fixing cgroup mounts for all subsystems")
+	checkClosingLines(t, tier.EntrypointLines(log))
 	if strings.Contains(log, "INFO: detected cgroupns") {
 		t.Error(`"detected cgroupns" logged with --cgroupns=host`)
 	}
-	requireKubeletRoots(t, n.mounts())
-	if failed := n.MustExec("systemctl", "--failed", "--no-legend", "--plain", "--no-pager"); strings.TrimSpace(failed) != "" {
-		t.Errorf("failed units:\n%s", failed)
-	}
+	tier.CheckKubeletRoots(t, n.Mounts())
+	tier.NoFailedUnits(t, n.Node)
 }
 
 // TestSnapshotter: KIND_EXPERIMENTAL_CONTAINERD_SNAPSHOTTER rewrites the CRI
@@ -355,7 +294,7 @@ func TestSnapshotter(t *testing.T) {
 				t.Errorf("config.toml (-want +got):\n%s", diff)
 			}
 			log := n.MustLog()
-			requireLines(t, "docker logs", log, `INFO: changing snapshotter from "overlayfs" to "`+snap+`"`)
+			tier.RequireLines(t, "docker logs", log, `INFO: changing snapshotter from "overlayfs" to "`+snap+`"`)
 			enabled, _ := n.ExecErr("systemctl", "is-enabled", "containerd-fuse-overlayfs.service")
 			link, linkErr := n.ExecErr("readlink", "/etc/systemd/system/multi-user.target.wants/containerd-fuse-overlayfs.service")
 			if snap == "fuse-overlayfs" {
@@ -368,9 +307,7 @@ func TestSnapshotter(t *testing.T) {
 			} else if strings.TrimSpace(enabled) != "disabled" {
 				t.Errorf("containerd-fuse-overlayfs.service is %q with snapshotter %s, want disabled", strings.TrimSpace(enabled), snap)
 			}
-			if failed := n.MustExec("systemctl", "--failed", "--no-legend", "--plain", "--no-pager"); strings.TrimSpace(failed) != "" {
-				t.Errorf("failed units:\n%s", failed)
-			}
+			tier.NoFailedUnits(t, n.Node)
 			if got, _ := n.ExecErr("systemctl", "is-active", "containerd.service"); strings.TrimSpace(got) != "active" {
 				t.Errorf("containerd.service is %q, want active", strings.TrimSpace(got))
 			}
@@ -455,7 +392,7 @@ func TestDNSSearch(t *testing.T) {
 			n.WaitRunning(bootLimit)
 			resolv := n.readFile("/etc/resolv.conf")
 			tc.want(t, resolv)
-			requireLines(t, "resolv.conf", resolv, "nameserver "+net.Gateway, "options ndots:0")
+			tier.RequireLines(t, "resolv.conf", resolv, "nameserver "+net.Gateway, "options ndots:0")
 		})
 	}
 }
@@ -572,7 +509,7 @@ spec:
 		t.Fatalf("node kept %s although %s holds it", oldIP, squatter)
 	}
 	t.Logf("address changed %s -> %s", oldIP, newIP)
-	requireLines(t, "docker logs", n.MustLog(), "INFO: detected IPv4 address: "+newIP)
+	tier.RequireLines(t, "docker logs", n.MustLog(), "INFO: detected IPv4 address: "+newIP)
 	for _, f := range files {
 		if diff := cmp.Diff(render(newIP), n.readFile(f)); diff != "" {
 			t.Errorf("%s (-want +got):\n%s", f, diff)
@@ -685,12 +622,12 @@ func (n *node) state() map[string]string {
 	// shared with the host and the other nodes, whose systemd remounts
 	// them (cgroup2 nsdelegate).
 	var mounts []string
-	for _, m := range n.mounts() {
-		super := m.SuperOptions
+	for _, m := range n.Mounts() {
+		super := m.VFSOptions
 		if m.FSType == "cgroup" || m.FSType == "cgroup2" {
 			super = "(shared)"
 		}
-		mounts = append(mounts, fmt.Sprintf("%s %s %s %s %s", m.MountPoint, m.Root, m.Options, m.FSType, super))
+		mounts = append(mounts, fmt.Sprintf("%s %s %s %s %s", m.Mountpoint, m.Root, m.Options, m.FSType, super))
 	}
 	s["mounts"] = strings.Join(mounts, "\n")
 	for _, argv := range [][]string{

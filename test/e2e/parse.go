@@ -1,93 +1,10 @@
 package e2e
 
 import (
-	"errors"
 	"fmt"
 	"strconv"
 	"strings"
 )
-
-// mountInfo is one line of /proc/PID/mountinfo (proc(5)).
-type mountInfo struct {
-	ID, Parent   int
-	Root         string
-	MountPoint   string
-	Options      string   // per-mount options
-	Optional     []string // e.g. shared:3 master:2
-	FSType       string
-	Source       string
-	SuperOptions string // superblock options
-}
-
-// hasOption reports whether the comma-separated list opts holds opt.
-func hasOption(opts, opt string) bool {
-	for _, o := range strings.Split(opts, ",") {
-		if o == opt {
-			return true
-		}
-	}
-	return false
-}
-
-// parseMountinfo parses the text of /proc/PID/mountinfo.
-func parseMountinfo(s string) ([]mountInfo, error) {
-	var out []mountInfo
-	for n, line := range strings.Split(s, "\n") {
-		if strings.TrimSpace(line) == "" {
-			continue
-		}
-		f := strings.Fields(line)
-		sep := -1
-		for i := 6; i < len(f); i++ {
-			if f[i] == "-" {
-				sep = i
-				break
-			}
-		}
-		if len(f) < 7 || sep < 0 || sep+3 > len(f) {
-			return nil, fmt.Errorf("mountinfo line %d: malformed: %q", n+1, line)
-		}
-		id, err1 := strconv.Atoi(f[0])
-		parent, err2 := strconv.Atoi(f[1])
-		if err := errors.Join(err1, err2); err != nil {
-			return nil, fmt.Errorf("mountinfo line %d: %w", n+1, err)
-		}
-		m := mountInfo{
-			ID: id, Parent: parent,
-			Root:       unescapeOctal(f[3]),
-			MountPoint: unescapeOctal(f[4]),
-			Options:    f[5],
-			Optional:   f[6:sep],
-			FSType:     f[sep+1],
-			Source:     unescapeOctal(f[sep+2]),
-		}
-		if sep+3 < len(f) {
-			m.SuperOptions = f[sep+3]
-		}
-		out = append(out, m)
-	}
-	return out, nil
-}
-
-// unescapeOctal undoes the kernel's \NNN escaping of space, tab, newline and
-// backslash in mountinfo paths.
-func unescapeOctal(s string) string {
-	if !strings.Contains(s, `\`) {
-		return s
-	}
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		if s[i] == '\\' && i+4 <= len(s) {
-			if v, err := strconv.ParseUint(s[i+1:i+4], 8, 8); err == nil {
-				b.WriteByte(byte(v))
-				i += 3
-				continue
-			}
-		}
-		b.WriteByte(s[i])
-	}
-	return b.String()
-}
 
 // parseShowEnvironment parses `systemctl show-environment`: one KEY=VALUE a
 // line, the value bare when it is plain and shell-quoted otherwise (systemd

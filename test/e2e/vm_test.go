@@ -48,7 +48,7 @@ func vmNode(t *testing.T) *node {
 func startVMNode(t *testing.T) *node {
 	t.Helper()
 	n := vmNode(t)
-	args := append([]string{"run", "--name", n.Name}, kindRunArgs(n.Name, vmNetwork, "private", true)...)
+	args := append([]string{"run", "--name", n.Name}, tier.KindRunArgs("docker", tier.KindNode{Name: n.Name, Network: vmNetwork, Cgroupns: "private"})...)
 	start := time.Now()
 	tier.MustRun(t, 5*time.Minute, "docker", append(args, nodeImage)...)
 	t.Logf("%s: docker run took %v", n.Name, time.Since(start).Round(time.Millisecond))
@@ -102,7 +102,7 @@ func TestVMDefaultNode(t *testing.T) {
 	n := startVMNode(t)
 	checkVMNode(t, n.Node, bootLimit, false)
 	checkDMI(n)
-	requireSysReadOnly(t, n.mounts())
+	requireSysReadOnly(t, n.Mounts())
 }
 
 // TestVMKubeletCgroup (scenario kubelet-cgroup): in default-node's node,
@@ -212,7 +212,7 @@ func TestVMRootlessNode(t *testing.T) {
 	if slices.Contains(lines, "INFO: UserNS: ignoring mount fail") {
 		t.Logf("%s: the /sys remount failed, tolerated", n.Name)
 	} else {
-		requireSysReadOnly(t, n.mounts())
+		requireSysReadOnly(t, n.Mounts())
 	}
 }
 

@@ -27,9 +27,9 @@
 # NERDCTL_STATE_DIR (default /var/cache/kind-entrypoint-nerdctl).
 set -o errexit -o nounset -o pipefail
 
-tier_start=$(date +%s)
-repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
-cd "$repo"
+# shellcheck source=test/lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
+tier_init nerdctl "${NERDCTL_STATE_DIR:-/var/cache/kind-entrypoint-nerdctl}"
 
 # nerdctl v1 is the line made for containerd 1.6 and 1.7; containerd 1.7 is
 # the first whose restart monitor has the on-failure policy kind's provider
@@ -38,19 +38,14 @@ cd "$repo"
 NERDCTL_VERSION=v1.7.7
 CONTAINERD_VERSION=v1.7.29
 
-state=${NERDCTL_STATE_DIR:-/var/cache/kind-entrypoint-nerdctl}
 e2e_state=${E2E_STATE_DIR:-/var/cache/kind-entrypoint-e2e}
 data=/var/lib/kind-entrypoint-nerdctl # containerd's root, nerdctl's data, CNI configurations
 run_dir=/run/kind-entrypoint-nerdctl  # containerd's state and socket
-log_dir=/var/log/kind-entrypoint-nerdctl
 namespace=kind-ep-nd
 prefix=kind-ep-nd-
 bin=$state/bin-nerdctl-$NERDCTL_VERSION-containerd-$CONTAINERD_VERSION
 
-# shellcheck source=test/lib.sh
-source test/lib.sh
-tier_init nerdctl
-mkdir -p "$state" "$data" "$run_dir" "$e2e_state" "$log_dir"
+mkdir -p "$data" "$run_dir" "$e2e_state"
 
 # --- 1. packages -------------------------------------------------------------
 missing=()

@@ -31,10 +31,12 @@ var (
 	runID      = tier.RunID()
 )
 
+// mustEnv is tier.RequireEnv for the package's variables, set before
+// TestMain runs: a variable missing ends the run.
 func mustEnv(key string) string {
-	v := os.Getenv(key)
-	if v == "" {
-		fmt.Fprintf(os.Stderr, "FAIL: %s is not set: run test/podman/run.sh\n", key)
+	v, err := tier.RequireEnv(key, "run test/podman/run.sh")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "FAIL:", err)
 		os.Exit(1)
 	}
 	return v
@@ -77,12 +79,7 @@ func mustPodman(t testing.TB, args ...string) string {
 func newNetwork(t testing.TB, suffix string) string {
 	t.Helper()
 	name := namePrefix + runID + "-" + suffix
-	mustPodman(t, "network", "create", "-d=bridge", name)
-	t.Cleanup(func() {
-		if _, err := podman(time.Minute, "network", "rm", "-f", name); err != nil {
-			t.Errorf("cleanup: %v", err)
-		}
-	})
+	tier.NewNetwork(t, "podman", name, "-d=bridge")
 	return name
 }
 
@@ -113,14 +110,4 @@ type node struct{ tier.TestNode }
 // newNode is the node type of a podman container.
 func newNode(t testing.TB, name string) *node {
 	return &node{tier.NewTestNode(t, "podman", name)}
-}
-
-// failedUnits is FailedUnits with an error as its text: either is a
-// failure to report.
-func (n *node) failedUnits() string {
-	out, err := n.FailedUnits()
-	if err != nil {
-		return err.Error()
-	}
-	return strings.TrimSpace(out)
 }

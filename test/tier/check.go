@@ -37,19 +37,14 @@ func CheckNode(t testing.TB, n Node, limit time.Duration) []string {
 		t.Fatalf("%s: %s", n.Name, problem)
 	}
 	t.Logf("%s: systemd running after %v", n.Name, took.Round(time.Millisecond))
-	if failed, err := n.ExecErr("systemctl", "--failed", "--no-legend", "--plain", "--no-pager"); err != nil || strings.TrimSpace(failed) != "" {
-		t.Errorf("%s: failed units (err %v):\n%s", n.Name, err, failed)
-	}
+	NoFailedUnits(t, n)
 
 	log, err := n.Log()
 	if err != nil {
 		t.Fatal(err)
 	}
-	var lines []string
-	for _, l := range strings.Split(log, "\n") {
-		if strings.HasPrefix(l, "INFO: ") || strings.HasPrefix(l, "WARN: ") || strings.HasPrefix(l, "ERROR: ") {
-			lines = append(lines, l)
-		}
+	lines := EntrypointLines(log)
+	for _, l := range lines {
 		if strings.HasPrefix(l, "ERROR: ") {
 			t.Errorf("%s: log: %s", n.Name, l)
 		}
@@ -129,6 +124,34 @@ func ResolvLines(resolv, keyword string) []string {
 	for _, l := range strings.Split(resolv, "\n") {
 		if f := strings.Fields(l); len(f) > 0 && f[0] == keyword {
 			out = append(out, strings.Join(f, " "))
+		}
+	}
+	return out
+}
+
+// RequireLines fails t unless text holds each wanted line (after
+// trimming); what names the text.
+func RequireLines(t testing.TB, what, text string, want ...string) {
+	t.Helper()
+	have := map[string]bool{}
+	for _, l := range strings.Split(text, "\n") {
+		have[strings.TrimSpace(l)] = true
+	}
+	for _, w := range want {
+		if !have[w] {
+			t.Errorf("%s: no line %q in:\n%s", what, w, text)
+		}
+	}
+}
+
+// EntrypointLines returns the lines of a node's log that the entrypoint
+// writes (INFO:, WARN:, ERROR:), and those that start with one of more.
+func EntrypointLines(log string, more ...string) []string {
+	var out []string
+	for _, l := range strings.Split(log, "\n") {
+		if strings.HasPrefix(l, "INFO: ") || strings.HasPrefix(l, "WARN: ") || strings.HasPrefix(l, "ERROR: ") ||
+			slices.ContainsFunc(more, func(p string) bool { return strings.HasPrefix(l, p) }) {
+			out = append(out, l)
 		}
 	}
 	return out

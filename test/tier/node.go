@@ -50,6 +50,15 @@ func (n Node) FailedUnits() (string, error) {
 	return n.ExecErr("systemctl", "--failed", "--no-legend", "--plain", "--no-pager")
 }
 
+// NoFailedUnits fails t when systemd in the node n has a failed unit, or
+// cannot say.
+func NoFailedUnits(t testing.TB, n Node) {
+	t.Helper()
+	if failed, err := n.FailedUnits(); err != nil || strings.TrimSpace(failed) != "" {
+		t.Errorf("%s: failed units (err %v):\n%s", n.Name, err, failed)
+	}
+}
+
 // PollRunning waits up to limit for `systemctl is-system-running` in the
 // node to say running, and returns how long that took, or what went wrong
 // ("" when nothing did). degraded ends the wait at once, naming the failed
@@ -75,14 +84,24 @@ func (n Node) PollRunning(limit time.Duration) (time.Duration, string) {
 }
 
 // MustEnv returns the environment variable key, and fails the test when
-// it is unset or empty; hint says which script sets it.
+// it is unset or empty (RequireEnv).
 func MustEnv(t testing.TB, key, hint string) string {
 	t.Helper()
-	v := os.Getenv(key)
-	if v == "" {
-		t.Fatalf("%s is not set: %s", key, hint)
+	v, err := RequireEnv(key, hint)
+	if err != nil {
+		t.Fatal(err)
 	}
 	return v
+}
+
+// RequireEnv returns the environment variable key, or an error when it is
+// unset or empty; hint says which script sets it.
+func RequireEnv(key, hint string) (string, error) {
+	v := os.Getenv(key)
+	if v == "" {
+		return "", fmt.Errorf("%s is not set: %s", key, hint)
+	}
+	return v, nil
 }
 
 // RunID returns a short random id for the names of one run's containers

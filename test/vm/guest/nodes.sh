@@ -8,19 +8,45 @@
 # the checks are Go tests of test/e2e (TestVM* in vm_test.go, and
 # TestDifferential), from their test binary e2e.test on the data disk.
 
-# node_logs prints the container's log without the tty's carriage returns.
-node_logs() { dk logs "$1" 2>&1 | tr -d '\r'; }
-
-# collect keeps what explains a node's state in the current scenario's
-# directory.
+# collect NAME [CLI [PREFIX]] keeps what explains the state of the node NAME
+# of CLI (dk, the default, or pm) in the current scenario's directory, in
+# files whose names start with PREFIX: its log without the tty's carriage
+# returns, inspect, failed units, journal, containerd config, mount table
+# and `entrypoint check --json`.
 collect() {
-  local name=$1 dir=$res/$scenario
-  node_logs "$name" > "$dir/docker-logs.txt"
-  dk inspect "$name" > "$dir/inspect.json" 2>&1
-  dk exec "$name" systemctl --failed --no-pager > "$dir/failed-units.txt" 2>&1
-  dk exec "$name" journalctl --no-pager -n 400 > "$dir/journal.txt" 2>&1
-  dk exec "$name" cat /etc/containerd/config.toml > "$dir/config.toml" 2>&1
-  dk exec "$name" cat /proc/1/mountinfo > "$dir/mountinfo.txt" 2>&1
+  local name=$1 cli=${2:-dk} to=$res/$scenario/${3:-}
+  "$cli" logs "$name" 2>&1 | tr -d '\r' > "${to}logs.txt"
+  "$cli" inspect "$name" > "${to}inspect.json" 2>&1
+  "$cli" exec "$name" systemctl --failed --no-pager > "${to}failed-units.txt" 2>&1
+  "$cli" exec "$name" journalctl --no-pager -n 400 > "${to}journal.txt" 2>&1
+  "$cli" exec "$name" cat /etc/containerd/config.toml > "${to}config.toml" 2>&1
+  "$cli" exec "$name" cat /proc/1/mountinfo > "${to}mountinfo.txt" 2>&1
+  "$cli" exec "$name" /usr/local/bin/entrypoint check --json > "${to}check.json" 2>&1
+}
+
+# e2e_scenario NAME TEST [VAR=VALUE...]: the scenario NAME, TEST of the e2e
+# test with that environment (e2e_test).
+e2e_scenario() {
+  begin "$1"
+  shift
+  e2e_test "$@"
+  end
+}
+
+# node_scenario NAME TEST: the scenario NAME, TEST of the e2e test on the
+# node $node (E2E_VM_NODE), whose state is collected after.
+node_scenario() {
+  begin "$1"
+  e2e_test "$2" E2E_VM_NODE="$node"
+  collect "$node"
+  end
+}
+
+# skip_all REASON NAME...: the scenarios NAME... cannot run (skip).
+skip_all() {
+  local why=$1 name
+  shift
+  for name in "$@"; do skip "$name" "$why"; done
 }
 
 # The test's log lines that are progress, not a failed check: left out of
@@ -67,20 +93,11 @@ host_scenario
 # /sys mount is unchanged (fix_mount remounts only the node's own /sys).
 node=kind-vm-default
 if ((ready)); then
-  begin default-node
-  e2e_test TestVMDefaultNode E2E_VM_NODE="$node"
-  collect "$node"
-  end
-
-  begin kubelet-cgroup
-  e2e_test TestVMKubeletCgroup E2E_VM_NODE="$node"
-  end
+  node_scenario default-node TestVMDefaultNode
+  e2e_scenario kubelet-cgroup TestVMKubeletCgroup E2E_VM_NODE="$node"
 
   # --- 2. docker restart ---------------------------------------------------------
-  begin restart
-  e2e_test TestVMRestart E2E_VM_NODE="$node"
-  collect "$node"
-  end
+  node_scenario restart TestVMRestart
   dk rm --force --volumes "$node" > /dev/null
 
   # --- 2b. the script and ours, diffed ---------------------------------------------
@@ -88,14 +105,9 @@ if ((ready)); then
   # binary in the same node image, their states diffed after the
   # normalisations docs/differences.md documents. The test picks the
   # scenarios of this host (cgroup v2, root or rootless Docker).
-  begin differential
-  e2e_test TestDifferential E2E_DIFF_KIND="$in/kind-v0.23.0"
-  end
+  e2e_scenario differential TestDifferential E2E_DIFF_KIND="$in/kind-v0.23.0"
 else
-  skip default-node "the host setup failed"
-  skip kubelet-cgroup "the host setup failed"
-  skip restart "the host setup failed"
-  skip differential "the host setup failed"
+  skip_all "the host setup failed" default-node kubelet-cgroup restart differential
 fi
 
 rootless_docker_scenario
@@ -103,18 +115,11 @@ rootless_docker_scenario
 # --- 3. rootless node ------------------------------------------------------------
 node=kind-vm-rootless
 if ((rootless_ready)); then
-  begin rootless-node
-  e2e_test TestVMRootlessNode E2E_VM_NODE="$node"
-  collect "$node"
-  end
+  node_scenario rootless-node TestVMRootlessNode
   dk rm --force --volumes "$node" > /dev/null
-
-  begin rootless-differential
-  e2e_test TestDifferential E2E_DIFF_KIND="$in/kind-v0.23.0"
-  end
+  e2e_scenario rootless-differential TestDifferential E2E_DIFF_KIND="$in/kind-v0.23.0"
 else
-  skip rootless-node "rootless Docker is not ready"
-  skip rootless-differential "rootless Docker is not ready"
+  skip_all "rootless Docker is not ready" rootless-node rootless-differential
 fi
 
 # --- 4. rootless podman: kind's podman provider --------------------------------------
@@ -128,16 +133,6 @@ fi
 podman_cluster=kind-vm-podman
 podman_image=localhost/kind-entrypoint-podman/node:${NODE_IMAGE_ID:0:12}
 kind_podman() { as_rootless 600 env KIND_EXPERIMENTAL_PROVIDER=podman "$in/kind" "$@"; }
-
-collect_podman() {
-  local name=$1 dir=$res/$scenario
-  pm logs "$name" 2>&1 | tr -d '\r' > "$dir/$name-logs.txt"
-  pm inspect "$name" > "$dir/$name-inspect.json" 2>&1
-  pm exec "$name" systemctl --failed --no-pager > "$dir/$name-failed-units.txt" 2>&1
-  pm exec "$name" journalctl --no-pager -n 400 > "$dir/$name-journal.txt" 2>&1
-  pm exec "$name" cat /proc/1/mountinfo > "$dir/$name-mountinfo.txt" 2>&1
-  pm exec "$name" /usr/local/bin/entrypoint check --json > "$dir/check-$name.json" 2>&1
-}
 
 if ((PODMAN)); then
   begin rootless-podman
@@ -156,7 +151,7 @@ if ((PODMAN)); then
     e2e_test --rootless TestVMRootlessPodman E2E_ENGINE=podman E2E_NODE_IMAGE="$podman_image" \
       E2E_VM_CLUSTER="$podman_cluster" E2E_VM_KIND="$in/kind"
     for name in "$podman_cluster-control-plane" "$podman_cluster-worker"; do
-      ! pm container exists "$name" || collect_podman "$name"
+      ! pm container exists "$name" || collect "$name" pm "$name-"
     done
   fi
   kind_podman delete cluster --name "$podman_cluster" > "$res/$scenario/kind-delete.txt" 2>&1 \

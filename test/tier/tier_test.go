@@ -1,0 +1,71 @@
+package tier
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/kind-entrypoint/entrypoint/internal/system"
+)
+
+func TestEntrypointLines(t *testing.T) {
+	log := "INFO: detected cgroup v1\nWelcome to Debian\nWARN: cgroupns not enabled!\n[certs] Using existing ca\nERROR: boom\nINFO:no space\n"
+	if diff := cmp.Diff([]string{"INFO: detected cgroup v1", "WARN: cgroupns not enabled!", "ERROR: boom"}, EntrypointLines(log)); diff != "" {
+		t.Errorf("EntrypointLines (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]string{"INFO: detected cgroup v1", "WARN: cgroupns not enabled!", "[certs] Using existing ca", "ERROR: boom"}, EntrypointLines(log, "[certs]")); diff != "" {
+		t.Errorf("EntrypointLines with [certs] (-want +got):\n%s", diff)
+	}
+}
+
+func TestKindRunArgs(t *testing.T) {
+	for _, tc := range []struct {
+		engine     string
+		node       KindNode
+		want, lack []string
+	}{
+		{"docker", KindNode{Name: "n1", Network: "kind", Cgroupns: "private"},
+			[]string{"--hostname n1", "--network kind", "--privileged", "--tmpfs /tmp", "--tmpfs /run", "--volume /var", "--volume /lib/modules:/lib/modules:ro", "--cgroupns=private", "--tty", "--restart=on-failure:1", "--init=false", "--security-opt seccomp=unconfined", "--security-opt apparmor=unconfined"},
+			[]string{"container=podman"}},
+		{"docker", KindNode{Name: "n1", Network: "kind", Cgroupns: "host", NoTTY: true},
+			[]string{"--cgroupns=host"}, []string{"--tty"}},
+		{"podman", KindNode{Name: "n2", Network: "net", Cgroupns: "private", Cluster: "c", Volume: "vol"},
+			[]string{"--hostname n2", "--network net", "--privileged", "--volume vol:/var:suid,exec,dev", "--label io.x-k8s.kind.cluster=c", "--label io.x-k8s.kind.role=worker", "-e container=podman", "--tty"},
+			[]string{"--volume /var", "--restart"}},
+	} {
+		args := " " + strings.Join(KindRunArgs(tc.engine, tc.node), " ") + " "
+		for _, w := range tc.want {
+			if !strings.Contains(args, " "+w+" ") {
+				t.Errorf("%s %+v: no %q in%s", tc.engine, tc.node, w, args)
+			}
+		}
+		for _, l := range tc.lack {
+			if strings.Contains(args, " "+l) {
+				t.Errorf("%s %+v: %q in%s", tc.engine, tc.node, l, args)
+			}
+		}
+	}
+	defer func() {
+		if recover() == nil {
+			t.Error("KindRunArgs of an engine kind has no provider for: no panic")
+		}
+	}()
+	KindRunArgs("lxc", KindNode{})
+}
+
+func TestCgroupV1Hierarchies(t *testing.T) {
+	ms, err := system.ParseMountinfo([]byte(`25 1 0:23 / /sys rw - sysfs sysfs rw
+30 25 0:26 / /sys/fs/cgroup ro - tmpfs tmpfs ro
+31 30 0:27 / /sys/fs/cgroup/systemd rw - cgroup cgroup rw,name=systemd
+32 30 0:28 / /sys/fs/cgroup/cpu,cpuacct rw - cgroup cgroup rw,cpu,cpuacct
+33 32 0:28 /kubelet /sys/fs/cgroup/cpu,cpuacct/kubelet rw - cgroup cgroup rw,cpu,cpuacct
+34 30 0:29 / /sys/fs/cgroup/unified rw - cgroup2 cgroup2 rw
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]string{"systemd", "cpu,cpuacct"}, cgroupV1Hierarchies(ms)); diff != "" {
+		t.Errorf("cgroupV1Hierarchies (-want +got):\n%s", diff)
+	}
+}
