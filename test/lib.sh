@@ -57,6 +57,23 @@ die() {
 # since START: seconds from START (a `date +%s`) to now, as "Ns".
 since() { echo "$(($(date +%s) - $1))s"; }
 
+# start_daemon LOG CMD...: start CMD in the background ($! is its pid), its
+# output appended to LOG, with no descriptor open but 0-2. A daemon that
+# outlives the run must hold no lock: neither ours (descriptor 9) nor one a
+# caller took around the whole run (`flock FILE make e2e` leaves the lock
+# on some other descriptor), or every later run waits for it forever.
+start_daemon() {
+  local log=$1
+  shift
+  (
+    for fd in /proc/"$BASHPID"/fd/*; do
+      fd=${fd##*/}
+      if ((fd > 2)); then { exec {fd}>&-; } 2> /dev/null || true; fi
+    done
+    exec "$@" >> "$log" 2>&1 < /dev/null
+  ) &
+}
+
 # tier_lock FILE [SECONDS]: hold FILE's lock on descriptor 9 for the rest of
 # the script (a child that must not hold it gets `9>&-`). One run at a time:
 # two would fight over the engine's daemon, image tags and leftovers.

@@ -79,8 +79,7 @@ default_runtime() { docker info --format '{{.DefaultRuntime}}' 2> /dev/null; }
 if ! docker info > /dev/null 2>&1; then
   t=$(date +%s)
   log "starting dockerd (log: $log_dir/dockerd.log)"
-  # 9>&-: the daemon must not inherit (and hold forever) the run lock
-  setsid dockerd >> "$log_dir/dockerd.log" 2>&1 < /dev/null 9>&- &
+  start_daemon "$log_dir/dockerd.log" setsid dockerd
   for _ in $(seq 120); do
     docker info > /dev/null 2>&1 && break
     sleep 0.5

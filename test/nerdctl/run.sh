@@ -182,8 +182,8 @@ if [[ -s $run_dir/containerd.pid ]]; then
     for _ in $(seq 50); do [[ -d /proc/$old ]] || break; sleep 0.2; done
   fi
 fi
-# 9>&-: containerd outlives nothing of ours, but must not hold the lock
-PATH="$runtime_path:$PATH" "$bin/containerd" --config "$run_dir/containerd.toml" > "$log_dir/containerd.log" 2>&1 9>&- &
+: > "$log_dir/containerd.log"
+PATH="$runtime_path:$PATH" start_daemon "$log_dir/containerd.log" "$bin/containerd" --config "$run_dir/containerd.toml"
 containerd_pid=$!
 echo "$containerd_pid" > "$run_dir/containerd.pid"
 for _ in $(seq 100); do
