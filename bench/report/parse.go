@@ -8,9 +8,10 @@ import (
 	"io"
 	"os"
 	"regexp"
-	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/kind-entrypoint/entrypoint/bench/bootlog"
 )
 
 // result is one benchmark line.
@@ -92,12 +93,7 @@ func merge(rs []result) []result {
 	}
 	for key, i := range idx {
 		for u, vs := range vals[key] {
-			slices.Sort(vs)
-			m := vs[len(vs)/2]
-			if len(vs)%2 == 0 {
-				m = (vs[len(vs)/2-1] + vs[len(vs)/2]) / 2
-			}
-			out[i].metrics[u] = m
+			out[i].metrics[u] = bootlog.Median(vs)
 		}
 	}
 	return out
