@@ -171,7 +171,7 @@ func readFile(sys system.System, p string) (*File, error) {
 // readRecord reads a recorded address, blanks trimmed; nil when missing.
 func readRecord(sys system.System, p string) (*string, error) {
 	b, err := system.ReadOptional(sys, p, system.LimitValue)
-	if b == nil {
+	if err != nil || b == nil {
 		return nil, err
 	}
 	s := strings.TrimSpace(string(b))

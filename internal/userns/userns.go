@@ -25,9 +25,12 @@ var Required = []string{"cpu", "memory", "pids"}
 // but the initial namespace's single full mapping "0 0 4294967295".
 func InUserNS(sys system.System) (bool, error) {
 	b, err := system.ReadOptional(sys, uidMapPath, system.LimitConfig)
+	if err != nil {
+		return false, err
+	}
 	if b == nil {
 		// A kernel without user namespaces has no uid_map.
-		return false, err
+		return false, nil
 	}
 	full, err := ParseUIDMap(b)
 	if err != nil {
