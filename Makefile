@@ -5,6 +5,8 @@ VERSION   ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
 LDFLAGS   := -s -w -X main.version=$(VERSION)
 FUZZTIME  ?= 30s
 STATICCHECK_VERSION ?= v0.8.2
+# lint: the most lines a Go file outside the tests holds (one subject a file).
+MAX_LINES ?= 450
 
 export CGO_ENABLED := 0
 
@@ -104,6 +106,8 @@ fuzz:
 lint: vet
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt:"; echo "$$out"; exit 1; fi
 	@$(GO) mod tidy -diff || { echo "go.mod/go.sum are not tidy: run go mod tidy"; exit 1; }
+	@big=$$(git ls-files '*.go' ':!:*_test.go' | xargs wc -l | awk '$$2 != "total" && $$1 > $(MAX_LINES)'); \
+	  if [ -n "$$big" ]; then echo "Go files over $(MAX_LINES) lines (split them by subject):"; echo "$$big"; exit 1; fi
 	$(GO) run honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION) ./...
 
 # The image node images copy the binary from (FROM scratch), one per
