@@ -43,8 +43,15 @@ func planAddressChange(f MagicFacts) ([]plan.Action, error) {
 		actions = append(actions, plan.Info("detected "+fam.name+" address: "+cur))
 		if fam.old != nil {
 			old := *fam.old
-			actions = append(actions, plan.Info(fmt.Sprintf("detected old %s address: %s", fam.name, old)))
 			oldAddr, err := netip.ParseAddr(old)
+			// The script's line, with the recorded value as it is; a value
+			// that is no address at all is quoted and clipped, as the ERROR
+			// line below names it: the file may hold kilobytes of anything.
+			shown := old
+			if err != nil {
+				shown = logline.QuoteClipped(old)
+			}
+			actions = append(actions, plan.Info(fmt.Sprintf("detected old %s address: %s", fam.name, shown)))
 			switch {
 			case err != nil || oldAddr.Is4() != fam.is4 || oldAddr.Zone() != "":
 				actions = append(actions, plan.Error(fmt.Sprintf(

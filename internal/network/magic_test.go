@@ -455,11 +455,12 @@ func TestPlanAddressChange(t *testing.T) {
 
 	t.Run("bad records", func(t *testing.T) {
 		for old4, want := range map[string]string{
-			"":                   `log ERROR: /kind/old-ipv4: "" is not an IPv4 address`,
-			"garbage":            `log ERROR: /kind/old-ipv4: "garbage" is not an IPv4 address`,
-			"fc00::3":            `log ERROR: /kind/old-ipv4: "fc00::3" is not an IPv4 address`,
-			"127.0.0.1":          "log ERROR: /kind/old-ipv4: cannot replace 127.0.0.1 with 172.18.0.4",
-			"::ffff:172.18.0.3!": `log ERROR: /kind/old-ipv4: "::ffff:172.18.0.3!" is not an IPv4 address`,
+			"":                        `log ERROR: /kind/old-ipv4: "" is not an IPv4 address`,
+			"garbage":                 `log ERROR: /kind/old-ipv4: "garbage" is not an IPv4 address`,
+			"fc00::3":                 `log ERROR: /kind/old-ipv4: "fc00::3" is not an IPv4 address`,
+			"127.0.0.1":               "log ERROR: /kind/old-ipv4: cannot replace 127.0.0.1 with 172.18.0.4",
+			"::ffff:172.18.0.3!":      `log ERROR: /kind/old-ipv4: "::ffff:172.18.0.3!" is not an IPv4 address`,
+			strings.Repeat("9", 4096): `log ERROR: /kind/old-ipv4: "` + strings.Repeat("9", 80) + `"... is not an IPv4 address`,
 		} {
 			f := base()
 			f.OldIPv4, f.OldIPv6 = new(old4), nil
@@ -469,7 +470,20 @@ func TestPlanAddressChange(t *testing.T) {
 			}
 			got := strings.Join(plan.Strings(actions), "\n")
 			if !strings.Contains(got, want) {
-				t.Errorf("old-ipv4 %q: no %q in:\n%s", old4, want, got)
+				t.Errorf("old-ipv4 %.300q: no %q in:\n%.3000s", old4, want, got)
+			}
+			// An address as it is; anything else quoted, as the ERROR does.
+			shown := old4
+			if _, err := netip.ParseAddr(old4); err != nil {
+				shown = logline.QuoteClipped(old4)
+			}
+			if info := "log INFO: detected old IPv4 address: " + shown + "\n"; !strings.Contains(got+"\n", info) {
+				t.Errorf("old-ipv4 %.300q: no %.300q in:\n%.3000s", old4, info, got)
+			}
+			for _, l := range plan.Strings(actions) {
+				if strings.HasPrefix(l, "log ") && len(l) > 200 {
+					t.Errorf("old-ipv4 of %d bytes: a log line of %d bytes: %.300q", len(old4), len(l), l)
+				}
 			}
 			if find(actions, plan.OpRun, "kubeadm") != nil || find(actions, plan.OpWrite, KubeadmConfig) != nil {
 				t.Errorf("old-ipv4 %q: files or certificate changed", old4)
