@@ -57,6 +57,12 @@ type hostileCase struct {
 	check func(t *testing.T, tree *system.Tree)
 }
 
+// maxHostileLine bounds each line of a hostile case's dry run and log. The
+// longest line a case writes is kubeadm's run line, 594 bytes; a line that
+// quotes a broken file or variable whole is kilobytes long (4 KiB of
+// garbage, escaped).
+const maxHostileLine = 1024
+
 // tenMB is a little over 10 MiB.
 const tenMB = 10<<20 + 1
 
@@ -265,6 +271,9 @@ func hostileCases() []hostileCase {
 		{name: "config.toml/duplicate-key", scenario: rootless, file: config,
 			content: replaced("  discard_unpacked_layers = true\n", "  discard_unpacked_layers = true\n  discard_unpacked_layers = false\n"),
 			fatal:   "configure_containerd", mentions: []string{config, "line 13, column 3", "discard_unpacked_layers"}, keep: true},
+		{name: "config.toml/long-snapshotter", scenario: fuse, file: config, content: replaced(`snapshotter = "overlayfs"`, `snapshotter = "`+strings.Repeat("x", 4096)+`"`),
+			fallback: "replaced like any other value: the INFO line quotes the old one clipped",
+			shows:    []string{`INFO: changing snapshotter from "` + strings.Repeat("x", 80) + `"... to "fuse-overlayfs"`, booted}},
 		{name: "config.toml/version-1", scenario: rootless, file: config, content: replaced("version = 2", "version = 1"),
 			fatal: "configure_containerd", mentions: []string{config, "line 2, column 1", "unsupported containerd config version 1"}, keep: true},
 		{name: "config.toml/version-string", scenario: rootless, file: config, content: replaced("version = 2", `version = "2"`),
@@ -387,6 +396,8 @@ func hostileCases() []hostileCase {
 			fatal: "enable_network_magic", mentions: []string{"KIND_DNS_SEARCH", `control character '\n' at byte 11`}},
 		{name: "env/snapshotter-shell", scenario: v1NS, env: map[string]string{"KIND_EXPERIMENTAL_CONTAINERD_SNAPSHOTTER": `"; rm -rf /`},
 			fatal: "configure_containerd", mentions: []string{"KIND_EXPERIMENTAL_CONTAINERD_SNAPSHOTTER", `invalid snapshotter name "\"; rm -rf /"`}},
+		{name: "env/snapshotter-long", scenario: v1NS, env: map[string]string{"KIND_EXPERIMENTAL_CONTAINERD_SNAPSHOTTER": strings.Repeat("z", 4096)},
+			fatal: "configure_containerd", mentions: []string{"KIND_EXPERIMENTAL_CONTAINERD_SNAPSHOTTER", `"` + strings.Repeat("z", 80) + `"...`, "at most 226 bytes"}},
 		{name: "env/snapshotter-newline", scenario: v1NS, env: map[string]string{"KIND_EXPERIMENTAL_CONTAINERD_SNAPSHOTTER": "native\n[plugins.x]"},
 			fatal: "configure_containerd", mentions: []string{"KIND_EXPERIMENTAL_CONTAINERD_SNAPSHOTTER", `invalid snapshotter name "native\n[plugins.x]"`}},
 		{name: "env/snapshotter-no-config", scenario: "wsl2-v1-no-systemd", file: config, content: nil,
@@ -508,6 +519,12 @@ func runHostile(t *testing.T, c hostileCase) {
 		logs.WriteString("ERROR: " + runErr.Error() + "\n") // as main logs it
 	}
 	leftTemp(t, tree)
+	// A line names what was wrong; it does not carry the broken input.
+	for _, l := range strings.Split(out.String()+logs.String(), "\n") {
+		if len(l) > maxHostileLine {
+			t.Errorf("a line of %d bytes, more than %d: quote a value from the host clipped (logline.QuoteClipped): %.300q", len(l), maxHostileLine, l)
+		}
+	}
 
 	if c.fatal != "" {
 		for name, err := range map[string]error{"dry run": dryErr, "run": runErr} {

@@ -7,7 +7,6 @@ import (
 	"maps"
 	"path"
 	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/coreos/go-systemd/v22/unit"
@@ -258,9 +257,9 @@ func Plan(f Facts) ([]plan.Action, error) {
 			if old == "" {
 				old = "overlayfs"
 			}
-			actions = append(actions, plan.Info("changing snapshotter from "+strconv.Quote(old)+" to "+strconv.Quote(f.Snapshotter)))
+			actions = append(actions, plan.Info("changing snapshotter from "+logline.QuoteClipped(old)+" to "+logline.QuoteClipped(f.Snapshotter)))
 		} else {
-			actions = append(actions, plan.Info("snapshotter is already "+strconv.Quote(f.Snapshotter)))
+			actions = append(actions, plan.Info("snapshotter is already "+logline.QuoteClipped(f.Snapshotter)))
 		}
 	}
 	if res.Changed {

@@ -160,7 +160,7 @@ func TestFuseUnitEnabledRelative(t *testing.T) {
 // however long the variable.
 func TestPlanLongSnapshotterName(t *testing.T) {
 	_, err := Plan(Facts{Snapshotter: strings.Repeat("X", 100000)})
-	want := SnapshotterEnv + `: invalid snapshotter name "` + strings.Repeat("X", 80) + `"...: want lowercase letters, digits, '.', '_' or '-', starting with a letter or digit`
+	want := SnapshotterEnv + `: invalid snapshotter name "` + strings.Repeat("X", 80) + `"...: want lowercase letters, digits, '.', '_' or '-', starting with a letter or digit, at most 226 bytes`
 	if err == nil || err.Error() != want {
 		t.Errorf("error %.200v, want %s", err, want)
 	}

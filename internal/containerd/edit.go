@@ -163,15 +163,21 @@ func edit(config []byte, ch Change) (Result, []splice, error) {
 
 func checkSnapshotterName(s string) error {
 	if !validSnapshotterName(s) {
-		return fmt.Errorf("invalid snapshotter name %s: want lowercase letters, digits, '.', '_' or '-', starting with a letter or digit", logline.QuoteClipped(s))
+		return fmt.Errorf("invalid snapshotter name %s: want lowercase letters, digits, '.', '_' or '-', starting with a letter or digit, at most %d bytes", logline.QuoteClipped(s), maxSnapshotterName)
 	}
 	return nil
 }
 
-// validSnapshotterName matches ^[a-z0-9][a-z0-9._-]*$. The name is written
-// into a TOML string unescaped, which this alphabet makes safe.
+// maxSnapshotterName is the longest name a snapshotter can have: containerd
+// keeps each snapshotter's state in a directory named
+// io.containerd.snapshotter.v1.NAME, and a file name has at most 255 bytes.
+const maxSnapshotterName = 255 - len("io.containerd.snapshotter.v1.")
+
+// validSnapshotterName matches ^[a-z0-9][a-z0-9._-]*$, at most
+// maxSnapshotterName bytes. The name is written into a TOML string
+// unescaped, which this alphabet makes safe.
 func validSnapshotterName(s string) bool {
-	if s == "" {
+	if s == "" || len(s) > maxSnapshotterName {
 		return false
 	}
 	for i := 0; i < len(s); i++ {

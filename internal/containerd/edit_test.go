@@ -12,6 +12,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/pelletier/go-toml/v2"
 
+	"github.com/kind-entrypoint/entrypoint/internal/logline"
 	"github.com/kind-entrypoint/entrypoint/internal/system/hosttest"
 )
 
@@ -643,9 +644,10 @@ func TestEditErrors(t *testing.T) {
 		{"snapshotter starting with a dash", "-native"},
 		{"snapshotter that would break the string", "native\"\nx = \"y"},
 		{"snapshotter with a slash", "overlay/fs"},
+		{"snapshotter longer than a state directory's name allows", strings.Repeat("n", 227)},
 	} {
 		tests = append(tests, editErrorCase{bad.name, kind, Change{Snapshotter: bad.snapshotter},
-			`invalid snapshotter name ` + strconv.Quote(bad.snapshotter) + `: want lowercase letters, digits, '.', '_' or '-', starting with a letter or digit`})
+			`invalid snapshotter name ` + logline.QuoteClipped(bad.snapshotter) + `: want lowercase letters, digits, '.', '_' or '-', starting with a letter or digit, at most 226 bytes`})
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -849,5 +851,18 @@ func TestEditVersion4(t *testing.T) {
 	}
 	if diff := cmp.Diff(want, string(res.Config)); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)
+	}
+}
+
+// TestSnapshotterNameAtLimit: the longest name a snapshotter's state
+// directory can carry is written like any other.
+func TestSnapshotterNameAtLimit(t *testing.T) {
+	name := strings.Repeat("n", 226)
+	res, err := Edit(readTestdata(t, "kind-v2.toml"), Change{Snapshotter: name})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Contains(res.Config, []byte(`snapshotter = "`+name+`"`)) {
+		t.Errorf("the 226-byte name is not in the config:\n%s", res.Config)
 	}
 }
