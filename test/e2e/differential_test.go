@@ -318,10 +318,10 @@ func collectState(n *node) map[string]string {
 
 	// Which units are enabled is a fact of the unit files: --root=/ has
 	// systemctl work it out itself, as PID 1 would, with the same result.
-	// It is dear: 320,000 system calls, 0.7 s of CPU here, and emulation
-	// slows system calls most. Asked over D-Bus, PID 1 did that work, and
-	// in the VM, with other nodes booting, took longer than D-Bus's 25 s
-	// limit, and so did every retry: a node's systemd left six tries over
+	// It is dear: 320,000 system calls, 0.7 s of CPU here, and 12 to 34 s
+	// in the VM under emulation, which slows system calls most. Asked over
+	// D-Bus, PID 1 did that work within D-Bus's 25 s limit, or did not,
+	// and then no retry did either: a node's systemd left six tries over
 	// 3.5 minutes unanswered ("Connection timed out"). Done by systemctl,
 	// PID 1 is spared, and the read has five minutes.
 	start := time.Now()
