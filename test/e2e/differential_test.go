@@ -318,7 +318,7 @@ func collectState(n *node) map[string]string {
 
 	// Which units are enabled is a fact of the unit files: --root=/ has
 	// systemctl work it out itself, as PID 1 would, with the same result.
-	// It is dear: 320,000 system calls, 0.7 s of CPU here, and 12 to 34 s
+	// It is dear: 320,000 system calls, 0.7 s of CPU here, and 10 to 34 s
 	// in the VM under emulation, which slows system calls most. Asked over
 	// D-Bus, PID 1 did that work within D-Bus's 25 s limit, or did not,
 	// and then no retry did either: a node's systemd left six tries over
