@@ -468,7 +468,7 @@ func mustCollect(n *node, limit time.Duration, argv ...string) string {
 			wait *= 2
 		}
 		var out string
-		if out, err = tier.Run(limit, nil, n.Engine, append([]string{"exec", n.Name}, argv...)...); err == nil {
+		if out, err = n.ExecWithin(limit, argv...); err == nil {
 			return out
 		}
 		if errors.Is(err, context.DeadlineExceeded) {

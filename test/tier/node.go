@@ -20,7 +20,13 @@ type Node struct {
 // ExecErr runs argv in the node (a minute at most) and returns its stdout;
 // the error carries stderr.
 func (n Node) ExecErr(argv ...string) (string, error) {
-	return Run(time.Minute, nil, n.Engine, append([]string{"exec", n.Name}, argv...)...)
+	return n.ExecWithin(time.Minute, argv...)
+}
+
+// ExecWithin is ExecErr with a time limit of its own, for a read that is
+// slow by its nature.
+func (n Node) ExecWithin(limit time.Duration, argv ...string) (string, error) {
+	return Run(limit, nil, n.Engine, append([]string{"exec", n.Name}, argv...)...)
 }
 
 // Log returns the container's log, both streams (see Logs), without a
