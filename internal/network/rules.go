@@ -2,6 +2,7 @@ package network
 
 import (
 	"bytes"
+	"encoding/binary"
 	"iter"
 	"net/netip"
 	"slices"
@@ -28,7 +29,7 @@ func CountRules(save []byte) int {
 	for i := 0; i < len(save); {
 		switch save[i] {
 		case '\n':
-			i++
+			i = skipNewlines(save, i)
 			continue
 		case '-':
 			n++
@@ -158,7 +159,7 @@ func saveRules(save []byte) iter.Seq[ruleLine] {
 		table := 0
 		for start := 0; start < len(save); {
 			if save[start] == '\n' {
-				start++
+				start = skipNewlines(save, start)
 				continue
 			}
 			end := len(save)
@@ -178,6 +179,20 @@ func saveRules(save []byte) iter.Seq[ruleLine] {
 			start = end + 1
 		}
 	}
+}
+
+// skipNewlines returns the index of the first byte at or after i that is
+// not a newline: eight bytes at a time, so that a save of blank lines
+// costs its readers a few instructions per eight lines, not per line.
+func skipNewlines(b []byte, i int) int {
+	const newlines = 0x0a0a0a0a0a0a0a0a
+	for i+8 <= len(b) && binary.LittleEndian.Uint64(b[i:]) == newlines {
+		i += 8
+	}
+	for i < len(b) && b[i] == '\n' {
+		i++
+	}
+	return i
 }
 
 // tableRule is a rule's key in its table (the table's position in the
