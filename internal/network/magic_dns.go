@@ -88,8 +88,9 @@ func noEmbeddedDNS(f MagicFacts) (string, bool) {
 // sending packets to Docker's embedded DNS server.
 func dnatsToEmbeddedDNS(save []byte) bool {
 	// Only a rule naming the address can send to it: no other is parsed.
+	named := newLineMatcher(save, []string{dockerEmbeddedDNS})
 	for l := range saveRules(save) {
-		if !bytes.Contains(l.text, []byte(dockerEmbeddedDNS)) {
+		if !named.in(l.start, l.start+len(l.text)) {
 			continue
 		}
 		r := parseRule(strings.TrimRight(string(l.text), "\r"))
