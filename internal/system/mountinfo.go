@@ -79,8 +79,10 @@ func parseMountinfoText(text string, b []byte) ([]*mountinfo.Info, error) {
 	// (cgroup_show_path), as in /proc/self/cgroup. Whoever joins a root
 	// to a path must refuse those (cgroupfix does).
 	for i, m := range mi {
-		if len(m.Mountpoint) > MaxMountPath || len(m.Root) > MaxMountPath {
-			return nil, fmt.Errorf("mount %d (ID %d): mount point of %d bytes, root of %d: longer than %d bytes (PATH_MAX, MaxMountPath)", i+1, m.ID, len(m.Mountpoint), len(m.Root), MaxMountPath)
+		for _, f := range []struct{ name, path string }{{"mount point", m.Mountpoint}, {"root", m.Root}} {
+			if len(f.path) > MaxMountPath {
+				return nil, fmt.Errorf("mount %d (ID %d): %s of %d bytes, longer than %d (PATH_MAX, MaxMountPath)", i+1, m.ID, f.name, len(f.path), MaxMountPath)
+			}
 		}
 		if !cleanAbs(m.Mountpoint) || (strings.HasPrefix(m.Root, "/") && !cleanAbs(withoutLeadingUps(m.Root))) {
 			return nil, fmt.Errorf("mount %d (ID %d): mount point %s, root %s: not a clean absolute path", i+1, m.ID, logline.QuoteClipped(m.Mountpoint), logline.QuoteClipped(m.Root))
