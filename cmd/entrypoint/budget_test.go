@@ -119,6 +119,15 @@ func capInputs(tb testing.TB) map[string]map[string]string {
 			".host/run/iptables-nft-save":    "",
 		},
 		"iptables-save a million rules": {".host/run/iptables-nft-save": string(docker) + rules.String()},
+		// As many cgroup mounts as fix_cgroup plans for, each on a
+		// branch of its own 2000 levels deep: a plan making 2 million
+		// directories, refused (plan.MaxPlannedDirs).
+		"mount table deep cgroup branches at their cap": table(func(i int) string {
+			if i < cgroupfix.MaxV1Mounts-cgroups {
+				return fmt.Sprintf("%d 1047 0:29 / /sys/fs/cgroup/cpu,cpuacct/b%d%s/c rw,nosuid,nodev,noexec,relatime master:10 - cgroup cgroup rw,cpu,cpuacct\n", 5000+i, i, deep)
+			}
+			return tmpfs(i)
+		}),
 		"mount table a mount point 32k names deep": {
 			system.MountinfoPath[1:]: string(base) + "5000 1047 0:29 / " + deepest + " rw,nosuid,nodev,noexec,relatime master:10 - cgroup cgroup rw,cpu,cpuacct\n",
 		},

@@ -1,12 +1,23 @@
 package plan
 
 import (
+	"fmt"
 	"io/fs"
 	"path"
 	"syscall"
 
+	"github.com/kind-entrypoint/entrypoint/internal/logline"
 	"github.com/kind-entrypoint/entrypoint/internal/system"
 )
+
+// MaxPlannedDirs is the most directories a plan's Mkdirs may span, each
+// with all its ancestors (what Preflight keeps for them). A boot's plan
+// spans a few thousand (the kubelet roots of 1024 cgroup mounts,
+// fix_cgroup's cap, 2000 levels deep under one directory); one spanning
+// millions (1000 cgroup mounts, each on a branch of its own 2000 levels
+// deep: 11 s of CPU and 290 MiB to preflight) is a host to refuse, not
+// one to walk.
+const MaxPlannedDirs = 1 << 16
 
 // Preflight finds, reading sys only, a fatal action of actions that the
 // kernel would refuse for the file types it meets: a file written over a
@@ -131,6 +142,9 @@ func Preflight(sys system.System, actions []Action) error {
 			}
 			for d := p; d != "/" && d != "." && made[d] != gen; d = system.Parent(d) {
 				made[d] = gen
+			}
+			if len(made) > MaxPlannedDirs {
+				return fmt.Errorf("mkdir (planned) %s: the plan's directories and their ancestors are more than %d (MaxPlannedDirs)", logline.QuoteClipped(p), MaxPlannedDirs)
 			}
 		case OpRemove:
 			removed[p] = true

@@ -70,6 +70,26 @@ func TestPreflightDeepPathStats(t *testing.T) {
 	}
 }
 
+// TestPreflightPlannedDirsCap: a plan making more than MaxPlannedDirs
+// directories (ancestors counted) is refused, naming the Mkdir that
+// passes the cap; one making them all under a shared deep path is not.
+func TestPreflightPlannedDirsCap(t *testing.T) {
+	sys := system.NewTree(hosttest.Dir(t, map[string]string{"sys/fs/cgroup/cpu/.keep": ""}))
+	deep := strings.Repeat("/k", 2000)
+	var shared, branches []Action
+	for i := range 1024 {
+		shared = append(shared, Mkdir("/sys/fs/cgroup/cpu"+deep+"/c"+strconv.Itoa(i)+"/kubelet", 0o755))
+		branches = append(branches, Mkdir("/sys/fs/cgroup/cpu/b"+strconv.Itoa(i)+deep+"/kubelet", 0o755))
+	}
+	if err := Preflight(sys, shared); err != nil {
+		t.Errorf("1024 cgroup mounts under one deep path: %v", err)
+	}
+	err := Preflight(sys, branches)
+	if err == nil || !strings.Contains(err.Error(), `mkdir (planned) "/sys/fs/cgroup/cpu/b32/`) || !strings.Contains(err.Error(), "MaxPlannedDirs") {
+		t.Errorf("1024 branches 2000 levels deep: %v, want the cap's error naming the 33rd", err)
+	}
+}
+
 // BenchmarkPreflightKubeletRoots preflights the kubelet roots of 150k
 // cgroup mounts, about what the mount table's 16 MiB cap holds (the
 // worst fixture has 13).
