@@ -10,6 +10,7 @@ import (
 	"hash/fnv"
 	"slices"
 	"strconv"
+	"strings"
 )
 
 const writePageSize = 4096
@@ -81,4 +82,18 @@ func writeMeta(p []byte, txid, highWater uint64) {
 	h := fnv.New64a()
 	h.Write(m[:metaSumSize])
 	le.PutUint64(m[metaSumSize:], h.Sum64())
+}
+
+// IsBackend reports whether p is an etcd data directory's backend file.
+func IsBackend(p string) bool { return strings.HasSuffix(p, "/"+dbInDataDir) }
+
+// MembershipOnly is the backend file db reduced to its membership, the
+// form capture archives: the real file holds every Secret of the
+// cluster. A file the reader refuses gives an error, and nothing.
+func MembershipOnly(db []byte) ([]byte, error) {
+	ms, err := ReadMembers(db)
+	if err != nil {
+		return nil, err
+	}
+	return MembersDB(ms), nil
 }
