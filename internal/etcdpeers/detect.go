@@ -55,6 +55,11 @@ type Facts struct {
 // runs. Nothing it finds is fatal: a node whose membership cannot be
 // read boots as the script's does (Plan warns).
 func Detect(sys system.System, hostname string) Facts {
+	return detect(sys, hostname, LimitDB)
+}
+
+// detect is Detect with the backend file's size limit.
+func detect(sys system.System, hostname string, limit int) Facts {
 	f := Facts{Hostname: hostname}
 	manifest, err := sys.ReadFile(EtcdManifest, system.LimitConfig)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -65,7 +70,7 @@ func Detect(sys system.System, hostname string) Facts {
 		return f
 	}
 	f.DB = path.Join(DataDir(manifest), dbInDataDir)
-	db, err := sys.ReadFile(f.DB, LimitDB)
+	db, err := sys.ReadFile(f.DB, limit)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		return f
