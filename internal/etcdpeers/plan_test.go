@@ -131,7 +131,7 @@ func TestNotThisNode(t *testing.T) {
 	}
 }
 
-func hostTree(t *testing.T, files map[string]string) *system.Tree { return hosttest.Tree(t, files) }
+func hostTree(t testing.TB, files map[string]string) *system.Tree { return hosttest.Tree(t, files) }
 
 // apply applies actions to a fake tree.
 func apply(t *testing.T, tree *system.Tree, actions []plan.Action) {
