@@ -66,7 +66,9 @@ func detect(sys system.System, hostname string, limit int) Facts {
 		return f
 	}
 	if err != nil {
-		f.DB, f.Err = EtcdManifest, err
+		// A control plane whose manifest cannot be read: said, not
+		// taken as a worker.
+		f.DB, f.Present, f.Err = EtcdManifest, true, err
 		return f
 	}
 	f.DB = path.Join(DataDir(manifest), dbInDataDir)

@@ -57,6 +57,8 @@ func TestDetectAndPlan(t *testing.T) {
 			"etc/kubernetes/manifests/etcd.yaml": strings.Replace(manifest, "/var/lib/etcd", "/data/etcd", 1),
 			"data/etcd/member/snap/db":           three,
 		}, want: []string{"log INFO: etcd has 3", "write", "mkdir", "write", "symlink"}},
+		{name: "manifest unreadable", files: map[string]string{"etc/kubernetes/manifests/etcd.yaml": strings.Repeat("x", system.LimitConfig+1)},
+			want: []string{"log WARN: not redirecting"}, errPart: "limit"},
 		{name: "empty file", files: map[string]string{"etc/kubernetes/manifests/etcd.yaml": manifest, db: ""},
 			want: []string{"log WARN: not redirecting etcd's peers after a restart"}, errPart: "empty file"},
 		{name: "corrupt file", files: map[string]string{"etc/kubernetes/manifests/etcd.yaml": manifest, db: strings.Repeat("x", 9000)},
