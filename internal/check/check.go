@@ -111,6 +111,7 @@ func Run(ctx context.Context, o Options) Report {
 	rows = append(rows, c.sysMount(), c.propagation())
 	rows = append(rows, c.iptables()...)
 	rows = append(rows, c.names()...)
+	rows = append(rows, c.etcdPeers()...)
 	rows = append(rows, c.dmi(), c.libModules(), c.plan(rep.Dry.Shown(), rep.Dry.Err))
 	if o.PodNetwork != nil {
 		rows = append(rows, c.podNetwork(ctx, o.PodNetwork))

@@ -5,6 +5,7 @@ package cluster
 import (
 	"encoding/json"
 	"fmt"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"slices"
@@ -35,6 +36,9 @@ type shape struct {
 	family                 string // kind's ipFamily ("" is ipv4)
 	engine                 string // "" is docker
 	controlPlanes, workers int
+	// ha: checked after every restart, then restarted in reverse order
+	// and one control plane alone (kind#1689: see haRestarts)
+	ha bool
 }
 
 func (s shape) nodes() string {
@@ -47,7 +51,7 @@ var shapes = []shape{
 	{name: "ipv6", family: "ipv6", workers: 1},
 	{name: "dual", family: "dual", workers: 1},
 	{name: "ipv4", workers: 2}, // kind CI's shape
-	{name: "ha", controlPlanes: 3, workers: 1},
+	{name: "ha", controlPlanes: 3, workers: 1, ha: true},
 	{name: "podman", engine: "podman", workers: 1},
 }
 
@@ -61,6 +65,9 @@ type result struct {
 	image                                string // ours or script
 	create, checks, restart, checksAfter string // pass, FAIL, or - (not run)
 	createTimes, restartTimes            []time.Duration
+	// more: the ha shape's further restarts (reverse order, one control
+	// plane alone), each pass or FAIL; - elsewhere
+	more string
 }
 
 // TestMatrix: every shape, from our image and from the control image with
@@ -86,7 +93,7 @@ func TestMatrix(t *testing.T) {
 			images = [][2]string{{"ours", envPodmanImage}, {"script", envPodmanReferenceImage}}
 		}
 		for _, im := range images {
-			r := &result{shape: sh, image: im[0], create: "-", checks: "-", restart: "-", checksAfter: "-"}
+			r := &result{shape: sh, image: im[0], create: "-", checks: "-", restart: "-", checksAfter: "-", more: "-"}
 			base := spec{image: os.Getenv(im[1]), kind: kind, prefix: matrixPrefix, family: sh.family,
 				engine: sh.engine, controlPlanes: sh.controlPlanes, workers: sh.workers}
 			name := sh.name + "/" + im[0]
@@ -126,6 +133,9 @@ func runShape(t *testing.T, s spec, sh shape, r *result, restarts int) {
 		c.coreDNSOffline(t)
 	}
 	r.checks = passed(t.Run("checks", func(t *testing.T) { c.checkAll(t, "before-restart") }))
+	if sh.ha {
+		c.recordEtcd(t, "before-restart")
+	}
 	// every stage runs even when one before it failed, as far as the
 	// cluster allows: what comes back after a restart is the point
 	r.restart = passed(t.Run("restart", func(t *testing.T) {
@@ -135,13 +145,124 @@ func runShape(t *testing.T, s spec, sh shape, r *result, restarts int) {
 		return
 	}
 	r.checksAfter = passed(t.Run("checks-after-restart", func(t *testing.T) { c.checkAll(t, "after-restart") }))
+	if sh.ha {
+		c.recordEtcd(t, "after-restart")
+	}
 	for i := 2; i <= restarts; i++ {
 		if !t.Run(fmt.Sprintf("restart%d", i), func(t *testing.T) {
 			r.restartTimes = append(r.restartTimes, c.readySince(t, c.restartWithNewIPs(t), restartLimit))
+			if sh.ha { // every check again, after every restart
+				stage := fmt.Sprintf("after-restart%d", i)
+				c.checkAll(t, stage)
+				c.recordEtcd(t, stage)
+			}
 		}) {
 			r.restart = fmt.Sprintf("FAIL at restart %d", i)
 			return
 		}
+	}
+	if sh.ha {
+		r.more = c.haRestarts(t)
+	}
+}
+
+// haRestarts restarts an HA cluster twice more, each time waiting for
+// every node to report Ready and checking it all again:
+//   - in reverse order (the load balancer, the worker, the last control
+//     plane first, ..., the first control plane last), 15 s apart, every
+//     address new: etcd's first members to start find no peer at all for
+//     a while, and the unit of each must map the peers that start after
+//     it (its rounds go on for 10 minutes);
+//   - one control plane alone (control-plane2), the others left running
+//     at their addresses: its unit finds every peer unchanged; the
+//     others' etcd dial it at its recorded, old address, and no unit runs
+//     on them (they did not start). etcd's stream connections are opened
+//     by both sides, so the members may still reach each other through
+//     the ones control-plane2 opens; this stage says whether they do.
+//
+// It returns "reverse pass|FAIL, one pass|FAIL".
+func (c *cluster) haRestarts(t *testing.T) string {
+	all := slices.Clone(c.nodes)
+	if c.lb != "" {
+		all = append(all, c.lb)
+	}
+	slices.Reverse(all)
+	reverse := passed(t.Run("restart-reverse", func(t *testing.T) {
+		since := c.restartInOrder(t, all, 15*time.Second)
+		c.readySince(t, since, restartLimit+time.Minute)
+		c.checkAll(t, "after-restart-reverse")
+		c.recordEtcd(t, "after-restart-reverse")
+	}))
+	one := passed(t.Run("restart-one-control-plane", func(t *testing.T) {
+		since := c.restartInOrder(t, []string{c.nodes[1]}, 0)
+		c.readySince(t, since, restartLimit)
+		c.checkAll(t, "after-restart-one")
+		c.recordEtcd(t, "after-restart-one")
+	}))
+	return "reverse " + reverse + ", one " + one
+}
+
+// restartInOrder stops containers, holds each one's addresses with a
+// throwaway (as restartWithNewIPs does), then starts them one at a time
+// in the order given, gap apart, and returns when the first started.
+// Every container restarted must come back at new addresses.
+func (c *cluster) restartInOrder(t *testing.T, containers []string, gap time.Duration) time.Time {
+	t.Helper()
+	old := map[string][]netip.Addr{}
+	for _, n := range containers {
+		old[n] = c.addrs(t, n)
+	}
+	if _, err := c.cli(3*time.Minute, nil, append([]string{"stop"}, containers...)...); err != nil {
+		t.Fatal(err)
+	}
+	for range containers {
+		if _, err := c.cli(time.Minute, nil, "run", "-d", "--name", fmt.Sprintf("%s-throwaway%d", c.name, c.throwaways),
+			"--label", c.prefix+"throwaway="+c.name, "--network", c.net,
+			"--entrypoint", "/bin/sleep", c.image, "infinity"); err != nil {
+			t.Fatal(err)
+		}
+		c.throwaways++
+	}
+	started := time.Now()
+	for i, n := range containers {
+		if i > 0 {
+			time.Sleep(gap)
+		}
+		if _, err := c.cli(3*time.Minute, nil, "start", n); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, n := range containers {
+		now := c.addrs(t, n)
+		for _, a := range now {
+			if slices.Contains(old[n], a) {
+				t.Fatalf("%s kept its address %s across the restart (%v -> %v): the test did not change it", n, a, old[n], now)
+			}
+		}
+		t.Logf("%s: %v -> %v", n, old[n], now)
+	}
+	return started
+}
+
+// recordEtcd writes, for the note of kind#1689, what each control plane's
+// kind-etcd-peer-nat.service logged (the script's image has none) and
+// etcd's member list as the first control plane's etcd answers it, to
+// CLUSTER_LOG_DIR/NAME-STAGE-etcd.txt. It fails nothing: the checks do.
+func (c *cluster) recordEtcd(t *testing.T, stage string) {
+	t.Helper()
+	var b strings.Builder
+	for _, cp := range c.nodes[:c.controlPlanes] {
+		out, err := c.cli(time.Minute, nil, "exec", cp, "journalctl", "--no-pager", "-o", "short-precise", "-u", "kind-etcd-peer-nat.service")
+		fmt.Fprintf(&b, "$ %s exec %s journalctl -u kind-etcd-peer-nat.service (error: %v)\n%s\n", c.engine, cp, err, out)
+	}
+	const pki = "/etc/kubernetes/pki/etcd/"
+	members, err := c.kubectl("", "-n", "kube-system", "exec", "etcd-"+c.cp(), "--", "etcdctl",
+		"--endpoints", "https://127.0.0.1:2379", "--cacert", pki+"ca.crt", "--cert", pki+"server.crt", "--key", pki+"server.key",
+		"member", "list", "-w", "table")
+	fmt.Fprintf(&b, "$ kubectl -n kube-system exec etcd-%s -- etcdctl member list -w table (error: %v)\n%s\n", c.cp(), err, members)
+	t.Logf("%s, etcd:\n%s", stage, b.String())
+	if err := os.WriteFile(filepath.Join(c.logDir, c.name+"-"+stage+"-etcd.txt"), []byte(b.String()), 0o644); err != nil {
+		t.Error(err)
 	}
 }
 
@@ -229,11 +350,11 @@ func median(ds []time.Duration) string {
 // CLUSTER_LOG_DIR/matrix.md.
 func writeTable(t *testing.T, results []*result) {
 	var b strings.Builder
-	b.WriteString("| shape | nodes | image | create | checks | restart | checks after restart | create time | restart-to-Ready |\n")
-	b.WriteString("| --- | --- | --- | --- | --- | --- | --- | --- | --- |\n")
+	b.WriteString("| shape | nodes | image | create | checks | restart | checks after restart | create time | restart-to-Ready | HA: reverse order, one control plane |\n")
+	b.WriteString("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n")
 	for _, r := range results {
-		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", r.shape.name, r.shape.nodes(), r.image,
-			r.create, r.checks, r.restart, r.checksAfter, median(r.createTimes), median(r.restartTimes))
+		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", r.shape.name, r.shape.nodes(), r.image,
+			r.create, r.checks, r.restart, r.checksAfter, median(r.createTimes), median(r.restartTimes), r.more)
 	}
 	t.Logf("matrix:\n%s", b.String())
 	dir := os.Getenv(envLogDir)
