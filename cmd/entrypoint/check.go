@@ -9,6 +9,7 @@ import (
 	"os"
 
 	"github.com/kind-entrypoint/entrypoint/internal/check"
+	"github.com/kind-entrypoint/entrypoint/internal/dnsforward"
 	"github.com/kind-entrypoint/entrypoint/internal/network"
 	"github.com/kind-entrypoint/entrypoint/internal/podnet"
 )
@@ -104,7 +105,7 @@ func runCheck(args []string, stdout, stderr io.Writer) int {
 	if !ok {
 		return check.ExitUsage
 	}
-	o := check.Options{Sys: sys, LookupEnv: lookupEnv, Live: *root == ""}
+	o := check.Options{Sys: sys, LookupEnv: lookupEnv, Live: *root == "", DNSProbe: dnsforward.Probe}
 	if *root == "" && !*noPodNet {
 		status, _ := os.ReadFile("/proc/self/status")
 		if podnet.Capable(os.Geteuid(), status) {

@@ -234,3 +234,21 @@ func TestHalfOpenConnections(t *testing.T) {
 		t.Errorf("counts %+v: want 3 answered, the %d half-open ones evicted or timed out, at most %d buffers", got, len(half), 1+lim.Conns)
 	}
 }
+
+func TestProbe(t *testing.T) {
+	up := dnstest.Start(t, loop4, 0)
+	f := start(t, up.Addr, dnsforward.DefaultLimits())
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	if _, err := dnsforward.Probe(ctx, f.Addr(), "kind-control-plane"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := dnsforward.NewQuery(1, strings.Repeat("a", 64)+".b"); err == nil {
+		t.Error("a 64-byte label was encoded")
+	}
+	q, err := dnsforward.NewQuery(0x1234, "a.bc.")
+	want := []byte{0x12, 0x34, 1, 0, 0, 1, 0, 0, 0, 0, 0, 0, 1, 'a', 2, 'b', 'c', 0, 0, 28, 0, 1}
+	if err != nil || !bytes.Equal(q, want) {
+		t.Errorf("NewQuery: %x, %v; want %x", q, err, want)
+	}
+}

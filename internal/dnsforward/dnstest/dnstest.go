@@ -1,13 +1,11 @@
 package dnstest
 
 import (
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/netip"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -127,15 +125,13 @@ func Answer(q []byte) []byte {
 	return r
 }
 
-// Query is a query for name's AAAA records with the given ID.
+// Query is dnsforward.NewQuery of a name that is one.
 func Query(id uint16, name string) []byte {
-	q := binary.BigEndian.AppendUint16(nil, id)
-	q = append(q, 0x01, 0x00, 0, 1, 0, 0, 0, 0, 0, 0) // RD; one question
-	for label := range strings.SplitSeq(strings.TrimSuffix(name, "."), ".") {
-		q = append(q, byte(len(label)))
-		q = append(q, label...)
+	q, err := dnsforward.NewQuery(id, name)
+	if err != nil {
+		panic(err)
 	}
-	return append(q, 0, 0, 28, 0, 1) // root; AAAA; IN
+	return q
 }
 
 // Exchange sends q over c (a UDP or TCP connection) and returns the
