@@ -134,9 +134,7 @@ func (f *Forwarder) bind(ctx context.Context, lc net.ListenConfig, listen netip.
 		return fmt.Errorf("listen on %s/udp: %w", listen, err)
 	}
 	u := pc.(*net.UDPConn)
-	// Room for bursts: a flood of garbage must not make the kernel drop
-	// the queries queued behind it before the reader gets to them.
-	_ = u.SetReadBuffer(1 << 20)
+	receiveBuffer(u)
 	bound := u.LocalAddr().(*net.UDPAddr).AddrPort()
 	l, err := lc.Listen(ctx, "tcp"+network[3:], netip.AddrPortFrom(listen.Addr(), bound.Port()).String())
 	if err != nil {
@@ -146,6 +144,29 @@ func (f *Forwarder) bind(ctx context.Context, lc net.ListenConfig, listen netip.
 	f.udp, f.tcp = u, l.(*net.TCPListener)
 	f.addr = netip.AddrPortFrom(listen.Addr(), bound.Port())
 	return nil
+}
+
+// udpReceiveBuffer is the UDP socket's receive buffer: room for bursts,
+// so that a flood of garbage does not make the kernel drop the queries
+// queued behind it before the reader gets to them. 4 MiB holds several
+// thousand small datagrams (each costs its buffer's truesize, about 1 KiB).
+const udpReceiveBuffer = 4 << 20
+
+// receiveBuffer sets udpReceiveBuffer, past net.core.rmem_max where the
+// process may (SO_RCVBUFFORCE, CAP_NET_ADMIN: the node's root), else up
+// to rmem_max.
+func receiveBuffer(u *net.UDPConn) {
+	raw, err := u.SyscallConn()
+	if err == nil {
+		var serr error
+		err = raw.Control(func(fd uintptr) {
+			serr = unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_RCVBUFFORCE, udpReceiveBuffer)
+		})
+		if err == nil && serr == nil {
+			return
+		}
+	}
+	_ = u.SetReadBuffer(udpReceiveBuffer)
 }
 
 // freebind lets a socket bind an address the node does not (yet) have.

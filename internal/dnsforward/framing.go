@@ -21,17 +21,20 @@ const MaxMessage = 65535
 // Errors of ReadFrame and CheckQuery.
 var (
 	ErrShort    = errors.New("shorter than a DNS header")
-	ErrNotQuery = errors.New("a reply, not a query")
+	ErrNotQuery = errors.New("not a standard query with one question")
 )
 
 // CheckQuery tells whether msg may be forwarded as a query: at least a
-// header, and the QR bit clear (a reply sent to the forwarder is dropped,
-// so that no two forwarders can bounce replies between them).
+// header, the QR bit clear (a reply sent to the forwarder is dropped, so
+// that no two forwarders can bounce replies between them), opcode QUERY
+// and one question (RFC 9619: every resolver sends exactly one). The
+// header is all it reads: garbage rarely passes all three, and what does
+// costs the upstream one FORMERR.
 func CheckQuery(msg []byte) error {
 	if len(msg) < HeaderLen {
 		return ErrShort
 	}
-	if msg[2]&0x80 != 0 {
+	if msg[2]&0xf8 != 0 || msg[4] != 0 || msg[5] != 1 {
 		return ErrNotQuery
 	}
 	return nil

@@ -73,9 +73,19 @@ func TestAppendFrameRefusesOversize(t *testing.T) {
 }
 
 func TestCheckQuery(t *testing.T) {
-	q := make([]byte, HeaderLen)
+	q := []byte{0, 0, 1, 0, 0, 1, 0, 0, 0, 0, 0, 0}
 	if err := CheckQuery(q); err != nil {
-		t.Errorf("a bare header: %v", err)
+		t.Errorf("a bare header with one question: %v", err)
+	}
+	for _, bad := range [][]byte{
+		make([]byte, HeaderLen),                 // no question
+		{0, 0, 1, 0, 0, 2, 0, 0, 0, 0, 0, 0},    // two
+		{0, 0, 0x29, 0, 0, 1, 0, 0, 0, 0, 0, 0}, // opcode UPDATE
+		{0, 0, 0x01, 0, 1, 1, 0, 0, 0, 0, 0, 0}, // 257 questions
+	} {
+		if err := CheckQuery(bad); !errors.Is(err, ErrNotQuery) {
+			t.Errorf("%x: %v", bad, err)
+		}
 	}
 	if err := CheckQuery(q[:11]); !errors.Is(err, ErrShort) {
 		t.Errorf("11 bytes: %v", err)
