@@ -84,10 +84,11 @@ type Forwarder struct {
 	log      *logline.Logger
 	dial     func(ctx context.Context, network, address string) (net.Conn, error)
 
-	slots chan struct{} // a token per query in flight
-	bufs  sync.Pool     // *[]byte of MaxMessage bytes
-	conns connSet
-	st    stats
+	slots   chan struct{} // a token per query in flight
+	idleUDP chan net.Conn // upstream sockets kept for the next query
+	bufs    sync.Pool     // *[]byte of MaxMessage bytes
+	conns   connSet
+	st      stats
 }
 
 // Listen binds UDP and TCP on listen (port 0: one port free for both) and
@@ -102,7 +103,8 @@ func Listen(ctx context.Context, cfg Config) (*Forwarder, error) {
 	if !upstream.IsValid() || upstream.Port() == 0 {
 		return nil, fmt.Errorf("upstream %s: not an address and port", upstream)
 	}
-	f := &Forwarder{upstream: upstream, lim: lim, log: cfg.Log, dial: cfg.Dial, slots: make(chan struct{}, lim.InFlight)}
+	f := &Forwarder{upstream: upstream, lim: lim, log: cfg.Log, dial: cfg.Dial, slots: make(chan struct{}, lim.InFlight),
+		idleUDP: make(chan net.Conn, lim.InFlight)}
 	if f.dial == nil {
 		var d net.Dialer
 		f.dial = d.DialContext
@@ -215,6 +217,7 @@ loop:
 	f.tcp.Close()
 	f.conns.closeAll()
 	wg.Wait()
+	f.closeIdleUDP()
 	f.st.report(f.log, 0)
 	if err != nil && !errors.Is(err, net.ErrClosed) {
 		return err
