@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"io"
 	"net/netip"
+	"os"
 	"os/signal"
+	"runtime/debug"
 	"syscall"
 	"time"
 
@@ -25,6 +27,12 @@ something.
 
 flags:
 `
+
+// forwarderMemoryLimit is the forwarder's soft memory limit: its buffers
+// hold at most dnsforward.Limits.MemoryBound (12 MiB with the default
+// limits), the heap about twice what is live, and its unit's MemoryMax is
+// 64 MiB; the collector runs harder before that is near.
+const forwarderMemoryLimit = 40 << 20
 
 func runDNSForwarder(args []string, _, stderr io.Writer) int {
 	fl := toolFlagSet("entrypoint "+network.ForwarderCommand, dnsForwarderUsage, stderr)
@@ -58,6 +66,9 @@ func runDNSForwarder(args []string, _, stderr io.Writer) int {
 	if *interval <= 0 {
 		fmt.Fprintf(stderr, "entrypoint %s: --stats-interval must be positive\n", network.ForwarderCommand)
 		return 2
+	}
+	if _, set := os.LookupEnv("GOMEMLIMIT"); !set {
+		debug.SetMemoryLimit(forwarderMemoryLimit)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
