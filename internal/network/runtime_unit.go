@@ -78,7 +78,7 @@ func (u RuntimeUnit) Plan(link *string) []plan.Action {
 	// node, and the unit names this boot's addresses.
 	actions := []plan.Action{
 		plan.Mkdir(path.Dir(u.WantsLink()), 0o755).OnEveryBoot(),
-		plan.WriteFile(u.Path(), u.Render(), 0o644).OnEveryBoot(),
+		plan.WriteFile(u.Path(), u.Render(), 0o644).OnEveryBoot().ShownWhole(),
 	}
 	switch {
 	case link == nil:
