@@ -252,3 +252,21 @@ func TestProbe(t *testing.T) {
 		t.Errorf("NewQuery: %x, %v; want %x", q, err, want)
 	}
 }
+
+// TestTCPUpstreamClosed: the upstream closes its connection after each
+// answer; the client's next query on the same connection is sent again on
+// a new one, and answered.
+func TestTCPUpstreamClosed(t *testing.T) {
+	up := dnstest.StartOneQuery(t, loop4)
+	f := start(t, up.Addr, dnsforward.DefaultLimits())
+	c := dial(t, "tcp", f.Addr())
+	for id := range uint16(4) {
+		if _, err := dnstest.Exchange(c, dnstest.Query(id, "x"), 2*time.Second); err != nil {
+			t.Fatalf("query %d: %v", id, err)
+		}
+	}
+	f.stop()
+	if got := f.Stats(); got.TCP != 4 || got.Failed != 0 {
+		t.Errorf("counts %+v, want 4 answered", got)
+	}
+}

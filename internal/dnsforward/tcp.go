@@ -44,6 +44,7 @@ func (f *Forwarder) serveConn(tc *tconn) {
 	defer close(tc.done)
 	defer f.conns.remove(tc)
 	defer tc.conn.Close()
+	defer tc.closeUpstream()
 	for {
 		f.conns.setIdle(tc, true)
 		if err := tc.conn.SetReadDeadline(time.Now().Add(f.lim.IdleTimeout)); err != nil {
@@ -97,7 +98,7 @@ func (f *Forwarder) query(tc *tconn, n int) bool {
 		f.st.busy.Add(1)
 		return false
 	}
-	reply, err := f.tcpExchange(msg, *b)
+	reply, err := f.tcpExchange(tc, msg, *b)
 	<-f.slots
 	if err != nil {
 		f.st.fail(err)
@@ -117,37 +118,62 @@ func (f *Forwarder) query(tc *tconn, n int) bool {
 	return true
 }
 
-// tcpExchange sends msg to the upstream over a new connection and reads
-// the reply into buf, which may be msg's own (it is sent by then). A connection per query: TCP queries are the rare
-// retries of truncated answers, and a fresh one never finds the upstream
-// has closed it.
-func (f *Forwarder) tcpExchange(msg, buf []byte) ([]byte, error) {
+// tcpExchange sends msg to the upstream and reads the reply into buf,
+// which may be msg's own (it is sent by then). The client's connection
+// keeps its upstream connection for its next query (tc.up): a connect per
+// query was most of a TCP query's cost. A kept connection the upstream
+// has closed meanwhile fails before a byte of the reply is read, and
+// msg is still whole: it is sent once more on a new connection.
+func (f *Forwarder) tcpExchange(tc *tconn, msg, buf []byte) ([]byte, error) {
 	deadline := time.Now().Add(f.lim.QueryTimeout)
+	if tc.up != nil {
+		reply, sent, err := f.exchangeOn(tc.up, deadline, msg, buf)
+		if err == nil || sent {
+			if err != nil {
+				tc.closeUpstream()
+			}
+			return reply, err
+		}
+		tc.closeUpstream()
+	}
 	ctx, cancel := context.WithDeadline(context.Background(), deadline)
 	defer cancel()
 	up, err := f.dial(ctx, "tcp", f.upstream.String())
 	if err != nil {
 		return nil, err
 	}
-	defer up.Close()
+	tc.up = up
+	reply, _, err := f.exchangeOn(up, deadline, msg, buf)
+	if err != nil {
+		tc.closeUpstream()
+	}
+	return reply, err
+}
+
+// exchangeOn is one query on the upstream connection up. sent says that
+// the reply had begun to arrive (into buf, over msg) when it failed.
+func (f *Forwarder) exchangeOn(up net.Conn, deadline time.Time, msg, buf []byte) (reply []byte, sent bool, err error) {
 	if err := up.SetDeadline(deadline); err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	id := ID(msg)
 	var prefix [2]byte
 	prefix[0], prefix[1] = byte(len(msg)>>8), byte(len(msg))
 	bufs := net.Buffers{prefix[:], msg}
 	if _, err := bufs.WriteTo(up); err != nil {
-		return nil, err
+		return nil, false, err
 	}
-	reply, err := ReadFrame(up, buf)
+	n, err := ReadLength(up)
 	if err != nil {
-		return nil, err
+		return nil, false, err
+	}
+	if reply, err = ReadMessage(up, n, buf); err != nil {
+		return nil, true, err
 	}
 	if !IsReplyTo(reply, id) {
-		return nil, errors.New("the upstream's reply does not answer the query (ID or QR bit)")
+		return nil, true, errors.New("the upstream's reply does not answer the query (ID or QR bit)")
 	}
-	return reply, nil
+	return reply, true, nil
 }
 
 func isTimeout(err error) bool {
@@ -158,10 +184,18 @@ func isTimeout(err error) bool {
 // tconn is a client's TCP connection.
 type tconn struct {
 	conn      *net.TCPConn
+	up        net.Conn      // to the upstream, kept between queries (its goroutine's alone)
 	done      chan struct{} // closed when its goroutine has ended
 	idle      bool
 	closing   bool
 	idleSince time.Time
+}
+
+func (tc *tconn) closeUpstream() {
+	if tc.up != nil {
+		tc.up.Close()
+		tc.up = nil
+	}
 }
 
 // connSet holds the open connections, at most max of them.

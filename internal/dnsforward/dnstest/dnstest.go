@@ -24,7 +24,10 @@ type Server struct {
 	udp   *net.UDPConn
 	tcp   *net.TCPListener
 	delay time.Duration
-	wg    sync.WaitGroup
+	// oneQuery: a TCP connection is closed after its first answer, as a
+	// server that does not keep connections open does.
+	oneQuery bool
+	wg       sync.WaitGroup
 }
 
 // Start binds UDP and TCP on addr (port 0: one free for both) in the
@@ -32,7 +35,18 @@ type Server struct {
 // each answer after delay.
 func Start(t testing.TB, addr netip.AddrPort, delay time.Duration) *Server {
 	t.Helper()
-	s := &Server{delay: delay}
+	return start(t, addr, &Server{delay: delay})
+}
+
+// StartOneQuery is Start of a server that closes each TCP connection
+// after its first answer.
+func StartOneQuery(t testing.TB, addr netip.AddrPort) *Server {
+	t.Helper()
+	return start(t, addr, &Server{oneQuery: true})
+}
+
+func start(t testing.TB, addr netip.AddrPort, s *Server) *Server {
+	t.Helper()
 	for range 8 {
 		u, err := net.ListenUDP("udp", net.UDPAddrFromAddrPort(addr))
 		if err != nil {
@@ -109,7 +123,7 @@ func (s *Server) serveTCP() {
 				time.Sleep(s.delay)
 				out, _ := dnsforward.AppendFrame(nil, Answer(q))
 				s.Queries.Add(1)
-				if _, err := c.Write(out); err != nil {
+				if _, err := c.Write(out); err != nil || s.oneQuery {
 					return
 				}
 			}
