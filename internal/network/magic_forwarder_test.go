@@ -151,3 +151,44 @@ func TestPlanMagicForwarderRestart(t *testing.T) {
 		t.Errorf("overwrote the original with %q", a.Data)
 	}
 }
+
+// FuzzWithForwarder: whatever resolv.conf holds, the forwarder's line is
+// added at most once, right after the host IP's line, a second run
+// changes nothing, and every other line is kept in order.
+func FuzzWithForwarder(f *testing.F) {
+	f.Add([]byte("nameserver 172.18.0.1\noptions ndots:0\n"))
+	f.Add([]byte("nameserver 172.18.0.1\nnameserver fc00:f853:ccd:e793::9\nnameserver fc00:f853:ccd:e793::2"))
+	f.Add([]byte("search a\n nameserver\t172.18.0.1 \nnameserver 172.18.0.1\n"))
+	f.Add([]byte("nameserver 8.8.8.8\n"))
+	old := netip.MustParseAddr("fc00:f853:ccd:e793::9")
+	line := "nameserver " + node6.String()
+	f.Fuzz(func(t *testing.T, in []byte) {
+		out, ok := withForwarder(in, gateway, node6, old)
+		if !ok {
+			if string(out) != string(in) {
+				t.Fatalf("not Docker's, yet changed:\n%q\n%q", in, out)
+			}
+			return
+		}
+		again, ok2 := withForwarder(out, gateway, node6, old)
+		if !ok2 || string(again) != string(out) {
+			t.Fatalf("a second run changed it:\n%q\n%q", out, again)
+		}
+		lines := strings.Split(strings.TrimSuffix(string(out), "\n"), "\n")
+		n := 0
+		for i, l := range lines {
+			if l == line {
+				n++
+				if i == 0 {
+					t.Fatalf("the forwarder's line first:\n%q", out)
+				}
+			}
+		}
+		if n != 1 {
+			t.Fatalf("%d forwarder lines:\n%q", n, out)
+		}
+		if len(out) > len(in)+len(line)+2 {
+			t.Fatalf("grew by %d bytes", len(out)-len(in))
+		}
+	})
+}
