@@ -51,7 +51,6 @@ func newAddr6(index int32, p netip.Prefix) request {
 func forwarderNamespaces(t *testing.T) (up *dnstest.Server, nodeNS, clientNS int) {
 	t.Helper()
 	nstest.RequireRoot(t)
-	nstest.SkipEmulated(t, netlinkRules)
 	nstest.Unshare(t, unix.CLONE_NEWNET)
 	for _, p := range []string{"all", "default"} {
 		if err := os.WriteFile("/proc/sys/net/ipv6/conf/"+p+"/disable_ipv6", []byte("0"), 0o644); err != nil {
