@@ -200,9 +200,10 @@ func (tc *tconn) closeUpstream() {
 
 // connSet holds the open connections, at most max of them.
 type connSet struct {
-	mu    sync.Mutex
-	max   int
-	conns map[*tconn]struct{}
+	mu     sync.Mutex
+	max    int
+	conns  map[*tconn]struct{}
+	closed bool // by closeAll: Serve is stopping, none is taken in
 }
 
 func (s *connSet) init(max int) { s.max, s.conns = max, make(map[*tconn]struct{}, max) }
@@ -214,6 +215,10 @@ func (s *connSet) init(max int) { s.max, s.conns = max, make(map[*tconn]struct{}
 // is in a query, and c is refused. Only the accept loop calls it.
 func (s *connSet) add(c *tconn, st *stats) bool {
 	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return false
+	}
 	if len(s.conns) >= s.max {
 		var oldest *tconn
 		for o := range s.conns {
@@ -233,6 +238,9 @@ func (s *connSet) add(c *tconn, st *stats) bool {
 		s.mu.Lock()
 	}
 	defer s.mu.Unlock()
+	if s.closed {
+		return false
+	}
 	c.idle, c.idleSince = true, time.Now()
 	s.conns[c] = struct{}{}
 	return true
@@ -256,6 +264,7 @@ func (s *connSet) remove(c *tconn) {
 func (s *connSet) closeAll() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.closed = true
 	for c := range s.conns {
 		c.conn.Close()
 	}
