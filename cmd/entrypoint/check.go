@@ -9,11 +9,14 @@ import (
 	"os"
 
 	"github.com/kind-entrypoint/entrypoint/internal/check"
+	"github.com/kind-entrypoint/entrypoint/internal/dnsforward"
+	"github.com/kind-entrypoint/entrypoint/internal/network"
 	"github.com/kind-entrypoint/entrypoint/internal/podnet"
 )
 
 // tool is a command for reporting on a node (check, capture), as opposed
-// to the companion commands that change it.
+// to the companion commands that change it, or a helper that a runtime
+// unit runs (dns-forwarder): none is a step.
 type tool struct {
 	name, summary string
 	run           func(args []string, stdout, stderr io.Writer) int
@@ -23,6 +26,7 @@ func tools() []tool {
 	return []tool{
 		{"check", "tell whether this host can run a kind node: one row per requirement (changes nothing)", runCheck},
 		{"capture", "archive what the entrypoint reads here, to replay it with --dry-run --root", runCapture},
+		{network.ForwarderCommand, "answer DNS on an IPv6 address for Docker's embedded DNS (run by " + network.ForwarderUnitName + ")", runDNSForwarder},
 	}
 }
 
@@ -101,7 +105,7 @@ func runCheck(args []string, stdout, stderr io.Writer) int {
 	if !ok {
 		return check.ExitUsage
 	}
-	o := check.Options{Sys: sys, LookupEnv: lookupEnv, Live: *root == ""}
+	o := check.Options{Sys: sys, LookupEnv: lookupEnv, Live: *root == "", DNSProbe: dnsforward.Probe}
 	if *root == "" && !*noPodNet {
 		status, _ := os.ReadFile("/proc/self/status")
 		if podnet.Capable(os.Geteuid(), status) {

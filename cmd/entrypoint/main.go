@@ -87,6 +87,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 		log.Error(err.Error())
 		return 1
 	}
+	// The runtime units run this very binary, wherever the image has it.
+	if exe, err := os.Executable(); err == nil {
+		h.Executable = exe
+	}
 	if err := boot.Run(ctx, h, boot.Steps(), log); err != nil {
 		log.Error(err.Error())
 		return boot.ExitCode(err)

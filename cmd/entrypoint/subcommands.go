@@ -201,6 +201,13 @@ func runCommand(cmd companion.Command, o options, args []string, stdin io.Reader
 	if o.dryRun {
 		return printDryRun(stdout, stderr, log, lf, boot.DryRunOn(ctx, sys, lookupEnv, steps, boot.DryRunOptions{}), companion.ExitCode)
 	}
+	if cmd.Run != nil {
+		if err := cmd.Run(ctx, sys, log); err != nil {
+			log.Error(err.Error())
+			return companion.ExitCode
+		}
+		return 0
+	}
 	h, err := boot.Detect(sys, lookupEnv)
 	if err != nil {
 		log.Error(err.Error())

@@ -37,6 +37,9 @@ type Host struct {
 	// lookup); 0 means the production limit, 5 s. Tests shorten it so that
 	// a hanging probe is tested quickly.
 	ProbeTimeout time.Duration
+	// Executable is the binary the runtime units run (os.Executable of
+	// a live run); "" means where kind's image has it.
+	Executable string
 
 	// probes are steps 9 and 10's slow probes (see network.Probes), new
 	// for each Run or DryRun.

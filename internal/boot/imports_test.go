@@ -10,7 +10,7 @@ import (
 )
 
 // stepPackages are the packages of the entrypoint's steps (steps.go).
-var stepPackages = []string{"userns", "containerd", "proxy", "mounts", "cgroupfix", "identity", "network"}
+var stepPackages = []string{"userns", "containerd", "proxy", "mounts", "cgroupfix", "identity", "network", "etcdpeers"}
 
 // TestImports: a step package imports no other step package (what they
 // share is the System seam's: the mount table, the not-exist test), and

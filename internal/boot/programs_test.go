@@ -26,8 +26,11 @@ var allowedPrograms = map[string]bool{
 	"ip6tables-nft-save":      true,
 	"iptables-legacy-restore": true,
 	"iptables-nft-restore":    true,
-	"update-alternatives":     true,
-	"kubeadm":                 true,
+	// etcd-peer-nat's IPv6 redirects (internal/etcdpeers).
+	"ip6tables-legacy-restore": true,
+	"ip6tables-nft-restore":    true,
+	"update-alternatives":      true,
+	"kubeadm":                  true,
 }
 
 // TestOnlyAllowedPrograms dry-runs and runs every scenario and fails on any

@@ -10,6 +10,7 @@ import (
 
 	"github.com/kind-entrypoint/entrypoint/internal/cgroupfix"
 	"github.com/kind-entrypoint/entrypoint/internal/containerd"
+	"github.com/kind-entrypoint/entrypoint/internal/etcdpeers"
 	"github.com/kind-entrypoint/entrypoint/internal/identity"
 	"github.com/kind-entrypoint/entrypoint/internal/mounts"
 	"github.com/kind-entrypoint/entrypoint/internal/network"
@@ -216,5 +217,22 @@ func enableNetworkMagic(ctx context.Context, h *Host, ipt network.IptablesFacts)
 		facts = append(facts, Fact{d[0], d[1]})
 	}
 	actions, err := network.PlanMagic(f)
-	return Planned{facts, actions, f}, err
+	if err != nil {
+		return Planned{facts, actions, f}, err
+	}
+	// kind#1689: etcd's data is closed until the kubelet starts it.
+	peers := etcdpeers.Detect(h.Sys, f.Hostname)
+	for _, d := range peers.Describe(h.executable()) {
+		facts = append(facts, Fact{d[0], d[1]})
+	}
+	actions = append(actions, etcdpeers.Plan(peers, string(ipt.Mode()), h.executable())...)
+	return Planned{facts, actions, f}, nil
+}
+
+// executable is h.Executable, or where kind's image has the binary.
+func (h *Host) executable() string {
+	if h.Executable != "" {
+		return h.Executable
+	}
+	return etcdpeers.DefaultExecutable
 }

@@ -64,7 +64,10 @@ type Item struct {
 //   - read (ReadFile): the file as read, except private keys (*.key, or
 //     PEM "PRIVATE KEY" content), archived empty: that they exist is all a
 //     plan uses. Proxy credentials in the systemd proxy drop-in are
-//     redacted, as they are in .host/environ.
+//     redacted, as they are in .host/environ. etcd's database (which
+//     holds the cluster's Secrets) is archived as a file of the same
+//     format holding only its members' names and peer URLs
+//     (etcdpeers.MembershipOnly), all that step 10 reads of it.
 //   - only stat'ed: an empty file with the mode and owner (the mount
 //     binaries: their content is never read).
 //   - lstat'ed or readlink'ed symlinks: the link itself. Symlinks met

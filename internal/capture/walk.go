@@ -7,6 +7,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/kind-entrypoint/entrypoint/internal/etcdpeers"
 	"github.com/kind-entrypoint/entrypoint/internal/proxy"
 	"github.com/kind-entrypoint/entrypoint/internal/system"
 )
@@ -151,6 +152,19 @@ func (b *builder) add(p string, a Access, limit, hops int) error {
 			b.keys = append(b.keys, data)
 			b.put(loc, fi, []byte{}, "")
 			b.note(p, "PRIVATE KEY, NOT ARCHIVED: an empty file records only that it exists")
+			return nil
+		case etcdpeers.IsBackend(p):
+			// etcd's database holds the cluster's Secrets: only its
+			// membership, what step 10 reads, goes in, in the same
+			// format, so that a replay reads it the same way.
+			members, err := etcdpeers.MembershipOnly(data)
+			if err != nil {
+				b.put(loc, fi, []byte{}, "")
+				b.note(p, "etcd database, NOT ARCHIVED (its membership is unreadable: %v): an empty file", err)
+				return nil
+			}
+			b.put(loc, fi, members, "")
+			b.note(p, "etcd database, NOT ARCHIVED: a file of its members' names and peer URLs only, in its format (%s)", a)
 			return nil
 		case p == proxy.DropIn:
 			for _, v := range proxy.Values(data) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/netip"
 	"strings"
 	"time"
 
@@ -70,6 +71,9 @@ type Options struct {
 	// PodNetwork, when set, runs the pod-network preflight
 	// (podnet.Preflight): a summary, or why it failed.
 	PodNetwork func(ctx context.Context) (string, error)
+	// DNSProbe, when set, sends one query to the DNS forwarder at server
+	// (dnsforward.Probe) on a booted node that runs it.
+	DNSProbe func(ctx context.Context, server netip.AddrPort, name string) (time.Duration, error)
 	// ProbeTimeout limits each probe; 0 means the entrypoint's 5 s.
 	ProbeTimeout time.Duration
 }
@@ -111,6 +115,8 @@ func Run(ctx context.Context, o Options) Report {
 	rows = append(rows, c.sysMount(), c.propagation())
 	rows = append(rows, c.iptables()...)
 	rows = append(rows, c.names()...)
+	rows = append(rows, c.etcdPeers()...)
+	rows = append(rows, c.dnsForwarder(ctx, o.DNSProbe))
 	rows = append(rows, c.dmi(), c.libModules(), c.plan(rep.Dry.Shown(), rep.Dry.Err))
 	if o.PodNetwork != nil {
 		rows = append(rows, c.podNetwork(ctx, o.PodNetwork))

@@ -109,7 +109,7 @@ var rowNames = []string{
 	"user-namespace", "cgroup-version", "cgroupns", "cgroup-controllers", "cgroup-mounts", "nofile",
 	"fs-kind", "fs-containerd", "snapshotter", "overlay", "dev-fuse", "sys", "mount-propagation",
 	"iptables-legacy", "iptables-nft", "iptables-mode", "host-docker-internal", "node-name", "default-gateway",
-	"dmi", "lib-modules", "plan",
+	"dns-forwarder", "dmi", "lib-modules", "plan",
 }
 
 // garbleMountinfo makes the host's mount table unreadable.

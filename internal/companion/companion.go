@@ -14,6 +14,7 @@ import (
 
 	"github.com/kind-entrypoint/entrypoint/internal/boot"
 	"github.com/kind-entrypoint/entrypoint/internal/cgroupfix"
+	"github.com/kind-entrypoint/entrypoint/internal/etcdpeers"
 	"github.com/kind-entrypoint/entrypoint/internal/identity"
 	"github.com/kind-entrypoint/entrypoint/internal/logline"
 	"github.com/kind-entrypoint/entrypoint/internal/plan"
@@ -31,6 +32,10 @@ type Command struct {
 	// Steps returns the command's steps; stdin is its standard input (the
 	// container state, for the OCI hook).
 	Steps func(stdin io.Reader) []boot.Step
+	// Run, when set, is what the command does instead of applying Steps
+	// once: a command of rounds (etcd-peer-nat) whose Steps are its dry
+	// run, one round.
+	Run func(ctx context.Context, sys system.System, log *logline.Logger) error
 }
 
 // Commands lists the companion commands.
@@ -54,6 +59,12 @@ func Commands() []Command {
 					return mountProductFiles(ctx, h, stdin)
 				})(nil)
 			},
+		},
+		{
+			Name:    etcdpeers.Command,
+			Summary: "HA control plane, as a runtime unit: DNAT etcd's peers from their recorded to their current addresses",
+			Steps:   one(etcdpeers.Command, etcdPeerNATOnce),
+			Run:     etcdPeerNAT,
 		},
 	}
 }

@@ -3,7 +3,10 @@
 // tools, each with a time limit) and Docker's embedded DNS, looks up the
 // Docker host and the node's own addresses, and plans the rules,
 // resolv.conf, the rewrite of the node's old addresses after a restart and
-// the renewal of the API server's certificate.
+// the renewal of the API server's certificate; on nodes of ipv6 and
+// dual-stack clusters also the runtime unit of the DNS forwarder for
+// IPv6-only pods (magic_forwarder.go, runtime_unit.go; the forwarder
+// itself is internal/dnsforward).
 //
 // The text transformations (iptables-save output, resolv.conf, the node's
 // Kubernetes config files, /proc/net/route) are pure functions of their

@@ -93,6 +93,12 @@ type MagicFacts struct {
 	// pair (nil when missing); read only when an old address is recorded.
 	Files     []File
 	Cert, Key *File
+
+	// IPv6Forwarding: net.ipv6.conf.all.forwarding is 1 (see
+	// magic_forwarder.go). ForwarderLink is where the forwarder unit's
+	// wants link points, nil when there is none.
+	IPv6Forwarding bool
+	ForwarderLink  *string
 }
 
 // DetectMagic is the package's DetectMagic on the lookups p started (or
@@ -162,6 +168,10 @@ func (f MagicFacts) Describe() [][2]string {
 		}
 		out = append(out, [2]string{a.name, v})
 	}
+	if f.IPv6Forwarding {
+		// Only then: the plans of other nodes show what they did.
+		out = append(out, [2]string{"IPv6 forwarding", "on (an ipv6 or dual-stack kind cluster)"})
+	}
 	return out
 }
 
@@ -189,7 +199,7 @@ func PlanMagic(f MagicFacts) ([]plan.Action, error) {
 		// No address of the Docker host is needed: only a search line
 		// may change.
 		actions = append(actions, plan.Info(why))
-		a, err := planResolvConf(f, netip.Addr{}, false)
+		a, _, err := planResolvConf(f, netip.Addr{}, false, netip.Addr{})
 		actions = append(actions, a...)
 		if err != nil {
 			return actions, err
@@ -200,7 +210,7 @@ func PlanMagic(f MagicFacts) ([]plan.Action, error) {
 		// KIND_DNS_SEARCH is the user's, not Docker's: applied all
 		// the same (unset, it changes nothing).
 		if f.Search != nil {
-			a, err := planResolvConf(f, netip.Addr{}, false)
+			a, _, err := planResolvConf(f, netip.Addr{}, false, netip.Addr{})
 			actions = append(actions, a...)
 			if err != nil {
 				return actions, err
@@ -212,10 +222,17 @@ func PlanMagic(f MagicFacts) ([]plan.Action, error) {
 		if err != nil {
 			return actions, err
 		}
-		a, err = planResolvConf(f, hostIP, served)
+		var v6 netip.Addr
+		if served {
+			v6, _ = f.ForwarderAddr()
+		}
+		a, forwarded, err := planResolvConf(f, hostIP, served, v6)
 		actions = append(actions, a...)
 		if err != nil {
 			return actions, err
+		}
+		if forwarded {
+			actions = append(actions, planForwarder(f, v6, hostIP)...)
 		}
 	}
 	a, err := planAddressChange(f)

@@ -92,6 +92,9 @@ func (f *MagicFacts) readFiles(sys system.System) error {
 	} else if !system.NotExist(err) {
 		return err
 	}
+	if err := f.readForwarderFacts(sys); err != nil {
+		return err
+	}
 	if f.OldIPv4, err = readRecord(sys, OldIPv4); err != nil {
 		return err
 	}

@@ -122,10 +122,12 @@ func namesEmbeddedDNS(resolv []byte) bool {
 
 // planResolvConf keeps the original and rewrites /etc/resolv.conf in place:
 // Docker bind-mounts it, and a rename over a mount point fails. Without a
-// host IP only the search lines change (KIND_DNS_SEARCH).
-func planResolvConf(f MagicFacts, hostIP netip.Addr, served bool) ([]plan.Action, error) {
+// host IP only the search lines change (KIND_DNS_SEARCH). With a valid v6
+// it also names the forwarder there (withForwarder); forwarded says it
+// does.
+func planResolvConf(f MagicFacts, hostIP netip.Addr, served bool, v6 netip.Addr) (_ []plan.Action, forwarded bool, _ error) {
 	if f.Resolv == nil {
-		return []plan.Action{plan.Warning(ResolvConf + " does not exist; not rewriting it")}, nil
+		return []plan.Action{plan.Warning(ResolvConf + " does not exist; not rewriting it")}, false, nil
 	}
 	if hostIP.IsValid() && namesEmbeddedDNS(f.Resolv.Data) && !served {
 		// The rules were saved from a backend Docker did not write to
@@ -133,23 +135,28 @@ func planResolvConf(f MagicFacts, hostIP netip.Addr, served bool) ([]plan.Action
 		// at the host IP all the same and break the node's own DNS; left
 		// as it is, the node resolves but its pods cannot. Either way
 		// the cluster's DNS is broken: say so and stop.
-		return nil, fmt.Errorf("the %s rules send nothing to %s, which %s names: pods could not use Docker's DNS (%s)",
+		return nil, false, fmt.Errorf("the %s rules send nothing to %s, which %s names: pods could not use Docker's DNS (%s)",
 			f.Mode, dockerEmbeddedDNS, ResolvConf, f.backendHint())
 	}
 	out, err := rewriteResolvConf(f.Resolv.Data, hostIP, f.Search)
 	if err != nil {
-		return nil, fmt.Errorf("rewrite %s: %w", ResolvConf, err)
+		return nil, false, fmt.Errorf("rewrite %s: %w", ResolvConf, err)
+	}
+	// The copy is of what Docker wrote: after a restart the file is
+	// already rewritten, and the first boot's copy is the one to keep. A
+	// change of the forwarder's line alone (a new IPv6 address) is ours.
+	keep := !bytes.Equal(out, f.Resolv.Data) || !f.OriginalExists
+	if v6.IsValid() {
+		out, forwarded = withForwarder(out, hostIP, v6, f.recordedIPv6())
 	}
 	changed := !bytes.Equal(out, f.Resolv.Data)
 	var actions []plan.Action
-	// The copy is of what Docker wrote: after a restart the file is
-	// already rewritten, and the first boot's copy is the one to keep.
-	if changed || !f.OriginalExists {
+	if keep {
 		actions = append(actions, plan.WriteFile(ResolvConfOriginal, f.Resolv.Data, f.Resolv.Mode))
 	}
 	if changed {
 		actions = append(actions, plan.WriteInPlace(ResolvConf, out).
 			Because("a bind mount: rewritten in place"))
 	}
-	return actions, nil
+	return actions, forwarded, nil
 }

@@ -95,6 +95,9 @@ type Extra struct {
 	Timeout time.Duration // run
 	// DropStdout: a run's standard output is not logged (see Apply).
 	DropStdout bool
+	// Whole: a write's content is rendered whole, however long (a
+	// runtime unit, which --dry-run must show).
+	Whole bool
 	// Creates are the files a run must leave behind, regular and not
 	// empty: a command that exits 0 without them has failed all the same.
 	Creates []string
@@ -192,6 +195,11 @@ func (a Action) WithoutStdout() Action {
 func (a Action) Creating(paths ...string) Action {
 	return a.withExtra(func(e *Extra) { e.Creates = paths })
 }
+
+// ShownWhole makes --dry-run print a write's whole content, not its size
+// and hash past 200 bytes: for short text a user must be able to read
+// before it is written (a runtime unit).
+func (a Action) ShownWhole() Action { return a.withExtra(func(e *Extra) { e.Whole = true }) }
 
 // OrIgnore makes a failure of a silent.
 func (a Action) OrIgnore() Action { a.OnFail = Ignore; return a }

@@ -29,6 +29,7 @@ func TestString(t *testing.T) {
 		{Warning("w"), "log WARN: w"},
 		{WriteFile("/etc/a", []byte("x\n"), 0o644).Because("why"), `write /etc/a 0644 "x\n"  # why`},
 		{WriteFile("/etc/a", long, 0o444), "write /etc/a 0444 (300 bytes, sha256 0d4e2ca9e9cb)"},
+		{WriteFile("/etc/a", long, 0o444).ShownWhole(), "write /etc/a 0444 \"" + string(long) + "\""},
 		{WriteInPlace("/etc/resolv.conf", []byte("n")), `write-in-place /etc/resolv.conf "n"`},
 		{Mkdir("/d", 0o755), "mkdir /d 0755"},
 		{Remove("/d").OrWarn("failed rmdir /d"), `remove /d [on failure: warn "failed rmdir /d"]`},

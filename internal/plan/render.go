@@ -27,7 +27,11 @@ func (a Action) String() string {
 	case OpLog:
 		fmt.Fprintf(&b, " %s: %s", a.Level, a.Data)
 	case OpWrite:
-		fmt.Fprintf(&b, " %s %s %s", a.Path, octal(a.Mode), content(a.Data))
+		c := content(a.Data)
+		if x.Whole {
+			c = strconv.Quote(string(a.Data))
+		}
+		fmt.Fprintf(&b, " %s %s %s", a.Path, octal(a.Mode), c)
 	case OpWriteInPlace:
 		fmt.Fprintf(&b, " %s %s", a.Path, content(a.Data))
 	case OpMkdir:

@@ -5,6 +5,7 @@ package cluster
 import (
 	"encoding/json"
 	"fmt"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"slices"
@@ -35,6 +36,9 @@ type shape struct {
 	family                 string // kind's ipFamily ("" is ipv4)
 	engine                 string // "" is docker
 	controlPlanes, workers int
+	// ha: checked after every restart, then restarted in reverse order
+	// and one control plane alone (kind#1689: see haRestarts)
+	ha bool
 }
 
 func (s shape) nodes() string {
@@ -47,7 +51,7 @@ var shapes = []shape{
 	{name: "ipv6", family: "ipv6", workers: 1},
 	{name: "dual", family: "dual", workers: 1},
 	{name: "ipv4", workers: 2}, // kind CI's shape
-	{name: "ha", controlPlanes: 3, workers: 1},
+	{name: "ha", controlPlanes: 3, workers: 1, ha: true},
 	{name: "podman", engine: "podman", workers: 1},
 }
 
@@ -60,8 +64,21 @@ type result struct {
 	shape                                shape
 	image                                string // ours or script
 	create, checks, restart, checksAfter string // pass, FAIL, or - (not run)
-	createTimes, restartTimes            []time.Duration
+	// names, namesAfter: checkDockerNames before and after the restart
+	// (ipv6 and dual only; - elsewhere)
+	names, namesAfter         string
+	createTimes, restartTimes []time.Duration
+	// more: the ha shape's further restarts (reverse order, one control
+	// plane alone), each pass or FAIL; - elsewhere
+	more string
 }
+
+// namesChecked: the shapes whose pods must have names only Docker's DNS
+// knows answered in IPv6 (checkDockerNames). In ipv6 our image passes it
+// through the node's DNS forwarder and the script's fails it (the
+// control: kind#4152, kind#3114); in dual both pass, through either
+// family.
+func namesChecked(sh shape) bool { return sh.family == "ipv6" || sh.family == "dual" }
 
 // TestMatrix: every shape, from our image and from the control image with
 // kind's own script (the release in versions), with that release's CLI:
@@ -86,7 +103,7 @@ func TestMatrix(t *testing.T) {
 			images = [][2]string{{"ours", envPodmanImage}, {"script", envPodmanReferenceImage}}
 		}
 		for _, im := range images {
-			r := &result{shape: sh, image: im[0], create: "-", checks: "-", restart: "-", checksAfter: "-"}
+			r := &result{shape: sh, image: im[0], create: "-", checks: "-", restart: "-", checksAfter: "-", names: "-", namesAfter: "-", more: "-"}
 			base := spec{image: os.Getenv(im[1]), kind: kind, prefix: matrixPrefix, family: sh.family,
 				engine: sh.engine, controlPlanes: sh.controlPlanes, workers: sh.workers}
 			name := sh.name + "/" + im[0]
@@ -123,9 +140,17 @@ func runShape(t *testing.T, s spec, sh shape, r *result, restarts int) {
 		return
 	}
 	if c.family == "ipv6" {
-		c.coreDNSOffline(t)
+		c.coreDNSForIPv6(t)
 	}
 	r.checks = passed(t.Run("checks", func(t *testing.T) { c.checkAll(t, "before-restart") }))
+	if sh.ha {
+		c.recordEtcd(t, "before-restart")
+	}
+	var dnsOnly string
+	if namesChecked(sh) {
+		dnsOnly = c.startDNSOnly(t)
+		r.names = passed(t.Run("docker-names", func(t *testing.T) { c.checkDockerNames(t, "before-restart", dnsOnly) }))
+	}
 	// every stage runs even when one before it failed, as far as the
 	// cluster allows: what comes back after a restart is the point
 	r.restart = passed(t.Run("restart", func(t *testing.T) {
@@ -135,13 +160,127 @@ func runShape(t *testing.T, s spec, sh shape, r *result, restarts int) {
 		return
 	}
 	r.checksAfter = passed(t.Run("checks-after-restart", func(t *testing.T) { c.checkAll(t, "after-restart") }))
+	if sh.ha {
+		c.recordEtcd(t, "after-restart")
+	}
+	if dnsOnly != "" {
+		r.namesAfter = passed(t.Run("docker-names-after-restart", func(t *testing.T) { c.checkDockerNames(t, "after-restart", dnsOnly) }))
+	}
 	for i := 2; i <= restarts; i++ {
 		if !t.Run(fmt.Sprintf("restart%d", i), func(t *testing.T) {
 			r.restartTimes = append(r.restartTimes, c.readySince(t, c.restartWithNewIPs(t), restartLimit))
+			if sh.ha { // every check again, after every restart
+				stage := fmt.Sprintf("after-restart%d", i)
+				c.checkAll(t, stage)
+				c.recordEtcd(t, stage)
+			}
 		}) {
 			r.restart = fmt.Sprintf("FAIL at restart %d", i)
 			return
 		}
+	}
+	if sh.ha {
+		r.more = c.haRestarts(t)
+	}
+}
+
+// haRestarts restarts an HA cluster twice more, each time waiting for
+// every node to report Ready and checking it all again:
+//   - in reverse order (the load balancer, the worker, the last control
+//     plane first, ..., the first control plane last), 15 s apart, every
+//     address new: etcd's first members to start find no peer at all for
+//     a while, and the unit of each must map the peers that start after
+//     it (its rounds go on for 10 minutes);
+//   - one control plane alone (control-plane2), the others left running
+//     at their addresses: its unit finds every peer unchanged; the
+//     others' etcd dial it at its recorded, old address, and no unit runs
+//     on them (they did not start). etcd's stream connections are opened
+//     by both sides, so the members may still reach each other through
+//     the ones control-plane2 opens; this stage says whether they do.
+//
+// It returns "reverse pass|FAIL, one pass|FAIL".
+func (c *cluster) haRestarts(t *testing.T) string {
+	all := slices.Clone(c.nodes)
+	if c.lb != "" {
+		all = append(all, c.lb)
+	}
+	slices.Reverse(all)
+	reverse := passed(t.Run("restart-reverse", func(t *testing.T) {
+		since := c.restartInOrder(t, all, 15*time.Second)
+		c.readySince(t, since, restartLimit+time.Minute)
+		c.checkAll(t, "after-restart-reverse")
+		c.recordEtcd(t, "after-restart-reverse")
+	}))
+	one := passed(t.Run("restart-one-control-plane", func(t *testing.T) {
+		since := c.restartInOrder(t, []string{c.nodes[1]}, 0)
+		c.readySince(t, since, restartLimit)
+		c.checkAll(t, "after-restart-one")
+		c.recordEtcd(t, "after-restart-one")
+	}))
+	return "reverse " + reverse + ", one " + one
+}
+
+// restartInOrder stops containers, holds each one's addresses with a
+// throwaway (as restartWithNewIPs does), then starts them one at a time
+// in the order given, gap apart, and returns when the first started.
+// Every container restarted must come back at new addresses.
+func (c *cluster) restartInOrder(t *testing.T, containers []string, gap time.Duration) time.Time {
+	t.Helper()
+	old := map[string][]netip.Addr{}
+	for _, n := range containers {
+		old[n] = c.addrs(t, n)
+	}
+	if _, err := c.cli(3*time.Minute, nil, append([]string{"stop"}, containers...)...); err != nil {
+		t.Fatal(err)
+	}
+	for range containers {
+		if _, err := c.cli(time.Minute, nil, "run", "-d", "--name", fmt.Sprintf("%s-throwaway%d", c.name, c.throwaways),
+			"--label", c.prefix+"throwaway="+c.name, "--network", c.net,
+			"--entrypoint", "/bin/sleep", c.image, "infinity"); err != nil {
+			t.Fatal(err)
+		}
+		c.throwaways++
+	}
+	started := time.Now()
+	for i, n := range containers {
+		if i > 0 {
+			time.Sleep(gap)
+		}
+		if _, err := c.cli(3*time.Minute, nil, "start", n); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, n := range containers {
+		now := c.addrs(t, n)
+		for _, a := range now {
+			if slices.Contains(old[n], a) {
+				t.Fatalf("%s kept its address %s across the restart (%v -> %v): the test did not change it", n, a, old[n], now)
+			}
+		}
+		t.Logf("%s: %v -> %v", n, old[n], now)
+	}
+	return started
+}
+
+// recordEtcd writes, for the note of kind#1689, what each control plane's
+// kind-etcd-peer-nat.service logged (the script's image has none) and
+// etcd's member list as the first control plane's etcd answers it, to
+// CLUSTER_LOG_DIR/NAME-STAGE-etcd.txt. It fails nothing: the checks do.
+func (c *cluster) recordEtcd(t *testing.T, stage string) {
+	t.Helper()
+	var b strings.Builder
+	for _, cp := range c.nodes[:c.controlPlanes] {
+		out, err := c.cli(time.Minute, nil, "exec", cp, "journalctl", "--no-pager", "-o", "short-precise", "-u", "kind-etcd-peer-nat.service")
+		fmt.Fprintf(&b, "$ %s exec %s journalctl -u kind-etcd-peer-nat.service (error: %v)\n%s\n", c.engine, cp, err, out)
+	}
+	const pki = "/etc/kubernetes/pki/etcd/"
+	members, err := c.kubectl("", "-n", "kube-system", "exec", "etcd-"+c.cp(), "--", "etcdctl",
+		"--endpoints", "https://127.0.0.1:2379", "--cacert", pki+"ca.crt", "--cert", pki+"server.crt", "--key", pki+"server.key",
+		"member", "list", "-w", "table")
+	fmt.Fprintf(&b, "$ kubectl -n kube-system exec etcd-%s -- etcdctl member list -w table (error: %v)\n%s\n", c.cp(), err, members)
+	t.Logf("%s, etcd:\n%s", stage, b.String())
+	if err := os.WriteFile(filepath.Join(c.logDir, c.name+"-"+stage+"-etcd.txt"), []byte(b.String()), 0o644); err != nil {
+		t.Error(err)
 	}
 }
 
@@ -166,18 +305,19 @@ func passed(ok bool) string {
 	return "FAIL"
 }
 
-// coreDNSOffline makes the change to CoreDNS that kind's CI makes for IPv6
-// clusters (hack/ci/e2e-k8s.sh): no forwarding to the node's resolvers
-// (unreachable from IPv6-only pods: Docker's DNS answers at an IPv4
-// address), no loop detection, and NXDOMAIN rather than SERVFAIL for the
-// "internal" domains of the search path; then restarts CoreDNS with it.
-func (c *cluster) coreDNSOffline(t *testing.T) {
+// coreDNSForIPv6 makes the change to CoreDNS that kind's CI makes for IPv6
+// clusters (hack/ci/e2e-k8s.sh) but one: NXDOMAIN rather than SERVFAIL for
+// the "internal" domains of the search path, and no loop detection; the
+// forward to the node's resolv.conf stays (kind's CI drops it, as IPv6-only
+// pods could not reach Docker's DNS), for checkDockerNames goes through it.
+// Then it restarts CoreDNS with it.
+func (c *cluster) coreDNSForIPv6(t *testing.T) {
 	t.Helper()
 	corefile, err := c.kubectl("", "get", "configmap", "coredns", "-n", "kube-system", "-o", "jsonpath={.data.Corefile}")
 	if err != nil {
 		t.Fatal(err)
 	}
-	patched := offlineCorefile(corefile)
+	patched := ipv6Corefile(corefile)
 	patch, err := json.Marshal(map[string]map[string]string{"data": {"Corefile": patched}})
 	if err != nil {
 		t.Fatal(err)
@@ -191,19 +331,17 @@ func (c *cluster) coreDNSOffline(t *testing.T) {
 	if out, err := c.kubectl("", "rollout", "status", "deployment/coredns", "-n", "kube-system", "--timeout=3m"); err != nil {
 		t.Fatalf("CoreDNS rollout: %v\n%s", err, out)
 	}
-	t.Logf("CoreDNS without upstream (as kind's IPv6 CI):\n%s", patched)
+	t.Logf("CoreDNS as kind's IPv6 CI has it, the forward kept:\n%s", patched)
 }
 
-// offlineCorefile is e2e-k8s.sh's sed on the Corefile: "internal" joins the
-// kubernetes plugin's zones, and the upstream, fallthrough, forward to
-// /etc/resolv.conf and loop lines go.
-func offlineCorefile(corefile string) string {
+// ipv6Corefile is e2e-k8s.sh's sed on the Corefile but for the forward
+// line: "internal" joins the kubernetes plugin's zones, and the upstream,
+// fallthrough and loop lines go.
+func ipv6Corefile(corefile string) string {
 	var out []string
 	for _, l := range strings.Split(corefile, "\n") {
-		f := strings.Fields(l)
 		switch {
-		case strings.HasSuffix(l, "upstream"), strings.Contains(l, "fallthrough"), strings.HasSuffix(l, "loop"),
-			slices.Equal(f, []string{"forward", ".", "/etc/resolv.conf"}):
+		case strings.HasSuffix(l, "upstream"), strings.Contains(l, "fallthrough"), strings.HasSuffix(l, "loop"):
 			continue
 		case strings.Contains(l, "kubernetes cluster.local"):
 			l = strings.Replace(l, "kubernetes cluster.local", "kubernetes cluster.local internal", 1)
@@ -211,6 +349,63 @@ func offlineCorefile(corefile string) string {
 		out = append(out, l)
 	}
 	return strings.Join(out, "\n")
+}
+
+// startDNSOnly starts a container on the cluster's network that is not a
+// node: a name only Docker's embedded DNS knows (no node's /etc/hosts
+// holds it). It is removed with the cluster's throwaways, and keeps its
+// addresses across the nodes' restarts.
+func (c *cluster) startDNSOnly(t *testing.T) string {
+	t.Helper()
+	name := c.name + "-dnsonly"
+	if _, err := c.cli(time.Minute, nil, "run", "-d", "--name", name,
+		"--label", c.prefix+"throwaway="+c.name, "--network", c.net,
+		"--entrypoint", "/bin/sleep", c.image, "infinity"); err != nil {
+		t.Fatal(err)
+	}
+	return name
+}
+
+// checkDockerNames: a pod on the last node resolves, in IPv6 (AAAA
+// records only: podprobe resolve6), the first control plane's container
+// name and dnsOnly's, to their IPv6 addresses now. The path is the pod's
+// resolv.conf, CoreDNS, its forward to the node's resolv.conf, and there
+// the address that reaches Docker's embedded DNS from the pod's family: in
+// an ipv6 cluster the node's own IPv6 address, where our entrypoint's DNS
+// forwarder answers; the script's node names only its IPv4 host IP, which
+// such a pod cannot reach.
+func (c *cluster) checkDockerNames(t *testing.T, stage, dnsOnly string) {
+	t.Helper()
+	client := c.nodes[len(c.nodes)-1]
+	const pod = "names-client"
+	if out, err := c.kubectl(fmt.Sprintf(podManifest, pod, client, `["/podprobe"]`), "apply", "-f", "-"); err != nil {
+		t.Fatalf("%s: apply %s: %v\n%s", stage, pod, err, out)
+	}
+	defer func() {
+		if out, err := c.kubectl("", "delete", "--grace-period=1", "--wait=true", "pod/"+pod); err != nil {
+			t.Errorf("%s: delete %s: %v\n%s", stage, pod, err, out)
+		}
+	}()
+	if out, err := c.kubectl("", "wait", "--for=condition=Ready", "--timeout="+(c.slow*3*time.Minute).String(), "pod/"+pod); err != nil {
+		t.Fatalf("%s: %s not Ready: %v\n%s", stage, pod, err, out)
+	}
+	for _, name := range []string{c.cp(), dnsOnly} {
+		want := c.nodeAddr(t, name, ipv6).String()
+		var out string
+		err := eventually(c.slow*time.Minute, func() error {
+			var err error
+			out, err = c.kubectl("", "exec", pod, "--", "/podprobe", "resolve6", name)
+			if err == nil && !slices.Contains(strings.Fields(out), want) {
+				err = fmt.Errorf("got %q, want %s in it", strings.TrimSpace(out), want)
+			}
+			return err
+		})
+		if err != nil {
+			t.Errorf("%s: %s's AAAA through CoreDNS and Docker's DNS: %v", stage, name, err)
+		} else {
+			t.Logf("%s: %s's AAAA through CoreDNS and Docker's DNS: %s", stage, name, strings.TrimSpace(out))
+		}
+	}
 }
 
 func median(ds []time.Duration) string {
@@ -229,11 +424,11 @@ func median(ds []time.Duration) string {
 // CLUSTER_LOG_DIR/matrix.md.
 func writeTable(t *testing.T, results []*result) {
 	var b strings.Builder
-	b.WriteString("| shape | nodes | image | create | checks | restart | checks after restart | create time | restart-to-Ready |\n")
-	b.WriteString("| --- | --- | --- | --- | --- | --- | --- | --- | --- |\n")
+	b.WriteString("| shape | nodes | image | create | checks | names (AAAA) | restart | checks after restart | names after restart | create time | restart-to-Ready | HA: reverse order, one control plane |\n")
+	b.WriteString("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n")
 	for _, r := range results {
-		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", r.shape.name, r.shape.nodes(), r.image,
-			r.create, r.checks, r.restart, r.checksAfter, median(r.createTimes), median(r.restartTimes))
+		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", r.shape.name, r.shape.nodes(), r.image,
+			r.create, r.checks, r.names, r.restart, r.checksAfter, r.namesAfter, median(r.createTimes), median(r.restartTimes), r.more)
 	}
 	t.Logf("matrix:\n%s", b.String())
 	dir := os.Getenv(envLogDir)
@@ -245,7 +440,7 @@ func writeTable(t *testing.T, results []*result) {
 	}
 }
 
-func TestOfflineCorefile(t *testing.T) {
+func TestIPv6Corefile(t *testing.T) {
 	// kubeadm v1.34's Corefile, as kind's cluster holds it
 	in := `.:53 {
     errors
@@ -271,7 +466,7 @@ func TestOfflineCorefile(t *testing.T) {
     loadbalance
 }
 `
-	// e2e-k8s.sh's three edits, and nothing else.
+	// e2e-k8s.sh's edits but the forward's, and nothing else.
 	want := in
 	for _, e := range []struct{ line, becomes string }{
 		{"    kubernetes cluster.local in-addr.arpa ip6.arpa {\n", "    kubernetes cluster.local internal in-addr.arpa ip6.arpa {\n"},
@@ -283,7 +478,7 @@ func TestOfflineCorefile(t *testing.T) {
 		}
 		want = strings.Replace(want, e.line, e.becomes, 1)
 	}
-	if got := offlineCorefile(in); got != want {
-		t.Errorf("offlineCorefile:\n%s\nwant:\n%s", got, want)
+	if got := ipv6Corefile(in); got != want {
+		t.Errorf("ipv6Corefile:\n%s\nwant:\n%s", got, want)
 	}
 }

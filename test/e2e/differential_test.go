@@ -26,8 +26,9 @@ import (
 	"github.com/kind-entrypoint/entrypoint/test/tier"
 )
 
-// The differential tier boots kind v0.23.0's script and our binary in the
-// same node image, under the same scenario, and diffs what they leave:
+// The differential tier boots kind's script (v0.23.0's, SPEC.md's
+// reference; on the kind v0.33 stack, test/stack, that release's: the
+// E2E_DIFF_KIND_VERSION it sets) and our binary in the same node image, under the same scenario, and diffs what they leave:
 // every difference must be a row of docs/differences.md ("Differences from
 // the script"), normalised away by an entry of differentialList that names it.
 // Anything else fails.
@@ -39,6 +40,9 @@ const (
 	referenceImage   = "kind-entrypoint-e2e/reference:dev"
 	differentialList = "testdata/differential-normalize.txt"
 )
+
+// diffKindVersion is the kind release whose script is the control.
+var diffKindVersion = envOr("E2E_DIFF_KIND_VERSION", "v0.23.0")
 
 // diffScenario is one way of starting a node, for both entrypoints.
 type diffScenario struct {
@@ -227,27 +231,19 @@ func buildReferenceImage(t *testing.T) string {
 		}
 		files[name] = string(b)
 	}
-	dir := t.TempDir()
-	if err := writeBuildContext(dir, files); err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command("docker", "build", "-q", "-t", referenceImage, dir)
-	cmd.Env = append(os.Environ(), "DOCKER_BUILDKIT=0")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("docker build %s: %v\n%s", referenceImage, err, out)
-	}
-	return referenceImage
+	return buildImage(t, referenceImage, files)
 }
 
-// referenceFile reads a file of kind v0.23.0's base image (path under
+// referenceFile reads a file of diffKindVersion's base image (path under
 // images/base/files) from its Go module, or from the copy of the module's
 // tree that E2E_DIFF_KIND names (the VM, which has no Go).
 func referenceFile(path string) ([]byte, error) {
 	dir := os.Getenv("E2E_DIFF_KIND")
 	if dir == "" {
-		out, err := exec.Command("go", "mod", "download", "-json", "sigs.k8s.io/kind@v0.23.0").Output()
+		module := "sigs.k8s.io/kind@" + diffKindVersion
+		out, err := exec.Command("go", "mod", "download", "-json", module).Output()
 		if err != nil {
-			return nil, fmt.Errorf("go mod download sigs.k8s.io/kind@v0.23.0 (or set E2E_DIFF_KIND): %w", err)
+			return nil, fmt.Errorf("go mod download %s (or set E2E_DIFF_KIND): %w", module, err)
 		}
 		var mod struct{ Dir string }
 		if err := json.Unmarshal(out, &mod); err != nil || mod.Dir == "" {

@@ -28,7 +28,7 @@ func run(args []string) error {
 		return nil
 	}
 	if len(args) != 2 {
-		return fmt.Errorf("usage: podprobe [serve ADDR | get URL | resolve NAME]")
+		return fmt.Errorf("usage: podprobe [serve ADDR | get URL | resolve NAME | resolve6 NAME]")
 	}
 	switch args[0] {
 	case "serve":
@@ -58,6 +58,21 @@ func run(args []string) error {
 		addrs, err := net.DefaultResolver.LookupHost(ctx, args[1])
 		if err != nil {
 			return err
+		}
+		fmt.Println(strings.Join(addrs, " "))
+		return nil
+	case "resolve6":
+		// AAAA records only: an answer in IPv6 alone, which is what an
+		// IPv6 single-stack cluster's names need.
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		ips, err := net.DefaultResolver.LookupIP(ctx, "ip6", args[1])
+		if err != nil {
+			return err
+		}
+		var addrs []string
+		for _, ip := range ips {
+			addrs = append(addrs, ip.String())
 		}
 		fmt.Println(strings.Join(addrs, " "))
 		return nil

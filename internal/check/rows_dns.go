@@ -1,0 +1,70 @@
+package check
+
+// This file holds the row of the DNS forwarder that IPv6-only pods use
+// (enable_network_magic, magic_forwarder.go): whether the node needs it,
+// and on a booted node that does, one query through it.
+
+import (
+	"context"
+	"fmt"
+	"net/netip"
+	"time"
+
+	"github.com/kind-entrypoint/entrypoint/internal/boot"
+	"github.com/kind-entrypoint/entrypoint/internal/network"
+	"github.com/kind-entrypoint/entrypoint/internal/plan"
+)
+
+const dnsForwarderRow = "dns-forwarder"
+
+func (c *checker) dnsForwarder(ctx context.Context, probe func(context.Context, netip.AddrPort, string) (time.Duration, error)) Row {
+	if _, err := boot.FactsOf[network.IptablesFacts](c.results, "select_iptables"); err != nil {
+		return Row{dnsForwarderRow, Fail, fmt.Sprintf("not looked at: %v", err), "see iptables-mode"}
+	}
+	f, err := boot.FactsOf[network.MagicFacts](c.results, "enable_network_magic")
+	if err != nil {
+		return Row{dnsForwarderRow, Fail, err.Error(), unreadableHint}
+	}
+	v6, why := f.ForwarderAddr()
+	unit := c.forwarderUnit()
+	switch {
+	case unit == nil && why != "":
+		return Row{dnsForwarderRow, Pass, "not needed: " + why, ""}
+	case unit == nil:
+		return Row{dnsForwarderRow, Pass, "not needed: pods do not reach Docker's DNS through the host IP here (see host-docker-internal)", ""}
+	}
+	server := netip.AddrPortFrom(v6, 53)
+	planned := fmt.Sprintf("%s runs it at %s", network.ForwarderUnitName, server)
+	switch {
+	case !c.live:
+		return Row{dnsForwarderRow, Pass, planned + " (a replay: not queried)", ""}
+	case !c.booted:
+		return Row{dnsForwarderRow, Pass, planned + " once the node boots (not queried: systemd is not running)", ""}
+	case probe == nil:
+		return Row{dnsForwarderRow, Pass, planned + " (not queried)", ""}
+	}
+	ctx, cancel := context.WithTimeout(ctx, c.timeout)
+	defer cancel()
+	took, err := probe(ctx, server, f.Hostname)
+	if err != nil {
+		return Row{dnsForwarderRow, Fail, fmt.Sprintf("%s: a query for %s's AAAA records: %v", planned, f.Hostname, err),
+			"IPv6-only pods cannot resolve names Docker's DNS knows: see systemctl status " + network.ForwarderUnitName + " and journalctl -u " + network.ForwarderUnitName}
+	}
+	return Row{dnsForwarderRow, Pass, fmt.Sprintf("%s: answered in %s", planned, took.Round(time.Microsecond)), ""}
+}
+
+// forwarderUnit is the forwarder's unit as step 10 plans it, nil when it
+// plans none.
+func (c *checker) forwarderUnit() *plan.Action {
+	for _, r := range c.results {
+		if r.Step != "enable_network_magic" {
+			continue
+		}
+		for i, a := range r.Actions {
+			if a.Op == plan.OpWrite && a.Path == network.RuntimeUnitDir+"/"+network.ForwarderUnitName {
+				return &r.Actions[i]
+			}
+		}
+	}
+	return nil
+}

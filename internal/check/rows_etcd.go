@@ -1,0 +1,44 @@
+package check
+
+// This file holds the row about an HA control plane's etcd peers
+// (kind#1689): shown only where etcd's data directory exists.
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/kind-entrypoint/entrypoint/internal/boot"
+	"github.com/kind-entrypoint/entrypoint/internal/etcdpeers"
+	"github.com/kind-entrypoint/entrypoint/internal/network"
+)
+
+// etcdPeers is the row of the membership step 10 reads, none on a node
+// without etcd data (a worker, a control plane before kubeadm).
+func (c *checker) etcdPeers() []Row {
+	m, err := boot.FactsOf[network.MagicFacts](c.results, "enable_network_magic")
+	if err != nil {
+		return nil
+	}
+	f := etcdpeers.Detect(c.sys, m.Hostname)
+	if !f.Present {
+		return nil
+	}
+	const name = "etcd-peers"
+	if f.Err != nil {
+		return []Row{{name, Warn, "membership unreadable: " + f.Err.Error(),
+			"after a restart with new addresses, this control plane's etcd will dial its peers at the old ones; while etcd runs its file changes under the reader, so check it before the node boots (entrypoint --dry-run)"}}
+	}
+	var names []string
+	for _, mb := range f.Members {
+		names = append(names, mb.Name)
+	}
+	obs := fmt.Sprintf("%d members (%s)", len(f.Members), strings.Join(names, ", "))
+	switch {
+	case len(f.Members) < 2:
+		return []Row{{name, Pass, obs + ": a single member dials no peer", ""}}
+	case c.booted && f.Unit == nil:
+		return []Row{{name, Warn, obs + ": " + etcdpeers.UnitPath + " is missing",
+			"the entrypoint installs it at every boot of an HA control plane; without it, a restart that moves the peers' addresses leaves etcd without a leader (journalctl -u " + etcdpeers.UnitName + ")"}}
+	}
+	return []Row{{name, Pass, obs + ": " + etcdpeers.UnitName + " redirects the peers' recorded addresses to their current ones", ""}}
+}

@@ -1,0 +1,27 @@
+// Package dnsforward is the node's DNS forwarder for IPv6 single-stack
+// clusters (kind#4152, kind#3114): it answers DNS over UDP and TCP on an
+// IPv6 address of the node and passes each query, unchanged, to the
+// address enable_network_magic points the node's IPv4 resolver at (the
+// host IP, which Docker's rules in the node's namespace send on to the
+// embedded DNS server at 127.0.0.11). IPv6-only pods, CoreDNS among them,
+// cannot reach that IPv4 address; they reach this one.
+//
+// It reads no more of DNS than it needs: the 12-byte header (a datagram
+// shorter than that, or one that is itself a reply, is dropped), the
+// message ID (an upstream reply must carry the query's), and on TCP the
+// 2-byte length of RFC 1035 4.2.2 (framing.go). Everything else is passed
+// through byte for byte.
+//
+// Everything it holds is bounded (Limits): the size of a message, the
+// queries in flight (one slot each, shared by UDP and TCP), the TCP
+// connections (at the cap, the one idle the longest is closed for a new
+// one, so half-open connections cannot lock clients out), and the time
+// each query and each idle connection may take. Its memory is therefore
+// bounded too (Limits.MemoryBound).
+//
+// The entrypoint runs it as `entrypoint dns-forwarder` under a runtime
+// systemd unit that enable_network_magic writes (internal/network,
+// magic_forwarder.go). Do not use it as a general resolver: it has no
+// cache, no retries of its own (the client's resolver retries) and
+// forwards to one server.
+package dnsforward

@@ -1,0 +1,122 @@
+package dnsforward
+
+// This file holds what the forwarder counts, and the summary lines it
+// logs of it: one line per interval in which something happened, not a
+// line per query.
+
+import (
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/kind-entrypoint/entrypoint/internal/logline"
+)
+
+// Counts are the forwarder's counts since it started.
+type Counts struct {
+	// UDP and TCP are the queries answered over each.
+	UDP, TCP int64
+	// Garbage is datagrams and TCP messages that were not DNS queries
+	// (or, from the upstream, not the reply awaited).
+	Garbage int64
+	// Busy is queries dropped with every in-flight slot taken.
+	Busy int64
+	// Failed is queries the upstream did not answer in time, or at all
+	// (LastErr is the last reason).
+	Failed  int64
+	LastErr string
+	// Idle is TCP connections closed for sending no query in time;
+	// Evicted those closed to make room for a new one; Refused new ones
+	// turned away with every connection busy.
+	Idle, Evicted, Refused int64
+	// Buffers is the MaxMessage buffers held now, PeakBuffers the most
+	// held at once: at most 1 + InFlight + Conns (Limits.MemoryBound).
+	Buffers, PeakBuffers int64
+}
+
+type stats struct {
+	udp, tcp, garbage, busy, failed, idle, evicted, refused atomic.Int64
+	buffers, peakBuffers                                    atomic.Int64
+
+	mu       sync.Mutex
+	lastErr  string
+	reported Counts
+}
+
+func (s *stats) bufferOut() {
+	n := s.buffers.Add(1)
+	for {
+		peak := s.peakBuffers.Load()
+		if n <= peak || s.peakBuffers.CompareAndSwap(peak, n) {
+			return
+		}
+	}
+}
+
+func (s *stats) fail(err error) {
+	s.failed.Add(1)
+	s.mu.Lock()
+	s.lastErr = err.Error()
+	s.mu.Unlock()
+}
+
+func (s *stats) load() Counts {
+	s.mu.Lock()
+	last := s.lastErr
+	s.mu.Unlock()
+	return Counts{
+		UDP: s.udp.Load(), TCP: s.tcp.Load(), Garbage: s.garbage.Load(), Busy: s.busy.Load(),
+		Failed: s.failed.Load(), LastErr: last,
+		Idle: s.idle.Load(), Evicted: s.evicted.Load(), Refused: s.refused.Load(),
+		Buffers: s.buffers.Load(), PeakBuffers: s.peakBuffers.Load(),
+	}
+}
+
+// report logs what happened since the last report, if anything: at INFO
+// when every query was answered, at WARN otherwise. interval 0 is the
+// final report.
+func (s *stats) report(log *logline.Logger, interval time.Duration) {
+	now := s.load()
+	s.mu.Lock()
+	d := Counts{
+		UDP: now.UDP - s.reported.UDP, TCP: now.TCP - s.reported.TCP, Garbage: now.Garbage - s.reported.Garbage,
+		Busy: now.Busy - s.reported.Busy, Failed: now.Failed - s.reported.Failed, LastErr: now.LastErr,
+		Idle: now.Idle - s.reported.Idle, Evicted: now.Evicted - s.reported.Evicted, Refused: now.Refused - s.reported.Refused,
+	}
+	s.reported = now
+	s.mu.Unlock()
+	if line, lv, ok := summary(d, interval); ok {
+		log.Log(lv, line)
+	}
+}
+
+// summary is the line for counts d over interval; ok is false when there
+// is nothing to say.
+func summary(d Counts, interval time.Duration) (line string, lv logline.Level, ok bool) {
+	when := "in the last " + interval.String()
+	if interval == 0 {
+		when = "stopping; since the last report"
+	}
+	parts := []string{fmt.Sprintf("%d queries answered (UDP %d, TCP %d)", d.UDP+d.TCP, d.UDP, d.TCP)}
+	lv = logline.Info
+	add := func(n int64, what string, warn bool) {
+		if n > 0 {
+			parts = append(parts, fmt.Sprintf("%d %s", n, what))
+			if warn {
+				lv = logline.Warn
+			}
+		}
+	}
+	add(d.Failed, "failed (last: "+d.LastErr+")", true)
+	add(d.Busy, "dropped with every slot in flight", true)
+	add(d.Refused, "TCP connections refused, all busy", true)
+	add(d.Garbage, "messages dropped, not DNS queries", false)
+	add(d.Idle, "idle TCP connections closed", false)
+	add(d.Evicted, "idle TCP connections closed for new ones", false)
+	if d.UDP+d.TCP == 0 && len(parts) == 1 {
+		return "", lv, false
+	}
+	return "dns-forwarder: " + when + ": " + strings.Join(parts, ", "), lv, true
+}

@@ -1,0 +1,271 @@
+package dnsforward
+
+// This file holds the TCP side: the accept loop, the set of connections
+// with its cap, and a connection's queries, each forwarded over a TCP
+// connection of its own to the upstream.
+
+import (
+	"context"
+	"errors"
+	"net"
+	"sync"
+	"time"
+)
+
+// serveTCP accepts connections until the listener is closed.
+func (f *Forwarder) serveTCP(wg *sync.WaitGroup) error {
+	for {
+		c, err := f.tcp.AcceptTCP()
+		if err != nil {
+			if errors.Is(err, net.ErrClosed) {
+				return err
+			}
+			// Out of file descriptors and the like: the next
+			// accept may work once a connection has ended.
+			f.st.fail(err)
+			time.Sleep(10 * time.Millisecond)
+			continue
+		}
+		tc := &tconn{conn: c, done: make(chan struct{})}
+		if !f.conns.add(tc, &f.st) {
+			f.st.refused.Add(1)
+			c.Close()
+			continue
+		}
+		wg.Go(func() { f.serveConn(tc) })
+	}
+}
+
+// serveConn answers a connection's queries, one after the other, until it
+// ends, sends a message that is not a query, or stays idle (or half-sent)
+// past IdleTimeout. An idle connection holds no buffer; one inside a frame
+// holds one, for the query and then its reply.
+func (f *Forwarder) serveConn(tc *tconn) {
+	defer close(tc.done)
+	defer f.conns.remove(tc)
+	defer tc.conn.Close()
+	defer tc.closeUpstream()
+	for {
+		f.conns.setIdle(tc, true)
+		if err := tc.conn.SetReadDeadline(time.Now().Add(f.lim.IdleTimeout)); err != nil {
+			return
+		}
+		n, err := ReadLength(tc.conn)
+		if err == nil && n < HeaderLen {
+			err = ErrShort
+		}
+		if !f.connErr(err) {
+			return
+		}
+		if !f.query(tc, n) {
+			return
+		}
+	}
+}
+
+// connErr counts why a connection ends; true when err is nil and it goes
+// on.
+func (f *Forwarder) connErr(err error) bool {
+	switch {
+	case err == nil:
+		return true
+	case errors.Is(err, ErrShort) || errors.Is(err, ErrNotQuery):
+		f.st.garbage.Add(1)
+	case isTimeout(err):
+		f.st.idle.Add(1)
+	}
+	// Otherwise the client closed it (io.EOF between frames is the
+	// usual end), or it was closed to make room.
+	return false
+}
+
+// query reads the rest of a frame of n bytes, forwards it and writes the
+// reply back; false when the connection must end.
+func (f *Forwarder) query(tc *tconn, n int) bool {
+	b := f.getBuf()
+	defer f.putBuf(b)
+	msg, err := ReadMessage(tc.conn, n, *b)
+	if err == nil {
+		err = CheckQuery(msg)
+	}
+	if !f.connErr(err) {
+		return false
+	}
+	f.conns.setIdle(tc, false)
+	select {
+	case f.slots <- struct{}{}:
+	case <-time.After(f.lim.QueryTimeout):
+		f.st.busy.Add(1)
+		return false
+	}
+	reply, err := f.tcpExchange(tc, msg, *b)
+	<-f.slots
+	if err != nil {
+		f.st.fail(err)
+		return false
+	}
+	if err := tc.conn.SetWriteDeadline(time.Now().Add(f.lim.QueryTimeout)); err != nil {
+		return false
+	}
+	var prefix [2]byte
+	prefix[0], prefix[1] = byte(len(reply)>>8), byte(len(reply))
+	bufs := net.Buffers{prefix[:], reply}
+	if _, err := bufs.WriteTo(tc.conn); err != nil {
+		f.st.fail(err)
+		return false
+	}
+	f.st.tcp.Add(1)
+	return true
+}
+
+// tcpExchange sends msg to the upstream and reads the reply into buf,
+// which may be msg's own (it is sent by then). The client's connection
+// keeps its upstream connection for its next query (tc.up): a connect per
+// query was most of a TCP query's cost. A kept connection the upstream
+// has closed meanwhile fails before a byte of the reply is read, and
+// msg is still whole: it is sent once more on a new connection.
+func (f *Forwarder) tcpExchange(tc *tconn, msg, buf []byte) ([]byte, error) {
+	deadline := time.Now().Add(f.lim.QueryTimeout)
+	if tc.up != nil {
+		reply, sent, err := f.exchangeOn(tc.up, deadline, msg, buf)
+		if err == nil || sent {
+			if err != nil {
+				tc.closeUpstream()
+			}
+			return reply, err
+		}
+		tc.closeUpstream()
+	}
+	ctx, cancel := context.WithDeadline(context.Background(), deadline)
+	defer cancel()
+	up, err := f.dial(ctx, "tcp", f.upstream.String())
+	if err != nil {
+		return nil, err
+	}
+	tc.up = up
+	reply, _, err := f.exchangeOn(up, deadline, msg, buf)
+	if err != nil {
+		tc.closeUpstream()
+	}
+	return reply, err
+}
+
+// exchangeOn is one query on the upstream connection up. sent says that
+// the reply had begun to arrive (into buf, over msg) when it failed.
+func (f *Forwarder) exchangeOn(up net.Conn, deadline time.Time, msg, buf []byte) (reply []byte, sent bool, err error) {
+	if err := up.SetDeadline(deadline); err != nil {
+		return nil, false, err
+	}
+	id := ID(msg)
+	var prefix [2]byte
+	prefix[0], prefix[1] = byte(len(msg)>>8), byte(len(msg))
+	bufs := net.Buffers{prefix[:], msg}
+	if _, err := bufs.WriteTo(up); err != nil {
+		return nil, false, err
+	}
+	n, err := ReadLength(up)
+	if err != nil {
+		return nil, false, err
+	}
+	if reply, err = ReadMessage(up, n, buf); err != nil {
+		return nil, true, err
+	}
+	if !IsReplyTo(reply, id) {
+		return nil, true, errors.New("the upstream's reply does not answer the query (ID or QR bit)")
+	}
+	return reply, true, nil
+}
+
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
+}
+
+// tconn is a client's TCP connection.
+type tconn struct {
+	conn      *net.TCPConn
+	up        net.Conn      // to the upstream, kept between queries (its goroutine's alone)
+	done      chan struct{} // closed when its goroutine has ended
+	idle      bool
+	closing   bool
+	idleSince time.Time
+}
+
+func (tc *tconn) closeUpstream() {
+	if tc.up != nil {
+		tc.up.Close()
+		tc.up = nil
+	}
+}
+
+// connSet holds the open connections, at most max of them.
+type connSet struct {
+	mu     sync.Mutex
+	max    int
+	conns  map[*tconn]struct{}
+	closed bool // by closeAll: Serve is stopping, none is taken in
+}
+
+func (s *connSet) init(max int) { s.max, s.conns = max, make(map[*tconn]struct{}, max) }
+
+// add takes c in. At the cap it closes the connection idle the longest
+// (a half-open one sending nothing, typically) and waits for its
+// goroutine to end (at once: its read fails), so that never more than
+// the cap are open, nor hold a buffer. With none idle, every connection
+// is in a query, and c is refused. Only the accept loop calls it.
+func (s *connSet) add(c *tconn, st *stats) bool {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return false
+	}
+	if len(s.conns) >= s.max {
+		var oldest *tconn
+		for o := range s.conns {
+			if o.idle && !o.closing && (oldest == nil || o.idleSince.Before(oldest.idleSince)) {
+				oldest = o
+			}
+		}
+		if oldest == nil {
+			s.mu.Unlock()
+			return false
+		}
+		oldest.closing = true
+		oldest.conn.Close()
+		s.mu.Unlock()
+		<-oldest.done
+		st.evicted.Add(1)
+		s.mu.Lock()
+	}
+	defer s.mu.Unlock()
+	if s.closed {
+		return false
+	}
+	c.idle, c.idleSince = true, time.Now()
+	s.conns[c] = struct{}{}
+	return true
+}
+
+func (s *connSet) setIdle(c *tconn, idle bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if idle && !c.idle {
+		c.idleSince = time.Now()
+	}
+	c.idle = idle
+}
+
+func (s *connSet) remove(c *tconn) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.conns, c)
+}
+
+func (s *connSet) closeAll() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.closed = true
+	for c := range s.conns {
+		c.conn.Close()
+	}
+}

@@ -1,0 +1,121 @@
+package etcdpeers
+
+// This file holds Detect: what enable_network_magic reads of etcd's data
+// directory, the node's name, and what an earlier run left in /run.
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"io/fs"
+	"path"
+	"strings"
+
+	"github.com/kind-entrypoint/entrypoint/internal/system"
+)
+
+const (
+	// EtcdManifest is kubeadm's static pod of etcd: only control planes
+	// have one.
+	EtcdManifest = "/etc/kubernetes/manifests/etcd.yaml"
+	// DefaultDataDir is kubeadm's etcd data directory.
+	DefaultDataDir = "/var/lib/etcd"
+	// dbInDataDir is etcd's backend file under its data directory.
+	dbInDataDir = "member/snap/db"
+	// LimitDB is the largest backend file read. etcd's file does not
+	// shrink; a kind cluster's is tens of MiB. Above this, the node boots
+	// as the script's would (a WARN says why), rather than hold more in
+	// memory before init.
+	LimitDB = 128 << 20
+	// PeersFile is the membership the unit's command maps, written at
+	// boot: /run, like the unit, is new on every start.
+	PeersFile = "/run/kind-etcd-peers.json"
+)
+
+// Facts are what Detect found.
+type Facts struct {
+	// Hostname is the node's name, which kubeadm gave its member.
+	Hostname string
+	// DB is etcd's backend file; "" on a node without an etcd manifest
+	// (a worker), where nothing else is read.
+	DB string
+	// Present: DB exists (kubeadm has run).
+	Present bool
+	Members []Member
+	// Err says why the membership could not be read.
+	Err error
+	// Unit, Peers: the unit file and PeersFile as they are (nil when
+	// missing); Linked: the wants link exists.
+	Unit, Peers []byte
+	Linked      bool
+}
+
+// Detect reads the membership of a control plane's etcd, before etcd
+// runs. Nothing it finds is fatal: a node whose membership cannot be
+// read boots as the script's does (Plan warns).
+func Detect(sys system.System, hostname string) Facts {
+	return detect(sys, hostname, LimitDB)
+}
+
+// detect is Detect with the backend file's size limit.
+func detect(sys system.System, hostname string, limit int) Facts {
+	f := Facts{Hostname: hostname}
+	manifest, err := sys.ReadFile(EtcdManifest, system.LimitConfig)
+	if errors.Is(err, fs.ErrNotExist) {
+		return f
+	}
+	if err != nil {
+		// A control plane whose manifest cannot be read: said, not
+		// taken as a worker.
+		f.DB, f.Present, f.Err = EtcdManifest, true, err
+		return f
+	}
+	f.DB = path.Join(DataDir(manifest), dbInDataDir)
+	db, err := sys.ReadFile(f.DB, limit)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return f
+	case err != nil:
+		f.Present, f.Err = true, err
+		return f
+	}
+	f.Present = true
+	if f.Members, err = ReadMembers(db); err != nil {
+		f.Err = fmt.Errorf("%s: %w", f.DB, err)
+	}
+	f.Unit, _ = readIfAny(sys, UnitPath)
+	f.Peers, _ = readIfAny(sys, PeersFile)
+	if fi, err := sys.Lstat(LinkPath); err == nil && fi.Mode()&fs.ModeSymlink != 0 {
+		target, _ := sys.Readlink(LinkPath)
+		f.Linked = target == linkTarget
+	}
+	return f
+}
+
+// readIfAny is the file at p, nil when it cannot be read: what Plan then
+// writes anew.
+func readIfAny(sys system.System, p string) ([]byte, error) {
+	b, err := sys.ReadFile(p, system.LimitConfig)
+	if err != nil {
+		return nil, err
+	}
+	return b, nil
+}
+
+// DataDir is the --data-dir of etcd's static pod manifest, or kubeadm's
+// default.
+func DataDir(manifest []byte) string {
+	sc := bufio.NewScanner(bytes.NewReader(manifest))
+	sc.Buffer(nil, len(manifest)+1)
+	for sc.Scan() {
+		line := strings.TrimSpace(sc.Text())
+		line = strings.TrimSpace(strings.TrimPrefix(line, "-"))
+		if v, ok := strings.CutPrefix(line, "--data-dir="); ok {
+			if v = strings.Trim(v, `"'`); path.IsAbs(v) {
+				return path.Clean(v)
+			}
+		}
+	}
+	return DefaultDataDir
+}

@@ -1,0 +1,163 @@
+package etcdpeers
+
+// This file holds the membership: what etcd's backend records of each
+// member, read from its "members" and "members_removed" buckets (etcd
+// v3.5+, server/storage/schema/membership.go).
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"net/netip"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// Limits of the membership read: etcd refuses clusters far smaller, and
+// a member's record is a few hundred bytes.
+const (
+	MaxMembers    = 64
+	maxRecord     = 16 << 10
+	maxPeerURLs   = 8
+	membersBucket = "members"
+	removedBucket = "members_removed"
+)
+
+// Member is one member as etcd's backend records it.
+type Member struct {
+	ID uint64 `json:"-"`
+	// Name is the member's name, published by the member itself once it
+	// started (kubeadm names it after the node; empty before it ever ran).
+	Name     string   `json:"name,omitempty"`
+	PeerURLs []string `json:"peerURLs"`
+	Learner  bool     `json:"isLearner,omitempty"`
+}
+
+// PeerAddr is a recorded peer URL's address and port.
+type PeerAddr struct {
+	Addr netip.Addr
+	Port uint16
+}
+
+func (p PeerAddr) String() string { return netip.AddrPortFrom(p.Addr, p.Port).String() }
+
+// PeerAddrs are the member's peer URLs as addresses; a URL that names a
+// host rather than an address cannot be redirected by address and is
+// left out (err names it).
+func (m Member) PeerAddrs() (out []PeerAddr, err error) {
+	for _, u := range m.PeerURLs {
+		a, perr := parsePeerURL(u)
+		if perr != nil {
+			err = perr
+			continue
+		}
+		out = append(out, a)
+	}
+	return out, err
+}
+
+func parsePeerURL(s string) (PeerAddr, error) {
+	u, err := url.Parse(s)
+	if err != nil || (u.Scheme != "https" && u.Scheme != "http") {
+		return PeerAddr{}, fmt.Errorf("peer URL %q: not http(s)://ADDRESS:PORT", s)
+	}
+	a, err := netip.ParseAddr(u.Hostname())
+	if err != nil || a.Zone() != "" {
+		return PeerAddr{}, fmt.Errorf("peer URL %q: %q is not an IP address", s, u.Hostname())
+	}
+	port, err := strconv.ParseUint(u.Port(), 10, 16)
+	if err != nil || port == 0 {
+		return PeerAddr{}, fmt.Errorf("peer URL %q: no port", s)
+	}
+	return PeerAddr{Addr: a.Unmap(), Port: uint16(port)}, nil
+}
+
+// validName is what a member name must be to be looked up and written
+// into a unit: a DNS name (kind's node names are), no specifier, quote or
+// blank.
+func validName(s string) bool {
+	if s == "" || len(s) > 253 {
+		return false
+	}
+	for _, c := range []byte(s) {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '.' || c == '_') {
+			return false
+		}
+	}
+	return true
+}
+
+// ReadMembers reads the current members of etcd's backend file (its
+// bytes), sorted by name then ID: members_removed are left out.
+func ReadMembers(db []byte) ([]Member, error) {
+	buckets, err := readBuckets(db, membersBucket, removedBucket)
+	if err != nil {
+		return nil, err
+	}
+	removed := map[uint64]bool{}
+	for _, e := range buckets[removedBucket] {
+		if id, err := strconv.ParseUint(string(e.key), 16, 64); err == nil {
+			removed[id] = true
+		}
+	}
+	var out []Member
+	for _, e := range buckets[membersBucket] {
+		id, err := strconv.ParseUint(string(e.key), 16, 64)
+		if err != nil {
+			return nil, fmt.Errorf("member key %q: not a hex member ID", clip(e.key))
+		}
+		if removed[id] {
+			continue
+		}
+		if len(out) == MaxMembers {
+			return nil, fmt.Errorf("more than %d members", MaxMembers)
+		}
+		m, err := parseMember(e.value)
+		if err != nil {
+			return nil, fmt.Errorf("member %x: %w", id, err)
+		}
+		m.ID = id
+		out = append(out, m)
+	}
+	slices.SortFunc(out, func(a, b Member) int {
+		if c := strings.Compare(a.Name, b.Name); c != 0 {
+			return c
+		}
+		return cmpUint(a.ID, b.ID)
+	})
+	return out, nil
+}
+
+func cmpUint(a, b uint64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+func parseMember(v []byte) (Member, error) {
+	if len(v) > maxRecord {
+		return Member{}, fmt.Errorf("record of %d bytes, more than %d", len(v), maxRecord)
+	}
+	var m Member
+	if err := json.Unmarshal(v, &m); err != nil {
+		return Member{}, fmt.Errorf("record %q: %w", clip(v), err)
+	}
+	if len(m.PeerURLs) > maxPeerURLs {
+		return Member{}, fmt.Errorf("%d peer URLs, more than %d", len(m.PeerURLs), maxPeerURLs)
+	}
+	return m, nil
+}
+
+// clip is at most 64 bytes of b, for an error.
+func clip(b []byte) string {
+	if len(b) > 64 {
+		return string(b[:64]) + "…"
+	}
+	return string(bytes.ToValidUTF8(b, []byte("?")))
+}

@@ -1,0 +1,199 @@
+package etcdpeers
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func fixture(t testing.TB, name string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("testdata", name+".db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func cp(id uint64, name, url string) Member {
+	return Member{ID: id, Name: name, PeerURLs: []string{url}}
+}
+
+var three = []Member{
+	cp(0x2d1b3f2a0c0e4a11, "kind-control-plane", "https://172.18.0.3:2380"),
+	cp(0x5a8e0b1f3c2d4e22, "kind-control-plane2", "https://172.18.0.5:2380"),
+	cp(0x7c3d2e1f0a9b8c33, "kind-control-plane3", "https://172.18.0.4:2380"),
+}
+
+// TestReadMembers reads files bbolt wrote (testdata/README.md).
+func TestReadMembers(t *testing.T) {
+	learner := append([]Member{{ID: 0x9d4e3f2a1b0c0d44, PeerURLs: []string{"https://172.18.0.7:2380"}}}, three...)
+	learner[3].Learner = true
+	for _, tc := range []struct {
+		file string
+		want []Member
+	}{
+		{"one-member", []Member{cp(0x8e9e05c52164694d, "kind-control-plane", "https://172.18.0.3:2380")}},
+		{"three-members", three}, // the removed fourth left out
+		{"learner", learner},
+		{"ipv6", []Member{
+			cp(0x2d1b3f2a0c0e4a11, "kind-control-plane", "https://[fc00:f853:ccd:e793::3]:2380"),
+			cp(0x5a8e0b1f3c2d4e22, "kind-control-plane2", "https://[fc00:f853:ccd:e793::5]:2380"),
+			cp(0x7c3d2e1f0a9b8c33, "kind-control-plane3", "https://[fc00:f853:ccd:e793::4]:2380"),
+		}},
+	} {
+		t.Run(tc.file, func(t *testing.T) {
+			got, err := ReadMembers(fixture(t, tc.file))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("(-want +got):\n%s", diff)
+			}
+			// What capture archives reads back the same.
+			again, err := ReadMembers(MembersDB(got))
+			if err != nil || !cmp.Equal(got, again) {
+				t.Errorf("MembersDB round trip: %v\n%s", err, cmp.Diff(got, again))
+			}
+		})
+	}
+}
+
+// TestManyMembers: a members bucket of its own pages, under a branch
+// page, at the cap of members.
+func TestManyMembers(t *testing.T) {
+	got, err := ReadMembers(fixture(t, "many-members"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != MaxMembers || got[0].Name != "cp00" || got[63].Name != "cp63" {
+		t.Fatalf("got %d members, first %+v", len(got), got[0])
+	}
+	if _, err := ReadMembers(MembersDB(append(got, cp(1, "one-more", "https://10.9.9.9:2380")))); err == nil {
+		t.Error("65 members read, want an error")
+	}
+}
+
+// TestReadMembersBad: every malformed file is an error, never a panic
+// nor a partial membership.
+func TestReadMembersBad(t *testing.T) {
+	good := fixture(t, "three-members")
+	flip := func(at int) []byte {
+		b := bytes.Clone(good)
+		b[at] ^= 0xff
+		return b
+	}
+	bothMetas := flip(16) // magic of meta 0
+	bothMetas[4096+16] ^= 0xff
+	for _, tc := range []struct {
+		name string
+		data []byte
+		want string
+	}{
+		{"empty", nil, "empty file"},
+		{"garbage", []byte("not a database at all"), "no valid meta page"},
+		{"zeros", make([]byte, 32768), "no valid meta page"},
+		{"both metas broken", bothMetas, "no valid meta page"},
+		{"truncated", good[:3*4096], "beyond the file"},
+		{"root page's flags", flip(rootOff(t, good) + 8), "not a valid bbolt file"},
+		{"root page's id", flip(rootOff(t, good)), "says it is page"},
+		{"record not JSON", MembersDBRaw(t, "1", `{"peerURLs":`), "record"},
+		{"key not hex", MembersDBRaw(t, "xyz", `{"peerURLs":[]}`), "not a hex member ID"},
+		{"record too large", MembersDBRaw(t, "1", `{"name":"`+strings.Repeat("a", maxRecord)+`"}`), "more than"},
+		{"too many URLs", MembersDBRaw(t, "1", `{"peerURLs":["a","b","c","d","e","f","g","h","i"]}`), "peer URLs"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := ReadMembers(tc.data)
+			if err == nil {
+				t.Fatalf("no error; members %+v", got)
+			}
+			if !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("error %q, want it to say %q", err, tc.want)
+			}
+		})
+	}
+}
+
+// rootOff is where the root bucket's page of the newest meta is.
+func rootOff(t *testing.T, b []byte) int {
+	f, root, err := openBolt(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return int(root * f.pageSize)
+}
+
+// TestTornMeta: a torn newer meta page is passed over for the other,
+// as bbolt does.
+func TestTornMeta(t *testing.T) {
+	b := fixture(t, "three-members")
+	m0, _ := parseMeta(b, 0)
+	m1, _ := parseMeta(b, 4096)
+	newer := 0
+	if m1.txid > m0.txid {
+		newer = 4096
+	}
+	b[newer+16+48] ^= 1 // its txid: the checksum no longer holds
+	got, err := ReadMembers(b)
+	if err != nil {
+		// The older meta's tree may have been reused by the newer
+		// transaction; what matters is an error, not garbage.
+		if !errors.Is(err, ErrCorrupt) {
+			t.Fatalf("error %v is not ErrCorrupt", err)
+		}
+		return
+	}
+	if len(got) > MaxMembers {
+		t.Fatalf("%d members", len(got))
+	}
+}
+
+// TestPageLoop: a branch page that points at itself is refused, not
+// walked forever.
+func TestPageLoop(t *testing.T) {
+	b := MembersDB(three)
+	root := b[3*writePageSize:]
+	le.PutUint16(root[8:], branchPage)
+	le.PutUint16(root[10:], 1)
+	le.PutUint64(root[pageHeaderSize+8:], 3)
+	if _, err := ReadMembers(b); err == nil || !strings.Contains(err.Error(), "reached twice") {
+		t.Fatalf("error %v, want a page reached twice", err)
+	}
+}
+
+// MembersDBRaw is a membership file of one raw record.
+func MembersDBRaw(t testing.TB, key, record string) []byte {
+	t.Helper()
+	inline := append(make([]byte, bucketHdrSz), leaf(0, []kv{{key: []byte(key), value: []byte(record)}})...)
+	b := MembersDB(nil)
+	root := leaf(3, []kv{{key: []byte(membersBucket), value: inline, flags: bucketLeaf}})
+	pages := (len(root) + writePageSize - 1) / writePageSize
+	le.PutUint32(root[12:], uint32(pages-1))
+	out := make([]byte, (3+pages)*writePageSize)
+	copy(out, b[:3*writePageSize])
+	for i := range 2 {
+		writeMeta(out[i*writePageSize:], uint64(i), uint64(3+pages))
+	}
+	copy(out[3*writePageSize:], root)
+	return out
+}
+
+func TestPeerAddrs(t *testing.T) {
+	m := Member{PeerURLs: []string{"https://172.18.0.3:2380", "https://[fc00::3]:2380", "https://node:2380", "https://1.2.3.4"}}
+	got, err := m.PeerAddrs()
+	var s []string
+	for _, a := range got {
+		s = append(s, a.String())
+	}
+	if diff := cmp.Diff([]string{"172.18.0.3:2380", "[fc00::3]:2380"}, s); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
+	if err == nil {
+		t.Error("no error for a host name and a missing port")
+	}
+}

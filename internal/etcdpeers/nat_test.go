@@ -1,0 +1,157 @@
+package etcdpeers
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net/netip"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/kind-entrypoint/entrypoint/internal/logline"
+	"github.com/kind-entrypoint/entrypoint/internal/system"
+)
+
+// fakeResolver answers lookups from a table the test changes between
+// rounds, and records the commands run; anything else of System is
+// unexpected (its nil interface panics).
+type fakeResolver struct {
+	system.System
+	mu      sync.Mutex
+	answers map[string]string // "ip4 name" -> address; missing: no such host
+	runs    []string          // argv, then stdin
+	saved   string            // what a save prints
+	failRun bool
+}
+
+func (f *fakeResolver) LookupIP(_ context.Context, network, host string) ([]netip.Addr, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	a, ok := f.answers[network+" "+host]
+	if !ok {
+		return nil, errors.New("no such host")
+	}
+	return []netip.Addr{netip.MustParseAddr(a)}, nil
+}
+
+func (f *fakeResolver) Run(_ context.Context, argv []string, stdin []byte, _ time.Duration) ([]byte, []byte, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if strings.HasSuffix(argv[0], "-save") {
+		return []byte(f.saved), nil, nil
+	}
+	f.runs = append(f.runs, strings.Join(argv, " ")+"\n"+string(stdin))
+	if f.failRun {
+		return nil, []byte("iptables-restore: line 2 failed"), errors.New("exit status 1")
+	}
+	return nil, nil, nil
+}
+
+var cfg3 = Config{Iptables: "nft", Self: "kind-control-plane", Peers: []Peer{
+	{Name: "kind-control-plane2", PeerURLs: []string{"https://172.18.0.5:2380"}},
+	{Name: "kind-control-plane3", PeerURLs: []string{"https://172.18.0.4:2380"}},
+	{Name: "kind-control-plane4", PeerURLs: []string{"https://[fc00::9]:2380"}},
+}}
+
+// TestRounds: peers settle as they come up; each round with new
+// mappings rewrites the chain of its family; the jump is added once.
+func TestRounds(t *testing.T) {
+	f := &fakeResolver{answers: map[string]string{"ip4 kind-control-plane2": "172.18.0.3"}}
+	w, logs := NewWatcher(f, cfg3)
+	if len(logs) != 0 {
+		t.Fatalf("logs %v", rendered(logs))
+	}
+	got := rendered(w.Round(context.Background()))
+	want := []string{
+		"log INFO: etcd peer kind-control-plane2: 172.18.0.5:2380 -> 172.18.0.3:2380",
+		"run iptables-nft-restore --noflush < \"*nat\\n:KIND-ETCD-PEERS - [0:0]\\n-A OUTPUT -j KIND-ETCD-PEERS\\n-A KIND-ETCD-PEERS -d 172.18.0.5/32 -p tcp -m tcp --dport 2380 -j DNAT --to-destination 172.18.0.3:2380\\nCOMMIT\\n\" (timeout 10s)  # 1 etcd peer redirect(s)",
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Fatalf("round 1 (-want +got):\n%s", diff)
+	}
+	w.Installed()
+	// kind-control-plane3 comes up where it was; 4 (IPv6) moves.
+	f.answers["ip4 kind-control-plane3"] = "172.18.0.4"
+	f.answers["ip6 kind-control-plane4"] = "fc00::2"
+	got = rendered(w.Round(context.Background()))
+	want = []string{
+		"log INFO: etcd peer kind-control-plane3: still at 172.18.0.4:2380, no redirect needed",
+		"log INFO: etcd peer kind-control-plane4: [fc00::9]:2380 -> [fc00::2]:2380",
+		"run ip6tables-nft-restore --noflush < \"*nat\\n:KIND-ETCD-PEERS - [0:0]\\n-A OUTPUT -j KIND-ETCD-PEERS\\n-A KIND-ETCD-PEERS -d fc00::9/128 -p tcp -m tcp --dport 2380 -j DNAT --to-destination [fc00::2]:2380\\nCOMMIT\\n\" (timeout 10s)  # 1 etcd peer redirect(s)",
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Fatalf("round 2 (-want +got):\n%s", diff)
+	}
+	w.Installed()
+	if !w.Done() {
+		t.Errorf("not done; unresolved %v", w.Unresolved())
+	}
+	if got := w.Round(context.Background()); len(got) != 0 {
+		t.Errorf("a round after all settled: %v", rendered(got))
+	}
+}
+
+// TestRoundsJumpThere: a jump an earlier run left is not added again.
+func TestRoundsJumpThere(t *testing.T) {
+	f := &fakeResolver{answers: map[string]string{"ip4 kind-control-plane2": "172.18.0.3"}, saved: "*nat\n-A OUTPUT -j KIND-ETCD-PEERS\nCOMMIT\n"}
+	w, _ := NewWatcher(f, Config{Iptables: "legacy", Peers: cfg3.Peers[:1]})
+	w.ProbeJumps(context.Background())
+	for _, a := range rendered(w.Round(context.Background())) {
+		if strings.Contains(a, "-A OUTPUT") {
+			t.Errorf("jump added again: %s", a)
+		}
+	}
+}
+
+// TestWatch: a peer that never resolves (a deleted node) is logged and
+// left alone, and the run ends after its rounds; a failed restore is
+// tried again.
+func TestWatch(t *testing.T) {
+	f := &fakeResolver{answers: map[string]string{"ip4 kind-control-plane2": "172.18.0.3"}, failRun: true}
+	var log strings.Builder
+	err := Watch(context.Background(), f, logline.New(&log, logline.Text), Config{Iptables: "nft", Self: "a", Peers: cfg3.Peers[:2]}, Rounds{Max: 3})
+	if err == nil {
+		t.Error("no error although every restore failed")
+	}
+	if len(f.runs) != 3 {
+		t.Errorf("%d restores, want one a round (3): the failed one is tried again", len(f.runs))
+	}
+	out := log.String()
+	for _, want := range []string{
+		"INFO: etcd peer kind-control-plane2: 172.18.0.5:2380 -> 172.18.0.3:2380\n",
+		"WARN: etcd peer never resolved, left alone: kind-control-plane3 (recorded 172.18.0.4:2380): no such host\n",
+		"INFO: etcd peer redirects: kind-control-plane2 172.18.0.5:2380 -> 172.18.0.3:2380\n",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("log lacks %q:\n%s", want, out)
+		}
+	}
+	f.failRun = false
+	f.runs = nil
+	if err := Watch(context.Background(), f, logline.New(io.Discard, logline.Text), Config{Iptables: "nft", Peers: cfg3.Peers[:1]}, Rounds{Max: 300, Interval: time.Hour}); err != nil {
+		t.Fatal(err)
+	}
+	if len(f.runs) != 1 {
+		t.Errorf("%d restores, want 1: every peer mapped in the first round ends the run", len(f.runs))
+	}
+}
+
+// TestReadConfigRefuses: the peers file is checked before any name is
+// looked up.
+func TestReadConfigRefuses(t *testing.T) {
+	for name, content := range map[string]string{
+		"mode":    `{"iptables":"sh","peers":[]}`,
+		"name":    `{"iptables":"nft","peers":[{"name":"a b","peerURLs":[]}]}`,
+		"unknown": `{"iptables":"nft","extra":1}`,
+		"garbage": `x`,
+	} {
+		tree := hostTree(t, map[string]string{"run/kind-etcd-peers.json": content})
+		if _, err := ReadConfig(tree); err == nil {
+			t.Errorf("%s: no error", name)
+		}
+	}
+}
