@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/kind-entrypoint/entrypoint/internal/cgroupfix"
+	"github.com/kind-entrypoint/entrypoint/internal/network"
 	"github.com/kind-entrypoint/entrypoint/internal/system"
 	"github.com/kind-entrypoint/entrypoint/internal/system/hosttest"
 )
@@ -79,14 +80,63 @@ func capInputs(tb testing.TB) map[string]map[string]string {
 	deepTmpfs := func(i int) string {
 		return fmt.Sprintf("%d 1042 0:%d / /m%s/%d rw - tmpfs t rw\n", 5000+i, 200+i, deep, i)
 	}
+	// The scenario's save holds Docker's DNS rules: step 9 picks the
+	// backend that prints it, and step 10 rewrites it.
+	docker, err := os.ReadFile(filepath.Join(scenarioDir, "root/.host/run/iptables-nft-save"))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	// fill is docker's rules, then line(i) for i = 0, 1, ... up to the
+	// save's cap.
+	fill := func(line func(i int) string) string {
+		var b strings.Builder
+		b.Write(docker)
+		for i := 0; ; i++ {
+			l := line(i)
+			if b.Len()+len(l) > network.MaxSaveBytes {
+				return b.String()
+			}
+			b.WriteString(l)
+		}
+	}
+	// A million rules, as kube-proxy writes them for its services, in a
+	// filter table after Docker's nat table: as many as the cap on the
+	// save's size holds.
+	var rules strings.Builder
+	rules.WriteString("*filter\n:KUBE-SERVICES - [0:0]\n")
+	for i := 0; rules.Len() < network.MaxSaveBytes-len(docker)-128; i++ {
+		fmt.Fprintf(&rules, "-A KUBE-SVC-%07X -m comment --comment \"ns%d/s\" -j KUBE-SEP-%07X\n", i, i%1000, i)
+	}
+	rules.WriteString("COMMIT\n")
+	// A cgroup mount 32k names deep, of the shortest names: near the
+	// longest line the mount table's reader takes (64 KiB), and over the
+	// cap on a mount point (system.MaxMountPath), so refused.
+	deepest := "/sys/fs/cgroup/cpu,cpuacct" + strings.Repeat("/k", 32000) + "/c"
 	return map[string]map[string]string{
-		"iptables-save blank lines": {".host/run/iptables-nft-save": line("\n", system.LimitOutput-1)},
-		"proc self cgroup":          {"proc/self/cgroup": line("1:name=systemd:/\n", (system.LimitConfig-1)/17)},
-		"cgroup controllers":        {"sys/fs/cgroup/cgroup.controllers": line("cpu ", system.LimitValue/4-1)},
-		"resolv.conf":               {"etc/resolv.conf": line("nameserver 127.0.0.11\n", system.LimitConfig/22)},
-		"environ and PATH":          {".host/environ": "PATH=" + line("/usr/bin:", (system.LimitConfig-64)/9) + "\nHOSTNAME=kind-control-plane\n"},
-		"hosts answers":             {".host/hosts": hosts.String() + "\n"},
-		"containerd config":         {"etc/containerd/config.toml": keys.String()},
+		"iptables-save blank lines": {".host/run/iptables-nft-save": fill(func(int) string { return "\n" })},
+		"iptables-save comment lines legacy": {
+			".host/run/iptables-legacy-save": fill(func(int) string { return "# a comment\n" }),
+			".host/run/iptables-nft-save":    "",
+		},
+		"iptables-save a million rules": {".host/run/iptables-nft-save": string(docker) + rules.String()},
+		// As many cgroup mounts as fix_cgroup plans for, each on a
+		// branch of its own 2000 levels deep: a plan making 2 million
+		// directories, refused (plan.MaxPlannedDirs).
+		"mount table deep cgroup branches at their cap": table(func(i int) string {
+			if i < cgroupfix.MaxV1Mounts-cgroups {
+				return fmt.Sprintf("%d 1047 0:29 / /sys/fs/cgroup/cpu,cpuacct/b%d%s/c rw,nosuid,nodev,noexec,relatime master:10 - cgroup cgroup rw,cpu,cpuacct\n", 5000+i, i, deep)
+			}
+			return tmpfs(i)
+		}),
+		"mount table a mount point 32k names deep": {
+			system.MountinfoPath[1:]: string(base) + "5000 1047 0:29 / " + deepest + " rw,nosuid,nodev,noexec,relatime master:10 - cgroup cgroup rw,cpu,cpuacct\n",
+		},
+		"proc self cgroup":   {"proc/self/cgroup": line("1:name=systemd:/\n", (system.LimitConfig-1)/17)},
+		"cgroup controllers": {"sys/fs/cgroup/cgroup.controllers": line("cpu ", system.LimitValue/4-1)},
+		"resolv.conf":        {"etc/resolv.conf": line("nameserver 127.0.0.11\n", system.LimitConfig/22)},
+		"environ and PATH":   {".host/environ": "PATH=" + line("/usr/bin:", (system.LimitConfig-64)/9) + "\nHOSTNAME=kind-control-plane\n"},
+		"hosts answers":      {".host/hosts": hosts.String() + "\n"},
+		"containerd config":  {"etc/containerd/config.toml": keys.String()},
 		// The mount table: cgroup v1 mounts (134k: fix_cgroup refuses
 		// more than cgroupfix.MaxV1Mounts), nested cpuset mounts (54k),
 		// plain mounts as the kernel prints them (350k) and the

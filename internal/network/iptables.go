@@ -50,6 +50,40 @@ const AlternativesDir = "/etc/alternatives"
 // AlternativeTarget is the binary an alternative must point at for mode.
 func AlternativeTarget(name string, m Mode) string { return "/usr/sbin/" + name + "-" + string(m) }
 
+// The caps on one iptables-save's output. A node at boot holds a few
+// dozen rules, and a busy host's kube-proxy a few hundred thousand; at
+// both caps every command stays within its budget (docs/performance.md).
+const (
+	// MaxSaveBytes is the most a save may print: system.Run refuses a
+	// longer output with an error naming the command.
+	MaxSaveBytes = system.LimitOutput
+	// MaxSaveRules is the most rule lines a save may hold (CountRules).
+	MaxSaveRules = 1 << 20
+)
+
+// countSave counts the rule lines of what command printed, and refuses
+// more than MaxSaveRules.
+func countSave(command string, out []byte) (int, error) {
+	n := CountRules(out)
+	if n > MaxSaveRules {
+		return 0, fmt.Errorf("%s: %d rule lines, more than the cap of %d (MaxSaveRules)", command, n, MaxSaveRules)
+	}
+	return n, nil
+}
+
+// runSave runs command, an iptables-save, within the caps on its output;
+// out is nil when it failed.
+func runSave(ctx context.Context, sys system.System, command string, timeout time.Duration) (out []byte, rules int, err error) {
+	out, _, err = sys.Run(ctx, []string{command}, nil, timeout)
+	if err == nil {
+		rules, err = countSave(command, out)
+	}
+	if err != nil {
+		return nil, 0, err
+	}
+	return out, rules, nil
+}
+
 // Save is one iptables-save probe.
 type Save struct {
 	Command string
@@ -114,6 +148,26 @@ func (f IptablesFacts) SavedRules(m Mode) (out []byte, err error, ok bool) {
 	return nil, nil, false
 }
 
+// Failed lists the saves that were run and failed (their rules count
+// 0), one "COMMAND: ERROR" each.
+func (f IptablesFacts) Failed() []string {
+	var failed []string
+	for _, s := range f.Saves {
+		if s.Err != nil {
+			failed = append(failed, s.failure())
+		}
+	}
+	return failed
+}
+
+// failure is the error of a save that failed, naming its command once.
+func (s Save) failure() string {
+	if msg := s.Err.Error(); strings.HasPrefix(msg, s.Command+":") || strings.HasPrefix(msg, s.Command+" ") {
+		return msg
+	}
+	return fmt.Sprintf("%s: %v", s.Command, s.Err)
+}
+
 // Counts sums the rule lines of each backend; a failed save counts 0.
 func (f IptablesFacts) Counts() (legacy, nft int) {
 	for _, s := range f.Saves {
@@ -163,7 +217,15 @@ func (f IptablesFacts) Describe(m Mode) string {
 // are. An alternative already pointing there is left alone.
 func PlanIptables(f IptablesFacts) []plan.Action {
 	mode := f.Mode()
-	actions := []plan.Action{plan.Info("setting iptables to detected mode: " + string(mode))}
+	var actions []plan.Action
+	// The reference counts a save that fails as no rules, and so does
+	// the mode; but a backend that cannot be read may be the one Docker
+	// writes to, and the choice then points the wrong way: the live log
+	// says so, where step 10's error can be traced to it.
+	for _, failed := range f.Failed() {
+		actions = append(actions, plan.Warning(failed+" (its rules count as 0)"))
+	}
+	actions = append(actions, plan.Info("setting iptables to detected mode: "+string(mode)))
 	for _, name := range Alternatives {
 		target := AlternativeTarget(name, mode)
 		if f.Links[name] == target {

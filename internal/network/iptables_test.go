@@ -11,6 +11,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/kind-entrypoint/entrypoint/internal/logline"
 	"github.com/kind-entrypoint/entrypoint/internal/plan"
 	"github.com/kind-entrypoint/entrypoint/internal/system"
 	"github.com/kind-entrypoint/entrypoint/internal/system/hosttest"
@@ -205,5 +206,46 @@ func TestLegacySaveNotRunWithoutTables(t *testing.T) {
 	}
 	if f, _ = DetectIptables(t.Context(), tree, 2*time.Second); f.Saves[0].NotRun != "" || f.Saves[0].Rules != 1 {
 		t.Errorf("without the list: %+v", f.Saves[0])
+	}
+}
+
+// TestSaveOverRuleCap: a save of more than MaxSaveRules rule lines is
+// refused with an error naming the command and the cap, keeps no output,
+// and counts 0 like any failed save; one at the cap is read. Step 9 warns.
+func TestSaveOverRuleCap(t *testing.T) {
+	for _, tc := range []struct {
+		rules   int
+		refused bool
+	}{{MaxSaveRules, false}, {MaxSaveRules + 1, true}} {
+		tree := hosttest.Tree(t, map[string]string{
+			".host/run/iptables-legacy-save":  "",
+			".host/run/ip6tables-legacy-save": "",
+			".host/run/iptables-nft-save":     strings.Repeat("-\n", tc.rules),
+			".host/run/ip6tables-nft-save":    "",
+		})
+		f, err := DetectIptables(t.Context(), tree, 2*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := f.Saves[2]
+		if !tc.refused {
+			if s.Err != nil || s.Rules != MaxSaveRules {
+				t.Errorf("%d rules: %d counted, %v", tc.rules, s.Rules, s.Err)
+			}
+			continue
+		}
+		if s.Err == nil || !strings.Contains(s.Err.Error(), "iptables-nft-save: ") || !strings.Contains(s.Err.Error(), "MaxSaveRules") {
+			t.Errorf("%d rules: error %v, want one naming the save and the cap", tc.rules, s.Err)
+		}
+		if s.Output != nil || s.Rules != 0 {
+			t.Errorf("%d rules: kept %d bytes, counted %d", tc.rules, len(s.Output), s.Rules)
+		}
+		var warned bool
+		for _, a := range PlanIptables(f) {
+			warned = warned || a.Op == plan.OpLog && a.Level == logline.Warn && strings.HasPrefix(string(a.Data), "iptables-nft-save: ")
+		}
+		if !warned {
+			t.Errorf("%d rules: step 9 plans no WARN for the refused save", tc.rules)
+		}
 	}
 }

@@ -70,6 +70,9 @@ type MagicFacts struct {
 	// Rules is the output of Mode's iptables-save.
 	Rules    []byte
 	RulesErr error
+	// FailedSaves are the iptables-saves of select_iptables that failed
+	// (IptablesFacts.Failed): a likely cause when Rules lack Docker's.
+	FailedSaves []string
 
 	// Resolv is /etc/resolv.conf, nil when it does not exist.
 	Resolv         *File

@@ -34,8 +34,9 @@ func (p *Probes) detectMagic(ctx context.Context, lookupEnv func(string) (string
 	var wg sync.WaitGroup
 	var saved bool
 	if f.Rules, f.RulesErr, saved = ipt.SavedRules(mode); !saved {
-		wg.Go(func() { f.Rules, _, f.RulesErr = p.sys.Run(ctx, []string{mode.SaveCommand()}, nil, p.timeout) })
+		wg.Go(func() { f.Rules, _, f.RulesErr = runSave(ctx, p.sys, mode.SaveCommand(), p.timeout) })
 	}
+	f.FailedSaves = ipt.Failed()
 	err := f.readFiles(p.sys)
 	wg.Wait()
 	n := p.waitNames(ctx)
@@ -58,6 +59,17 @@ func (p *Probes) detectMagic(ctx context.Context, lookupEnv func(string) (string
 	}
 	f.DockerHost, f.DockerHostErr = p.waitDockerHost(ctx)
 	return f, nil
+}
+
+// backendHint is the likely cause of rules of the chosen backend that
+// send nothing to Docker's DNS while resolv.conf names it: a save that
+// failed (counted as no rules, so the other backend may have been
+// chosen), or else Docker's rules being in the other backend.
+func (f MagicFacts) backendHint() string {
+	if len(f.FailedSaves) > 0 {
+		return fmt.Sprintf("likely cause: %s, counted as no rules when the backend was chosen", strings.Join(f.FailedSaves, "; "))
+	}
+	return "are Docker's rules in the other backend?"
 }
 
 // ErrDockerHostNotNeeded is MagicFacts.DockerHostErr on a node with

@@ -87,11 +87,13 @@ func noEmbeddedDNS(f MagicFacts) (string, bool) {
 // dnatsToEmbeddedDNS reports whether iptables-save output has a rule
 // sending packets to Docker's embedded DNS server.
 func dnatsToEmbeddedDNS(save []byte) bool {
-	for line := range bytes.Lines(save) {
-		if line[0] != '-' {
+	// Only a rule naming the address can send to it: no other is parsed.
+	named := newLineMatcher(save, []string{dockerEmbeddedDNS})
+	for l := range saveRules(save) {
+		if !named.in(l.start, l.start+len(l.text)) {
 			continue
 		}
-		r := parseRule(strings.TrimRight(string(line), "\r\n"))
+		r := parseRule(strings.TrimRight(string(l.text), "\r"))
 		for i := range r.args {
 			if r.arg(i) == "--to-destination" {
 				if to := r.arg(i + 1); to == dockerEmbeddedDNS || strings.HasPrefix(to, dockerEmbeddedDNS+":") {
@@ -133,8 +135,8 @@ func planResolvConf(f MagicFacts, hostIP netip.Addr, served bool, v6 netip.Addr)
 		// at the host IP all the same and break the node's own DNS; left
 		// as it is, the node resolves but its pods cannot. Either way
 		// the cluster's DNS is broken: say so and stop.
-		return nil, false, fmt.Errorf("the %s rules send nothing to %s, which %s names: pods could not use Docker's DNS (are Docker's rules in the other backend?)",
-			f.Mode, dockerEmbeddedDNS, ResolvConf)
+		return nil, false, fmt.Errorf("the %s rules send nothing to %s, which %s names: pods could not use Docker's DNS (%s)",
+			f.Mode, dockerEmbeddedDNS, ResolvConf, f.backendHint())
 	}
 	out, err := rewriteResolvConf(f.Resolv.Data, hostIP, f.Search)
 	if err != nil {

@@ -79,12 +79,8 @@ func (p *Probes) StartSaves(ctx context.Context) {
 			wg.Go(func() {
 				// A probe: its output is data, and what it says on
 				// standard error only its failure's error quotes.
-				out, _, err := p.sys.Run(ctx, []string{c.name}, nil, p.timeout)
-				s := Save{Command: c.name, Mode: c.mode, Err: err}
-				if err == nil {
-					s.Output, s.Rules = out, CountRules(out)
-				}
-				p.saves[i] = s
+				out, rules, err := runSave(ctx, p.sys, c.name, p.timeout)
+				p.saves[i] = Save{Command: c.name, Mode: c.mode, Output: out, Rules: rules, Err: err}
 			})
 		}
 		go func() {

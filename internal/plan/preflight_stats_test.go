@@ -3,6 +3,7 @@ package plan
 import (
 	"io/fs"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/kind-entrypoint/entrypoint/internal/system"
@@ -50,6 +51,42 @@ func TestPreflightStatsOnce(t *testing.T) {
 	}
 	if bare.n > 10 {
 		t.Errorf("%d stats to preflight the kubelet roots of %d mounts under a missing /sys/fs/cgroup; want at most 10", bare.n, n)
+	}
+}
+
+// TestPreflightDeepPathStats: a path 32k levels deep below a missing
+// directory costs the stats of what exists above it, not one per level
+// (each resolving the whole path again: 2.6 s of CPU walking up).
+func TestPreflightDeepPathStats(t *testing.T) {
+	root := hosttest.Dir(t, map[string]string{"sys/fs/cgroup/cpu/.keep": ""})
+	sys := &statCounter{System: system.NewTree(root)}
+	deep := "/sys/fs/cgroup/cpu" + strings.Repeat("/k", 32000)
+	if err := Preflight(sys, []Action{Mkdir(deep+"/kubelet", 0o755), Bind(deep+"/kubelet", deep+"/kubelet")}); err != nil {
+		t.Fatal(err)
+	}
+	// /sys, /sys/fs, /sys/fs/cgroup, /sys/fs/cgroup/cpu, its first k.
+	if sys.n > 5 {
+		t.Errorf("%d stats to preflight a path 32k levels deep; want at most 5", sys.n)
+	}
+}
+
+// TestPreflightPlannedDirsCap: a plan making more than MaxPlannedDirs
+// directories (ancestors counted) is refused, naming the Mkdir that
+// passes the cap; one making them all under a shared deep path is not.
+func TestPreflightPlannedDirsCap(t *testing.T) {
+	sys := system.NewTree(hosttest.Dir(t, map[string]string{"sys/fs/cgroup/cpu/.keep": ""}))
+	deep := strings.Repeat("/k", 2000)
+	var shared, branches []Action
+	for i := range 1024 {
+		shared = append(shared, Mkdir("/sys/fs/cgroup/cpu"+deep+"/c"+strconv.Itoa(i)+"/kubelet", 0o755))
+		branches = append(branches, Mkdir("/sys/fs/cgroup/cpu/b"+strconv.Itoa(i)+deep+"/kubelet", 0o755))
+	}
+	if err := Preflight(sys, shared); err != nil {
+		t.Errorf("1024 cgroup mounts under one deep path: %v", err)
+	}
+	err := Preflight(sys, branches)
+	if err == nil || !strings.Contains(err.Error(), `mkdir (planned) "/sys/fs/cgroup/cpu/b32/`) || !strings.Contains(err.Error(), "MaxPlannedDirs") {
+		t.Errorf("1024 branches 2000 levels deep: %v, want the cap's error naming the 33rd", err)
 	}
 }
 

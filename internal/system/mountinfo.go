@@ -19,6 +19,15 @@ import (
 // MountinfoPath is the mount table every step and command reads.
 const MountinfoPath = "/proc/self/mountinfo"
 
+// MaxMountPath is the longest mount point, or root, a mount table may
+// hold: PATH_MAX, the longest path mount(2) takes. A real node's are far
+// shorter. A path is walked by its ancestors (plan.Preflight, Resolve),
+// each asked of the kernel by its whole path again, so the cost of one
+// grows with the square of its depth: at this cap 2000 levels, 0.8 s of
+// CPU for 1024 cgroup mounts there (docs/performance.md); at the line's
+// own cap (64 KiB, 32k levels) it was 2.6 s for one.
+const MaxMountPath = 4096
+
 // ReadMountinfo reads and parses sys's mount table.
 func ReadMountinfo(sys System) ([]*mountinfo.Info, error) {
 	b, err := sys.ReadFile(MountinfoPath, LimitTable)
@@ -70,6 +79,11 @@ func parseMountinfoText(text string, b []byte) ([]*mountinfo.Info, error) {
 	// (cgroup_show_path), as in /proc/self/cgroup. Whoever joins a root
 	// to a path must refuse those (cgroupfix does).
 	for i, m := range mi {
+		for _, f := range []struct{ name, path string }{{"mount point", m.Mountpoint}, {"root", m.Root}} {
+			if len(f.path) > MaxMountPath {
+				return nil, fmt.Errorf("mount %d (ID %d): %s of %d bytes, longer than %d (PATH_MAX, MaxMountPath)", i+1, m.ID, f.name, len(f.path), MaxMountPath)
+			}
+		}
 		if !cleanAbs(m.Mountpoint) || (strings.HasPrefix(m.Root, "/") && !cleanAbs(withoutLeadingUps(m.Root))) {
 			return nil, fmt.Errorf("mount %d (ID %d): mount point %s, root %s: not a clean absolute path", i+1, m.ID, logline.QuoteClipped(m.Mountpoint), logline.QuoteClipped(m.Root))
 		}

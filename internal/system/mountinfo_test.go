@@ -56,3 +56,31 @@ func BenchmarkParseMountinfoShortest(b *testing.B) {
 		}
 	}
 }
+
+// TestMountPathCap: a mount point or root longer than MaxMountPath is
+// refused with an error naming its mount; one at the cap is read.
+func TestMountPathCap(t *testing.T) {
+	at := "/m" + strings.Repeat("/k", (MaxMountPath-2)/2)
+	over := at + "/k"
+	for _, tc := range []struct {
+		name, line string
+		refused    bool
+	}{
+		{"mount point at the cap", "25 1 0:1 / " + at + " rw - tmpfs t rw\n", false},
+		{"mount point over the cap", "25 1 0:1 / " + over + " rw - tmpfs t rw\n", true},
+		{"root over the cap", "25 1 0:1 " + over + " /m rw - tmpfs t rw\n", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			mi, err := ParseMountinfo([]byte("24 1 0:2 / / rw - ext4 /dev/sda rw\n" + tc.line))
+			if !tc.refused {
+				if err != nil || len(mi) != 2 {
+					t.Fatalf("%d mounts, %v", len(mi), err)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), "mount 2 (ID 25)") || !strings.Contains(err.Error(), "MaxMountPath") {
+				t.Errorf("error %v, want one naming mount 2 (ID 25) and the cap", err)
+			}
+		})
+	}
+}
