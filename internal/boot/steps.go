@@ -216,6 +216,8 @@ func enableNetworkMagic(ctx context.Context, h *Host, ipt network.IptablesFacts)
 	for _, d := range f.Describe() {
 		facts = append(facts, Fact{d[0], d[1]})
 	}
+	// The forwarder's unit runs this binary, as etcd-peer-nat's does.
+	f.Executable = h.executable()
 	actions, err := network.PlanMagic(f)
 	if err != nil {
 		return Planned{facts, actions, f}, err
@@ -234,5 +236,5 @@ func (h *Host) executable() string {
 	if h.Executable != "" {
 		return h.Executable
 	}
-	return etcdpeers.DefaultExecutable
+	return plan.DefaultExecutable
 }

@@ -12,7 +12,6 @@ import (
 
 	"github.com/kind-entrypoint/entrypoint/internal/boot"
 	"github.com/kind-entrypoint/entrypoint/internal/network"
-	"github.com/kind-entrypoint/entrypoint/internal/plan"
 )
 
 const dnsForwarderRow = "dns-forwarder"
@@ -26,45 +25,40 @@ func (c *checker) dnsForwarder(ctx context.Context, probe func(context.Context, 
 		return Row{dnsForwarderRow, Fail, err.Error(), unreadableHint}
 	}
 	v6, why := f.ForwarderAddr()
-	unit := c.forwarderUnit()
+	planned := c.forwarderPlanned()
 	switch {
-	case unit == nil && why != "":
+	case !planned && why != "":
 		return Row{dnsForwarderRow, Pass, "not needed: " + why, ""}
-	case unit == nil:
+	case !planned:
 		return Row{dnsForwarderRow, Pass, "not needed: pods do not reach Docker's DNS through the host IP here (see host-docker-internal)", ""}
 	}
 	server := netip.AddrPortFrom(v6, 53)
-	planned := fmt.Sprintf("%s runs it at %s", network.ForwarderUnitName, server)
+	runs := fmt.Sprintf("%s runs it at %s", network.ForwarderUnitName, server)
 	switch {
 	case !c.live:
-		return Row{dnsForwarderRow, Pass, planned + " (a replay: not queried)", ""}
+		return Row{dnsForwarderRow, Pass, runs + " (a replay: not queried)", ""}
 	case !c.booted:
-		return Row{dnsForwarderRow, Pass, planned + " once the node boots (not queried: systemd is not running)", ""}
+		return Row{dnsForwarderRow, Pass, runs + " once the node boots (not queried: systemd is not running)", ""}
 	case probe == nil:
-		return Row{dnsForwarderRow, Pass, planned + " (not queried)", ""}
+		return Row{dnsForwarderRow, Pass, runs + " (not queried)", ""}
 	}
 	ctx, cancel := context.WithTimeout(ctx, c.timeout)
 	defer cancel()
 	took, err := probe(ctx, server, f.Hostname)
 	if err != nil {
-		return Row{dnsForwarderRow, Fail, fmt.Sprintf("%s: a query for %s's AAAA records: %v", planned, f.Hostname, err),
+		return Row{dnsForwarderRow, Fail, fmt.Sprintf("%s: a query for %s's AAAA records: %v", runs, f.Hostname, err),
 			"IPv6-only pods cannot resolve names Docker's DNS knows: see systemctl status " + network.ForwarderUnitName + " and journalctl -u " + network.ForwarderUnitName}
 	}
-	return Row{dnsForwarderRow, Pass, fmt.Sprintf("%s: answered in %s", planned, took.Round(time.Microsecond)), ""}
+	return Row{dnsForwarderRow, Pass, fmt.Sprintf("%s: answered in %s", runs, took.Round(time.Microsecond)), ""}
 }
 
-// forwarderUnit is the forwarder's unit as step 10 plans it, nil when it
-// plans none.
-func (c *checker) forwarderUnit() *plan.Action {
+// forwarderPlanned is whether step 10 runs the forwarder, whether or not
+// its unit is there already (a booted node's plan writes none).
+func (c *checker) forwarderPlanned() bool {
 	for _, r := range c.results {
-		if r.Step != "enable_network_magic" {
-			continue
-		}
-		for i, a := range r.Actions {
-			if a.Op == plan.OpWrite && a.Path == network.RuntimeUnitDir+"/"+network.ForwarderUnitName {
-				return &r.Actions[i]
-			}
+		if r.Step == "enable_network_magic" {
+			return network.ForwarderPlanned(r.Actions)
 		}
 	}
-	return nil
+	return false
 }

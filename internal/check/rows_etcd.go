@@ -36,7 +36,7 @@ func (c *checker) etcdPeers() []Row {
 	switch {
 	case len(f.Members) < 2:
 		return []Row{{name, Pass, obs + ": a single member dials no peer", ""}}
-	case c.booted && f.Unit == nil:
+	case c.booted && f.Installed.Unit == nil:
 		return []Row{{name, Warn, obs + ": " + etcdpeers.UnitPath + " is missing",
 			"the entrypoint installs it at every boot of an HA control plane; without it, a restart that moves the peers' addresses leaves etcd without a leader (journalctl -u " + etcdpeers.UnitName + ")"}}
 	}

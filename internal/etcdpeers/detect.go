@@ -12,6 +12,7 @@ import (
 	"path"
 	"strings"
 
+	"github.com/kind-entrypoint/entrypoint/internal/plan"
 	"github.com/kind-entrypoint/entrypoint/internal/system"
 )
 
@@ -45,10 +46,10 @@ type Facts struct {
 	Members []Member
 	// Err says why the membership could not be read.
 	Err error
-	// Unit, Peers: the unit file and PeersFile as they are (nil when
-	// missing); Linked: the wants link exists.
-	Unit, Peers []byte
-	Linked      bool
+	// Peers is PeersFile as it is (nil when missing); Installed, what
+	// is there of the unit (whatever the binary: Plan compares).
+	Peers     []byte
+	Installed plan.Installed
 }
 
 // Detect reads the membership of a control plane's etcd, before etcd
@@ -84,12 +85,8 @@ func detect(sys system.System, hostname string, limit int) Facts {
 	if f.Members, err = ReadMembers(db); err != nil {
 		f.Err = fmt.Errorf("%s: %w", f.DB, err)
 	}
-	f.Unit, _ = readIfAny(sys, UnitPath)
 	f.Peers, _ = readIfAny(sys, PeersFile)
-	if fi, err := sys.Lstat(LinkPath); err == nil && fi.Mode()&fs.ModeSymlink != 0 {
-		target, _ := sys.Readlink(LinkPath)
-		f.Linked = target == linkTarget
-	}
+	f.Installed = Unit(plan.DefaultExecutable).Installed(sys)
 	return f
 }
 

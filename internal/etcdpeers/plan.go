@@ -12,9 +12,6 @@ import (
 	"github.com/kind-entrypoint/entrypoint/internal/plan"
 )
 
-// linkTarget is what the wants link points at.
-const linkTarget = "../" + UnitName
-
 // Config is PeersFile: what etcd-peer-nat maps.
 type Config struct {
 	// Iptables is the backend select_iptables chose ("legacy", "nft").
@@ -53,7 +50,8 @@ func (f Facts) Describe(exe string) [][2]string {
 	}
 	out := [][2]string{{"etcd members", fmt.Sprintf("%d: %s", len(f.Members), strings.Join(parts, "; "))}}
 	if len(f.Members) >= 2 {
-		out = append(out, [2]string{UnitPath, string(Unit(exe))})
+		u := Unit(exe)
+		out = append(out, [2]string{u.Path(), string(u.Render())})
 	}
 	return out
 }
@@ -109,17 +107,5 @@ func Plan(f Facts, iptables, exe string) []plan.Action {
 	if !bytes.Equal(f.Peers, peers) {
 		out = append(out, plan.WriteFile(PeersFile, peers, 0o644).Because("etcd's peers as recorded, for "+UnitName).OrWarn("failed to write "+PeersFile))
 	}
-	unitFile := Unit(exe)
-	write := !bytes.Equal(f.Unit, unitFile)
-	if write || !f.Linked {
-		// /run starts empty: systemd makes its directories only later.
-		out = append(out, plan.Mkdir(WantsDir, 0o755).OrWarn("failed to create "+WantsDir))
-	}
-	if write {
-		out = append(out, plan.WriteFile(UnitPath, unitFile, 0o644).Because(why).OrWarn("failed to write "+UnitPath))
-	}
-	if !f.Linked {
-		out = append(out, plan.Symlink(linkTarget, LinkPath).Because("started with multi-user.target, never waited for").OrWarn("failed to enable "+UnitName))
-	}
-	return out
+	return append(out, Unit(exe).Install(f.Installed, why)...)
 }

@@ -75,7 +75,7 @@ func TestDetectAndPlan(t *testing.T) {
 				limit = LimitDB
 			}
 			f := detect(tree, "kind-control-plane", limit)
-			got := rendered(Plan(f, "nft", DefaultExecutable))
+			got := rendered(Plan(f, "nft", plan.DefaultExecutable))
 			if len(got) != len(tc.want) {
 				t.Fatalf("plan:\n%s\nwant %d actions", strings.Join(got, "\n"), len(tc.want))
 			}
@@ -118,7 +118,7 @@ func TestPlanConverges(t *testing.T) {
 	if err != nil || !strings.Contains(string(unit), "ExecStart=/entrypoint etcd-peer-nat\n") || strings.Contains(string(unit), "Before=") {
 		t.Errorf("unit %q (%v): want ExecStart of /entrypoint and no Before=", unit, err)
 	}
-	if fi, err := tree.Lstat(LinkPath); err != nil || fi.Mode()&fs.ModeSymlink == 0 {
+	if fi, err := tree.Lstat(Unit(plan.DefaultExecutable).WantsLink()); err != nil || fi.Mode()&fs.ModeSymlink == 0 {
 		t.Errorf("wants link: %v", err)
 	}
 }
@@ -127,7 +127,7 @@ func TestPlanConverges(t *testing.T) {
 // nothing (its peers might include this node under another name).
 func TestNotThisNode(t *testing.T) {
 	f := Facts{Hostname: "other", DB: "/db", Present: true, Members: three}
-	got := rendered(Plan(f, "nft", DefaultExecutable))
+	got := rendered(Plan(f, "nft", plan.DefaultExecutable))
 	if len(got) != 1 || !strings.HasPrefix(got[0], "log WARN: not redirecting etcd's peers after a restart: no member of /db is named \"other\"") {
 		t.Errorf("plan %q", got)
 	}

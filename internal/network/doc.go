@@ -5,7 +5,7 @@
 // resolv.conf, the rewrite of the node's old addresses after a restart and
 // the renewal of the API server's certificate; on nodes of ipv6 and
 // dual-stack clusters also the runtime unit of the DNS forwarder for
-// IPv6-only pods (magic_forwarder.go, runtime_unit.go; the forwarder
+// IPv6-only pods (magic_forwarder.go, a plan.RuntimeUnit; the forwarder
 // itself is internal/dnsforward).
 //
 // The text transformations (iptables-save output, resolv.conf, the node's

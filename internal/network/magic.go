@@ -95,10 +95,14 @@ type MagicFacts struct {
 	Cert, Key *File
 
 	// IPv6Forwarding: net.ipv6.conf.all.forwarding is 1 (see
-	// magic_forwarder.go). ForwarderLink is where the forwarder unit's
-	// wants link points, nil when there is none.
+	// magic_forwarder.go). Forwarder is what is there of the forwarder's
+	// unit.
 	IPv6Forwarding bool
-	ForwarderLink  *string
+	Forwarder      plan.Installed
+	// Executable is the binary the forwarder's unit runs: not read, but
+	// set by the caller (boot: the running binary); "" is
+	// plan.DefaultExecutable.
+	Executable string
 }
 
 // DetectMagic is the package's DetectMagic on the lookups p started (or

@@ -29,17 +29,19 @@ const (
 	forwarderListenPort = 53
 )
 
-// ForwarderUnit is the runtime unit of the forwarder answering on listen
-// and asking upstream, both on port 53.
-func ForwarderUnit(listen, upstream netip.Addr) RuntimeUnit {
-	return RuntimeUnit{
+// ForwarderUnit is the runtime unit of exe's forwarder answering on
+// listen and asking upstream, both on port 53. It runs as long as the
+// node, restarted on failure a bounded number of times.
+func ForwarderUnit(exe string, listen, upstream netip.Addr) plan.RuntimeUnit {
+	return plan.RuntimeUnit{
 		Name:        ForwarderUnitName,
 		Description: "DNS for IPv6-only pods: forwards to Docker's embedded DNS via " + upstream.String(),
-		Args: []string{ForwarderCommand,
+		Exec: []string{exe, ForwarderCommand,
 			"--listen", netip.AddrPortFrom(listen, forwarderListenPort).String(),
 			"--upstream", netip.AddrPortFrom(upstream, 53).String()},
 		MemoryMax: forwarderMemoryMax,
 		TasksMax:  forwarderTasksMax,
+		Restart:   true,
 	}
 }
 
@@ -57,30 +59,45 @@ func (f MagicFacts) ForwarderAddr() (netip.Addr, string) {
 	return f.IPv6, ""
 }
 
-// readForwarderFacts reads the sysctl and the forwarder unit's wants link.
+// readForwarderFacts reads the sysctl and what is there of the forwarder
+// unit.
 func (f *MagicFacts) readForwarderFacts(sys system.System) error {
 	b, err := system.ReadOptional(sys, IPv6Forwarding, system.LimitValue)
 	if err != nil {
 		return err
 	}
 	f.IPv6Forwarding = strings.TrimSpace(string(b)) == "1"
-	link, err := sys.Readlink(ForwarderUnit(netip.Addr{}, netip.Addr{}).WantsLink())
-	switch {
-	case err == nil:
-		f.ForwarderLink = &link
-	case !system.NotExist(err):
-		return err
-	}
+	f.Forwarder = ForwarderUnit(plan.DefaultExecutable, netip.Addr{}, netip.Addr{}).Installed(sys)
 	return nil
 }
 
-// planForwarder starts the forwarder at listen for queries to upstream.
+// planForwarder starts the forwarder at listen for queries to upstream,
+// run by f.Executable (DefaultExecutable when unset).
 func planForwarder(f MagicFacts, listen, upstream netip.Addr) []plan.Action {
-	u := ForwarderUnit(listen, upstream)
+	exe := f.Executable
+	if exe == "" {
+		exe = plan.DefaultExecutable
+	}
+	u := ForwarderUnit(exe, listen, upstream)
 	return append([]plan.Action{plan.Info(fmt.Sprintf(
-		"IPv6 pods resolve through %s: %s runs %s",
-		netip.AddrPortFrom(listen, forwarderListenPort), u.Path(), strings.Join(append([]string{EntrypointBinary}, u.Args...), " ")))},
-		u.Plan(f.ForwarderLink)...)
+		"%s %s: %s runs %s", forwarderLogPrefix,
+		netip.AddrPortFrom(listen, forwarderListenPort), u.Path(), u.CommandLine()))},
+		u.Install(f.Forwarder, "IPv6 pods reach Docker's DNS through it (kind#4152)")...)
+}
+
+// forwarderLogPrefix starts the line planForwarder logs, and so marks a
+// plan that runs the forwarder (ForwarderPlanned).
+const forwarderLogPrefix = "IPv6 pods resolve through"
+
+// ForwarderPlanned reports whether actions (step 10's) run the forwarder,
+// whether or not its unit is there already.
+func ForwarderPlanned(actions []plan.Action) bool {
+	for _, a := range actions {
+		if a.Op == plan.OpLog && strings.HasPrefix(string(a.Data), forwarderLogPrefix+" ") {
+			return true
+		}
+	}
+	return false
 }
 
 // withForwarder adds "nameserver v6" to a rewritten resolv.conf, right

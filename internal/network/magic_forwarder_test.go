@@ -45,7 +45,7 @@ func TestWithForwarder(t *testing.T) {
 }
 
 func TestForwarderUnit(t *testing.T) {
-	u := ForwarderUnit(node6, gateway)
+	u := ForwarderUnit(plan.DefaultExecutable, node6, gateway)
 	want := `[Unit]
 Description=DNS for IPv6-only pods: forwards to Docker's embedded DNS via 172.18.0.1
 StartLimitIntervalSec=60
@@ -68,22 +68,40 @@ WantedBy=multi-user.target
 	if u.Path() != "/run/systemd/system/kind-dns-forwarder.service" || u.WantsLink() != "/run/systemd/system/multi-user.target.wants/kind-dns-forwarder.service" {
 		t.Errorf("paths %s, %s", u.Path(), u.WantsLink())
 	}
-	target := "../kind-dns-forwarder.service"
-	other := "/etc/systemd/system/x.service"
-	for _, tt := range []struct {
-		link *string
-		ops  []plan.Op
-	}{
-		{nil, []plan.Op{plan.OpMkdir, plan.OpWrite, plan.OpSymlink}},
-		{&target, []plan.Op{plan.OpMkdir, plan.OpWrite}},
-		{&other, []plan.Op{plan.OpMkdir, plan.OpWrite, plan.OpRemove, plan.OpSymlink}},
+}
+
+// TestPlanMagicForwarderExecutable: the unit runs the binary boot names
+// (an image with it only at /entrypoint), the default one when none is
+// named; a node where that unit is installed plans nothing of it, yet
+// still runs the forwarder.
+func TestPlanMagicForwarderExecutable(t *testing.T) {
+	const unitPath = plan.RuntimeUnitDir + "/" + ForwarderUnitName
+	for _, tt := range []struct{ exe, want string }{
+		{"", "ExecStart=/usr/local/bin/entrypoint dns-forwarder "},
+		{"/entrypoint", "ExecStart=/entrypoint dns-forwarder "},
 	} {
-		var ops []plan.Op
-		for _, a := range u.Plan(tt.link) {
-			ops = append(ops, a.Op)
+		f := ipv6Facts()
+		f.Executable = tt.exe
+		actions, err := PlanMagic(f)
+		if err != nil {
+			t.Fatal(err)
 		}
-		if diff := cmp.Diff(tt.ops, ops); diff != "" {
-			t.Errorf("link %v: ops (-want +got):\n%s", tt.link, diff)
+		unit := find(actions, plan.OpWrite, unitPath)
+		if unit == nil || !strings.Contains(string(unit.Data), tt.want) || unit.OnFail != plan.Warn {
+			t.Fatalf("executable %q: unit %+v, want a warned write holding %q", tt.exe, unit, tt.want)
+		}
+		f.Forwarder = plan.Installed{Unit: unit.Data, Link: new("../" + ForwarderUnitName)}
+		again, err := PlanMagic(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, a := range again {
+			if strings.HasPrefix(a.Path, plan.RuntimeUnitDir) {
+				t.Errorf("executable %q, installed: planned %s %s", tt.exe, a.Op, a.Path)
+			}
+		}
+		if !ForwarderPlanned(again) {
+			t.Errorf("executable %q, installed: the forwarder is not planned", tt.exe)
 		}
 	}
 }
@@ -121,9 +139,9 @@ func TestPlanMagicForwarder(t *testing.T) {
 			if diff := cmp.Diff(tt.wantResolv, resolvWritten(actions)); diff != "" {
 				t.Errorf("resolv.conf (-want +got):\n%s", diff)
 			}
-			unit := find(actions, plan.OpWrite, RuntimeUnitDir+"/"+ForwarderUnitName)
-			if (unit != nil) != tt.wantUnit {
-				t.Errorf("forwarder unit planned: %v, want %v", unit != nil, tt.wantUnit)
+			unit := find(actions, plan.OpWrite, plan.RuntimeUnitDir+"/"+ForwarderUnitName)
+			if (unit != nil) != tt.wantUnit || ForwarderPlanned(actions) != tt.wantUnit {
+				t.Errorf("forwarder unit planned: %v (%v), want %v", unit != nil, ForwarderPlanned(actions), tt.wantUnit)
 			}
 			if unit != nil && !strings.Contains(string(unit.Data), "--listen [fc00:f853:ccd:e793::2]:53 --upstream 172.18.0.1:53") {
 				t.Errorf("unit:\n%s", unit.Data)
