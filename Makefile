@@ -10,7 +10,7 @@ MAX_LINES ?= 450
 
 export CGO_ENABLED := 0
 
-.PHONY: all build build-arm64 vet test test-arm64 unit e2e e2e-podman e2e-cluster e2e-cluster-matrix e2e-nerdctl e2e-conformance e2e-vm e2e-vm-cluster run bench fuzz lint image clean
+.PHONY: all build build-arm64 vet test test-arm64 unit e2e e2e-podman e2e-cluster e2e-cluster-matrix e2e-nerdctl e2e-conformance e2e-vm e2e-vm-cluster e2e-stack run bench fuzz lint image clean
 
 all: build
 
@@ -67,7 +67,12 @@ run: build
 #                    instead of the subset the entrypoint touches.
 #   e2e-vm           cgroup v2 and rootless hosts: the same node image in a
 #                    Debian VM (qemu, TCG); see test/vm/README.md.
-ENGINE_TIERS := podman cluster nerdctl conformance vm
+#   e2e-stack        the node image on kind v0.33.0's node stack (Debian
+#                    trixie, systemd 257, containerd 2.3, runc 1.4, built
+#                    from the Go module proxy), through every e2e test,
+#                    with kind v0.33.0's script as the differential's
+#                    control; see test/stack/README.md.
+ENGINE_TIERS := podman cluster nerdctl conformance vm stack
 
 e2e: build
 	bash test/e2e/run.sh
