@@ -605,42 +605,12 @@ func (c *cluster) restartWithNewIPs(t *testing.T) time.Time {
 	if c.lb != "" {
 		containers = append(containers, c.lb)
 	}
-	old := map[string][]netip.Addr{}
-	for _, n := range containers {
-		old[n] = c.addrs(t, n)
-	}
-	if _, err := c.cli(3*time.Minute, nil, append([]string{"stop"}, containers...)...); err != nil {
-		t.Fatal(err)
-	}
-	// The engine hands out the lowest free address (in each family): one
-	// throwaway per stopped container holds the addresses they had.
-	// (nerdctl's host-local IPAM hands out the one after the last it gave:
-	// new addresses either way.)
-	for range containers {
-		if _, err := c.cli(time.Minute, nil, "run", "-d", "--name", fmt.Sprintf("%s-throwaway%d", c.name, c.throwaways),
-			"--label", c.prefix+"throwaway="+c.name, "--network", c.net,
-			"--entrypoint", "/bin/sleep", c.image, "infinity"); err != nil {
-			t.Fatal(err)
-		}
-		c.throwaways++
-	}
+	old := c.stopAndHold(t, containers)
 	started := time.Now()
 	if _, err := c.cli(3*time.Minute, nil, append([]string{"start"}, containers...)...); err != nil {
 		t.Fatal(err)
 	}
-	now := map[string][]netip.Addr{}
-	for _, n := range containers {
-		now[n] = c.addrs(t, n)
-		for _, a := range now[n] {
-			if slices.Contains(old[n], a) {
-				t.Fatalf("%s kept its address %s across the restart (%v -> %v): the test did not change it", n, a, old[n], now[n])
-			}
-		}
-		if len(now[n]) != len(old[n]) {
-			t.Fatalf("%s: addresses %v before the restart, %v after", n, old[n], now[n])
-		}
-		t.Logf("%s: %v -> %v", n, old[n], now[n])
-	}
+	now := c.requireNewAddrs(t, containers, old)
 	// the entrypoint records the addresses it booted with
 	for _, n := range c.nodes {
 		for _, a := range now[n] {
@@ -707,6 +677,52 @@ func (c *cluster) restartWithNewIPs(t *testing.T) time.Time {
 	lines := tier.EntrypointLines(strings.ReplaceAll(logs, "\r", ""), "[certs]")
 	t.Logf("%s: entrypoint log after the restart:\n%s", c.cp(), strings.Join(lines, "\n"))
 	return started
+}
+
+// stopAndHold stops containers and returns the addresses they had. The
+// engine hands out the lowest free address (in each family): one
+// throwaway per stopped container holds those addresses, so the
+// containers come back at new ones. (nerdctl's host-local IPAM hands out
+// the one after the last it gave: new addresses either way.)
+func (c *cluster) stopAndHold(t *testing.T, containers []string) map[string][]netip.Addr {
+	t.Helper()
+	old := map[string][]netip.Addr{}
+	for _, n := range containers {
+		old[n] = c.addrs(t, n)
+	}
+	if _, err := c.cli(3*time.Minute, nil, append([]string{"stop"}, containers...)...); err != nil {
+		t.Fatal(err)
+	}
+	for range containers {
+		if _, err := c.cli(time.Minute, nil, "run", "-d", "--name", fmt.Sprintf("%s-throwaway%d", c.name, c.throwaways),
+			"--label", c.prefix+"throwaway="+c.name, "--network", c.net,
+			"--entrypoint", "/bin/sleep", c.image, "infinity"); err != nil {
+			t.Fatal(err)
+		}
+		c.throwaways++
+	}
+	return old
+}
+
+// requireNewAddrs returns the containers' addresses once they started
+// again, and fails the test unless each has as many as before (old), all
+// new.
+func (c *cluster) requireNewAddrs(t *testing.T, containers []string, old map[string][]netip.Addr) map[string][]netip.Addr {
+	t.Helper()
+	now := map[string][]netip.Addr{}
+	for _, n := range containers {
+		now[n] = c.addrs(t, n)
+		for _, a := range now[n] {
+			if slices.Contains(old[n], a) {
+				t.Fatalf("%s kept its address %s across the restart (%v -> %v): the test did not change it", n, a, old[n], now[n])
+			}
+		}
+		if len(now[n]) != len(old[n]) {
+			t.Fatalf("%s: addresses %v before the restart, %v after", n, old[n], now[n])
+		}
+		t.Logf("%s: %v -> %v", n, old[n], now[n])
+	}
+	return now
 }
 
 // containsAddr: text holds a as a whole address: 172.18.0.3 is not in

@@ -5,7 +5,6 @@ package cluster
 import (
 	"encoding/json"
 	"fmt"
-	"net/netip"
 	"os"
 	"path/filepath"
 	"slices"
@@ -221,26 +220,12 @@ func (c *cluster) haRestarts(t *testing.T) string {
 }
 
 // restartInOrder stops containers, holds each one's addresses with a
-// throwaway (as restartWithNewIPs does), then starts them one at a time
+// throwaway (stopAndHold, as restartWithNewIPs does), then starts them one at a time
 // in the order given, gap apart, and returns when the first started.
 // Every container restarted must come back at new addresses.
 func (c *cluster) restartInOrder(t *testing.T, containers []string, gap time.Duration) time.Time {
 	t.Helper()
-	old := map[string][]netip.Addr{}
-	for _, n := range containers {
-		old[n] = c.addrs(t, n)
-	}
-	if _, err := c.cli(3*time.Minute, nil, append([]string{"stop"}, containers...)...); err != nil {
-		t.Fatal(err)
-	}
-	for range containers {
-		if _, err := c.cli(time.Minute, nil, "run", "-d", "--name", fmt.Sprintf("%s-throwaway%d", c.name, c.throwaways),
-			"--label", c.prefix+"throwaway="+c.name, "--network", c.net,
-			"--entrypoint", "/bin/sleep", c.image, "infinity"); err != nil {
-			t.Fatal(err)
-		}
-		c.throwaways++
-	}
+	old := c.stopAndHold(t, containers)
 	started := time.Now()
 	for i, n := range containers {
 		if i > 0 {
@@ -250,15 +235,7 @@ func (c *cluster) restartInOrder(t *testing.T, containers []string, gap time.Dur
 			t.Fatal(err)
 		}
 	}
-	for _, n := range containers {
-		now := c.addrs(t, n)
-		for _, a := range now {
-			if slices.Contains(old[n], a) {
-				t.Fatalf("%s kept its address %s across the restart (%v -> %v): the test did not change it", n, a, old[n], now)
-			}
-		}
-		t.Logf("%s: %v -> %v", n, old[n], now)
-	}
+	c.requireNewAddrs(t, containers, old)
 	return started
 }
 
