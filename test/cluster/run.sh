@@ -18,7 +18,9 @@
 # of step 5's tests: IPv4 1+2, IPv6, dual-stack, HA and podman clusters from
 # the same images (matrix_test.go); it also builds kind's load balancer image
 # and loads the node images into podman.
-# Environment: CLUSTER_GO_TEST_ARGS (extra `go test` arguments),
+# Environment: CLUSTER_VERSIONS (the versions file, default
+# test/cluster/versions; versions-stack: the same tier on kind v0.33.0's
+# node stack, test/stack), CLUSTER_GO_TEST_ARGS (extra `go test` arguments),
 # CLUSTER_STATE_DIR (default /var/cache/kind-entrypoint-cluster),
 # CLUSTER_LOCK_WAIT (seconds to wait for the e2e lock, default 1800).
 set -o errexit -o nounset -o pipefail
@@ -47,11 +49,18 @@ mkdir -p "$e2e_state"
 [[ ${E2E_LOCK_HELD:-} == 1 ]] || tier_lock "$e2e_state/lock" "${CLUSTER_LOCK_WAIT:-1800}"
 export E2E_LOCK_HELD=1
 
+versions=${CLUSTER_VERSIONS:-$here/versions}
 # shellcheck source=versions
-source "$here/versions"
+source "$versions"
 
 # --- 1. Docker and the e2e node image ----------------------------------------
-node_image=$(bash test/e2e/run.sh --build-only)
+# NODE_STACK: the node image's stack, bookworm (test/e2e/node) or kind
+# v0.33.0's trixie (test/stack: the same recipe on its base).
+case ${NODE_STACK:-bookworm} in
+  bookworm) node_image=$(bash test/e2e/run.sh --build-only) ;;
+  trixie) node_image=$(bash test/stack/run.sh --build-only) ;;
+  *) die "$versions: NODE_STACK=$NODE_STACK, want bookworm or trixie" ;;
+esac
 # the base image it was built from (run.sh labels the node image with it)
 base_image=$(docker image inspect -f '{{index .Config.Labels "kind-entrypoint.base"}}' "$node_image")
 docker image inspect "$base_image" > /dev/null || die "base image $base_image missing"
@@ -77,14 +86,14 @@ remove_leftovers() { # ENGINE
 remove_leftovers docker
 
 # --- 2. Kubernetes, etcd, CoreDNS --------------------------------------------
-bin_hash=$(cat "$here/versions" "$here/build-binaries.sh" "$here/k8s-module.sh" test/lib.sh | sha256sum | cut -c1-12)
+bin_hash=$(cat "$versions" "$here/build-binaries.sh" "$here/k8s-module.sh" test/lib.sh | sha256sum | cut -c1-12)
 bins=$state/bin-$bin_hash
 t=$(date +%s)
 if [[ -x $bins/kubeadm && -x $bins/etcd && -x $bins/coredns ]]; then
   log "binaries $bins present"
 else
   log "building Kubernetes $KUBERNETES, etcd $ETCD, CoreDNS $COREDNS (cold: about 20 minutes on 2 cores; log: $log_dir/build-binaries.log)"
-  bash "$here/build-binaries.sh" "$here/versions" "$bins" > "$log_dir/build-binaries.log" 2>&1 \
+  bash "$here/build-binaries.sh" "$versions" "$bins" > "$log_dir/build-binaries.log" 2>&1 \
     || { grep -v '^go: downloading' "$log_dir/build-binaries.log" | tail -n 30 >&2; die "building the binaries failed"; }
 fi
 log "binaries ready in $(since "$t")"
@@ -158,13 +167,20 @@ log "component images ready in $(since "$t") ($(du -m "$images_tar" | cut -f1) M
 
 # --- 4. node images ----------------------------------------------------------
 t=$(date +%s)
-cluster_image=kind-entrypoint-cluster/node:$KUBERNETES
-reference_image=kind-entrypoint-cluster/node-reference-$KIND:$KUBERNETES
-reference_old_image=kind-entrypoint-cluster/node-reference-$KIND_REFERENCE:$KUBERNETES
+# The trixie stack's images carry its name: the same Kubernetes may be
+# built on both stacks.
+stack=
+[[ ${NODE_STACK:-bookworm} == bookworm ]] || stack=-$NODE_STACK
+cluster_image=kind-entrypoint-cluster/node$stack:$KUBERNETES
+reference_image=kind-entrypoint-cluster/node$stack-reference-$KIND:$KUBERNETES
+# kind v0.23.0's script, where the versions file names it (KIND_REFERENCE)
+reference_old_image=
+[[ -z $KIND_REFERENCE ]] || reference_old_image=kind-entrypoint-cluster/node$stack-reference-$KIND_REFERENCE:$KUBERNETES
 cp -r "$here/node/files" "$here/node/Dockerfile" "$work/ctx/"
 cp "$bins/kubeadm" "$bins/kubelet" "$bins/kubectl" "$work/ctx/bin/"
 docker build -q -t "$cluster_image" --label "$label=1" --build-arg NODE_IMAGE="$node_image" \
-  --build-arg KUBERNETES_VERSION="$KUBERNETES" "$work/ctx" > /dev/null 2> "$log_dir/build-node.log" \
+  --build-arg KUBERNETES_VERSION="$KUBERNETES" --build-arg PAUSE_IMAGE_TAG="$PAUSE_IMAGE_TAG" \
+  "$work/ctx" > /dev/null 2> "$log_dir/build-node.log" \
   || { cat "$log_dir/build-node.log" >&2; die "cluster node image build failed"; }
 # build_reference KIND_VERSION TAG: the cluster image with that kind
 # release's scripts, from its Go module, in place of our binary.
@@ -181,20 +197,29 @@ build_reference() {
     || { cat "$log_dir/build-reference.log" >&2; die "reference node image build ($1) failed"; }
 }
 build_reference "$KIND" "$reference_image"
-build_reference "$KIND_REFERENCE" "$reference_old_image"
-log "node images $cluster_image, $reference_image and $reference_old_image built in $(since "$t")"
+[[ -z $reference_old_image ]] || build_reference "$KIND_REFERENCE" "$reference_old_image"
+log "node images $cluster_image, $reference_image${reference_old_image:+ and $reference_old_image} built in $(since "$t")"
 # What earlier runs built and this one re-tagged (2 GB a run otherwise).
 docker image prune -f --filter "label=$label" > /dev/null
 if ((build_only)); then
-  printf '%s\n' "$cluster_image" "$reference_image" "$reference_old_image"
+  printf '%s\n' "$cluster_image" "$reference_image" ${reference_old_image:+"$reference_old_image"}
   exit 0
 fi
 
 # --- 5. tests ----------------------------------------------------------------
 export CLUSTER_IMAGE=$cluster_image CLUSTER_REFERENCE_IMAGE=$reference_image CLUSTER_REFERENCE_OLD_IMAGE=$reference_old_image
 CLUSTER_KIND=$(bash test/kind-cli.sh "$KIND") || die "building kind $KIND (test/kind-cli.sh) failed"
-CLUSTER_KIND_OLD=$(bash test/kind-cli.sh "$KIND_REFERENCE") || die "building kind $KIND_REFERENCE (test/kind-cli.sh) failed"
-export CLUSTER_KIND CLUSTER_KIND_OLD
+export CLUSTER_KIND
+# The tests of kind v0.23.0's script and CLI, where the versions file has
+# that row (KIND_REFERENCE).
+skip=()
+if [[ -n $KIND_REFERENCE ]]; then
+  CLUSTER_KIND_OLD=$(bash test/kind-cli.sh "$KIND_REFERENCE") || die "building kind $KIND_REFERENCE (test/kind-cli.sh) failed"
+  export CLUSTER_KIND_OLD
+else
+  skip=(-skip '^(TestReferenceScriptV023|TestOlderKind)$')
+  log "$versions has no KIND_REFERENCE: TestReferenceScriptV023 and TestOlderKind are not run"
+fi
 export CLUSTER_LOG_DIR=$log_dir
 tags=cluster timeout=60m
 if ((matrix)); then
@@ -247,7 +272,7 @@ if ((matrix)); then
   command -v podman > /dev/null && remove_leftovers podman
 else
   # shellcheck disable=SC2086 # CLUSTER_GO_TEST_ARGS is a list of arguments
-  go test -tags "$tags" -v -count=1 -timeout "$timeout" ${CLUSTER_GO_TEST_ARGS:-} ./test/cluster/ || rc=$?
+  go test -tags "$tags" -v -count=1 -timeout "$timeout" "${skip[@]}" ${CLUSTER_GO_TEST_ARGS:-} ./test/cluster/ || rc=$?
 fi
 remove_leftovers docker
 log "go test finished in $(since "$t") (exit $rc); whole tier $(since "$tier_start")"

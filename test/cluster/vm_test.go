@@ -3,9 +3,12 @@
 package cluster
 
 import (
+	"fmt"
 	"os"
 	"strconv"
+	"strings"
 	"testing"
+	"time"
 )
 
 // TestVMOneNode is the VM tier's cluster suite (test/vm/guest/cluster.sh,
@@ -26,11 +29,50 @@ func TestVMOneNode(t *testing.T) {
 	if err != nil || slow < 1 {
 		t.Fatalf("CLUSTER_TIME_SCALE=%q: want a whole number from 1", os.Getenv("CLUSTER_TIME_SCALE"))
 	}
-	// kind v0.30.0 writes kubeadm's v1beta3 config for Kubernetes 1.34,
-	// where this is the wait for the control plane's static pods (4m by
-	// default), which kubeadm 1.34 takes as its
-	// controlPlaneComponentHealthCheck.
-	patch := "kind: ClusterConfiguration\napiServer:\n  timeoutForControlPlane: " + strconv.Itoa(4*slow) + "m0s\n"
+	v1beta4 := kubeadmV1beta4(t, mustEnv(t, envImage))
+	c := createCluster(t, spec{tag: "vm", image: mustEnv(t, envImage), kind: mustEnv(t, envKind),
+		slow: slow, kubeadmPatches: vmKubeadmPatches(slow, v1beta4)})
+	c.checkAll(t, "created")
+}
+
+// kubeadmV1beta4 says whether kind writes kubeadm's v1beta4 config for the
+// image's Kubernetes (/kind/version): kind v0.33.0 does from 1.36 on, and
+// v1beta4 moved the timeouts and made extraArgs lists.
+func kubeadmV1beta4(t *testing.T, image string) bool {
+	t.Helper()
+	out, err := docker(time.Minute, nil, "run", "--rm", "--entrypoint", "cat", image, "/kind/version")
+	if err != nil {
+		t.Fatalf("the image's /kind/version: %v", err)
+	}
+	var minor int
+	if _, err := fmt.Sscanf(strings.TrimSpace(out), "v1.%d", &minor); err != nil {
+		t.Fatalf("the image's /kind/version %q: %v", out, err)
+	}
+	return minor >= 36
+}
+
+// vmKubeadmPatches stretch Kubernetes' own limits by slow, in the schema
+// kind writes (v1beta3 or v1beta4).
+func vmKubeadmPatches(slow int, v1beta4 bool) []string {
+	// arg is one of a component's extra arguments, in either schema.
+	arg := func(indent, name, value string) string {
+		if v1beta4 {
+			return indent + "- name: " + name + "\n" + indent + "  value: \"" + value + "\"\n"
+		}
+		return indent + name + ": \"" + value + "\"\n"
+	}
+	// The wait for the control plane's static pods (4m by default), which
+	// kubeadm 1.34 takes as its controlPlaneComponentHealthCheck: in
+	// v1beta3 the API server's timeoutForControlPlane, in v1beta4 one of
+	// InitConfiguration's timeouts.
+	wait := strconv.Itoa(4*slow) + "m0s"
+	patch := "kind: ClusterConfiguration\n"
+	var init string
+	if v1beta4 {
+		init = "kind: InitConfiguration\ntimeouts:\n  controlPlaneComponentHealthCheck: " + wait + "\n"
+	} else {
+		patch += "apiServer:\n  timeoutForControlPlane: " + wait + "\n"
+	}
 	// The controller manager and the scheduler exit when they cannot renew
 	// their leader lease within the renew deadline (10s of a 15s lease,
 	// retried every 2s), and kubeadm init waits for both to be healthy.
@@ -39,9 +81,13 @@ func TestVMOneNode(t *testing.T) {
 	// kubeadm init. They get the same stretch as every other limit.
 	for _, component := range []string{"controllerManager", "scheduler"} {
 		patch += component + ":\n  extraArgs:\n" +
-			"    leader-elect-lease-duration: " + strconv.Itoa(15*slow) + "s\n" +
-			"    leader-elect-renew-deadline: " + strconv.Itoa(10*slow) + "s\n" +
-			"    leader-elect-retry-period: " + strconv.Itoa(2*slow) + "s\n"
+			arg("    ", "leader-elect-lease-duration", strconv.Itoa(15*slow)+"s") +
+			arg("    ", "leader-elect-renew-deadline", strconv.Itoa(10*slow)+"s") +
+			arg("    ", "leader-elect-retry-period", strconv.Itoa(2*slow)+"s")
+		if v1beta4 && component == "controllerManager" {
+			// A merge patch replaces a list whole: kind's own argument.
+			patch += arg("    ", "enable-hostpath-provisioner", "true")
+		}
 	}
 	// etcd fails a request it cannot commit within 5s plus two election
 	// timeouts (1s each by default): under emulation and rootless Docker,
@@ -50,8 +96,8 @@ func TestVMOneNode(t *testing.T) {
 	// request timed out". One member: a longer election timeout (with the
 	// heartbeat at its usual tenth of it) changes nothing else.
 	patch += "etcd:\n  local:\n    extraArgs:\n" +
-		"      heartbeat-interval: \"" + strconv.Itoa(100*slow) + "\"\n" +
-		"      election-timeout: \"" + strconv.Itoa(1000*slow) + "\"\n"
+		arg("      ", "heartbeat-interval", strconv.Itoa(100*slow)) +
+		arg("      ", "election-timeout", strconv.Itoa(1000*slow))
 	// The kubelet cancels a runtime call after 2m. The node image imports
 	// its images without unpacking them (kind-preload-images.service), so
 	// the first container of an image unpacks it inside CreateContainer
@@ -60,7 +106,9 @@ func TestVMOneNode(t *testing.T) {
 	// and every retry started over ("CreateContainerError: context deadline
 	// exceeded" until kind's limit).
 	kubelet := "kind: KubeletConfiguration\nruntimeRequestTimeout: " + strconv.Itoa(2*slow) + "m0s\n"
-	c := createCluster(t, spec{tag: "vm", image: mustEnv(t, envImage), kind: mustEnv(t, envKind),
-		slow: slow, kubeadmPatches: []string{patch, kubelet}})
-	c.checkAll(t, "created")
+	patches := []string{patch, kubelet}
+	if init != "" {
+		patches = append(patches, init)
+	}
+	return patches
 }

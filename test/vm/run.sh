@@ -37,7 +37,9 @@
 # VM_EXIT_LIMIT (seconds a failing node may take to exit, default 120),
 # VM_PODMAN (0: without the rootless-podman scenario; default 1),
 # VM_DEBIAN_MIRROR, VM_STATE_DIR (default /var/cache/kind-entrypoint-vm),
-# VM_NODE_IMAGE (use this image instead of building the e2e one: only for
+# CLUSTER_VERSIONS (cluster: the cluster tier's versions file, default
+# test/cluster/versions; test/cluster/versions-stack-v2 is Kubernetes 1.37
+# on kind v0.33.0's stack), VM_NODE_IMAGE (use this image instead of building the e2e one: only for
 # trying a change to the image; the tier's verdict is on the e2e image).
 set -o errexit -o nounset -o pipefail
 
@@ -121,11 +123,11 @@ fi
 log "node image $node_image (${image_id:0:12}) ready in $(since "$t")"
 # The kind CLI (static: it runs in the VM): v0.23.0 for the rootless-podman
 # scenario; for the cluster suite the release made for the image's
-# Kubernetes (test/cluster/versions), and the cluster tier's test, built for
+# Kubernetes (CLUSTER_VERSIONS' KIND), and the cluster tier's test, built for
 # the VM.
 kind_version=v0.23.0
 if [[ $suite == cluster ]]; then
-  kind_version=$(sed -n 's/^KIND=//p' test/cluster/versions)
+  kind_version=$(sed -n 's/^KIND=//p' "${CLUSTER_VERSIONS:-test/cluster/versions}")
 fi
 kind_cli=$(bash test/kind-cli.sh "$kind_version") || die "building the kind CLI $kind_version (test/kind-cli.sh) failed"
 
