@@ -749,10 +749,14 @@ func containsAddr(text string, a netip.Addr) bool {
 	}
 }
 
-// readySince waits until every node has reported Ready since the time
-// given (a kubelet heartbeat after the restart: the Ready the API holds
-// from before the stop does not count) and returns how long that took.
-func (c *cluster) readySince(t *testing.T, since time.Time, limit time.Duration) time.Duration {
+// readySince waits until every node is Ready and each node restarted
+// (every node, when none is named) has reported Ready since the time given
+// (a kubelet heartbeat after the restart: the Ready the API holds from
+// before the stop does not count), and returns how long that took. A node
+// that kept running need not: its kubelet renews its lease, and writes
+// its status only every 5 minutes (nodeStatusReportFrequency) when
+// nothing changed.
+func (c *cluster) readySince(t *testing.T, since time.Time, limit time.Duration, restarted ...string) time.Duration {
 	t.Helper()
 	err := eventually(c.slow*limit, func() error {
 		out, err := c.kubectl("", "get", "nodes", "-o",
@@ -760,17 +764,26 @@ func (c *cluster) readySince(t *testing.T, since time.Time, limit time.Duration)
 		if err != nil {
 			return err
 		}
-		fresh := map[string]bool{}
+		ready, fresh := map[string]bool{}, map[string]bool{}
 		for _, l := range strings.Split(strings.TrimSpace(out), "\n") {
 			f := strings.Fields(l)
 			if len(f) != 3 || f[1] != "True" {
 				continue
 			}
+			ready[f[0]] = true
 			if beat, err := time.Parse(time.RFC3339, f[2]); err == nil && !beat.Before(since.Truncate(time.Second)) {
 				fresh[f[0]] = true
 			}
 		}
+		if len(restarted) == 0 {
+			restarted = c.nodes
+		}
 		for _, n := range c.nodes {
+			if !ready[n] {
+				return fmt.Errorf("%s is not Ready:\n%s", n, out)
+			}
+		}
+		for _, n := range restarted {
 			if !fresh[n] {
 				return fmt.Errorf("%s has not reported Ready since %s:\n%s", n, since.UTC().Format(time.RFC3339), out)
 			}

@@ -212,7 +212,7 @@ func (c *cluster) haRestarts(t *testing.T) string {
 	}))
 	one := passed(t.Run("restart-one-control-plane", func(t *testing.T) {
 		since := c.restartInOrder(t, []string{c.nodes[1]}, 0)
-		c.readySince(t, since, restartLimit)
+		c.readySince(t, since, restartLimit, c.nodes[1])
 		c.checkAll(t, "after-restart-one")
 		c.recordEtcd(t, "after-restart-one")
 	}))
