@@ -43,7 +43,7 @@ func etcdPeerNAT(ctx context.Context, sys system.System, log *logline.Logger) er
 	if err != nil {
 		return err
 	}
-	if err := etcdpeers.Watch(ctx, sys, log.Step(etcdpeers.Command), cfg, etcdpeers.DefaultRounds); err != nil {
+	if err := etcdpeers.Watch(ctx, sys, log.Step(etcdpeers.Command), cfg, etcdpeers.DefaultRounds()); err != nil {
 		return fmt.Errorf("%s: %w", etcdpeers.Command, err)
 	}
 	return nil

@@ -21,8 +21,8 @@ type Rounds struct {
 	Interval time.Duration
 }
 
-// DefaultRounds are the production bounds.
-var DefaultRounds = Rounds{Max: 300, Interval: 2 * time.Second}
+// DefaultRounds are the production bounds (a function: no package state).
+func DefaultRounds() Rounds { return Rounds{Max: 300, Interval: 2 * time.Second} }
 
 // Watch maps cfg's peers: each round looks up the pending ones and
 // installs the rules of what it found, until every peer is settled or
