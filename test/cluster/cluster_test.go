@@ -607,7 +607,7 @@ func (c *cluster) restartWithNewIPs(t *testing.T) time.Time {
 	}
 	old := c.stopAndHold(t, containers)
 	started := time.Now()
-	if _, err := c.cli(3*time.Minute, nil, append([]string{"start"}, containers...)...); err != nil {
+	if _, err := c.cli(c.slow*3*time.Minute, nil, append([]string{"start"}, containers...)...); err != nil {
 		t.Fatal(err)
 	}
 	now := c.requireNewAddrs(t, containers, old)
@@ -615,7 +615,7 @@ func (c *cluster) restartWithNewIPs(t *testing.T) time.Time {
 	for _, n := range c.nodes {
 		for _, a := range now[n] {
 			record := fmt.Sprintf("/kind/old-ipv%d", int(familyOf(a)))
-			if err := eventually(time.Minute, func() error {
+			if err := eventually(c.slow*time.Minute, func() error {
 				rec, err := c.cli(time.Minute, nil, "exec", n, "cat", record)
 				if err == nil {
 					if got, perr := netip.ParseAddr(strings.TrimSpace(rec)); perr != nil || got != a {
@@ -669,7 +669,7 @@ func (c *cluster) restartWithNewIPs(t *testing.T) time.Time {
 				t.Errorf("%s: %s: old addresses %v still there, new %v missing", cp, f, stale, missing)
 			}
 		}
-		if err := eventually(2*time.Minute, func() error { return c.certHasIP(cp, primary) }); err != nil {
+		if err := eventually(c.slow*2*time.Minute, func() error { return c.certHasIP(cp, primary) }); err != nil {
 			t.Errorf("%s: apiserver certificate: %v", cp, err)
 		}
 	}
@@ -690,11 +690,11 @@ func (c *cluster) stopAndHold(t *testing.T, containers []string) map[string][]ne
 	for _, n := range containers {
 		old[n] = c.addrs(t, n)
 	}
-	if _, err := c.cli(3*time.Minute, nil, append([]string{"stop"}, containers...)...); err != nil {
+	if _, err := c.cli(c.slow*3*time.Minute, nil, append([]string{"stop"}, containers...)...); err != nil {
 		t.Fatal(err)
 	}
 	for range containers {
-		if _, err := c.cli(time.Minute, nil, "run", "-d", "--name", fmt.Sprintf("%s-throwaway%d", c.name, c.throwaways),
+		if _, err := c.cli(c.slow*time.Minute, nil, "run", "-d", "--name", fmt.Sprintf("%s-throwaway%d", c.name, c.throwaways),
 			"--label", c.prefix+"throwaway="+c.name, "--network", c.net,
 			"--entrypoint", "/bin/sleep", c.image, "infinity"); err != nil {
 			t.Fatal(err)

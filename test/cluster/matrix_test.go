@@ -342,7 +342,7 @@ func ipv6Corefile(corefile string) string {
 func (c *cluster) startDNSOnly(t *testing.T) string {
 	t.Helper()
 	name := c.name + "-dnsonly"
-	if _, err := c.cli(time.Minute, nil, "run", "-d", "--name", name,
+	if _, err := c.cli(c.slow*time.Minute, nil, "run", "-d", "--name", name,
 		"--label", c.prefix+"throwaway="+c.name, "--network", c.net,
 		"--entrypoint", "/bin/sleep", c.image, "infinity"); err != nil {
 		t.Fatal(err)

@@ -1,46 +1,73 @@
-//go:build cluster && vm
+//go:build cluster && vm && matrix
 
 package cluster
 
 import (
+	"cmp"
 	"fmt"
 	"os"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/kind-entrypoint/entrypoint/test/tier"
 )
 
-// TestVMOneNode is the VM tier's cluster suite (test/vm/guest/cluster.sh,
+// TestVMCluster is the VM tier's cluster suite (test/vm/guest/cluster.sh,
 // make e2e-vm-cluster): in a Debian VM with cgroup v2, under QEMU's
-// emulation, the kind CLI (CLUSTER_KIND) creates one control plane from
-// CLUSTER_IMAGE, with the daemon DOCKER_HOST names (root or rootless
-// Docker), and the checks of TestOlderKind run: the node Ready, every
-// kube-system pod Running and ready, and a pod resolving the kubernetes
-// service's name and the node container's name (Docker's embedded DNS).
+// emulation, the kind CLI (CLUSTER_KIND) creates one control plane and one
+// worker with the engine CLUSTER_VM_ENGINE names (docker, root or rootless
+// as DOCKER_HOST says, or podman, rootless), from our image
+// (CLUSTER_VM_IMAGE=ours: CLUSTER_IMAGE) or from the control image with
+// kind's own script (script: CLUSTER_REFERENCE_IMAGE), in the family
+// CLUSTER_VM_FAMILY (ipv4 when empty, or dual). It is one row of the
+// cluster matrix (runShape): created, checked (checkAll), restarted so that
+// every address changes, checked again, with the create and
+// restart-to-Ready times; in dual, a pod also resolves names only Docker's
+// DNS knows, in IPv6, before and after. The row goes to CLUSTER_LOG_DIR/
+// matrix.md, each stage's `kubectl get nodes -o wide` beside it.
 //
 // CLUSTER_TIME_SCALE stretches every time limit of the test, and the same
 // factor goes on the limits of Kubernetes itself that the VM met (kubeadm's
 // wait for the control plane, leader election, etcd's request limit, the
 // kubelet's runtime calls): under emulation the API server takes minutes
 // where it takes seconds on the host.
-func TestVMOneNode(t *testing.T) {
+func TestVMCluster(t *testing.T) {
 	slow, err := strconv.Atoi(os.Getenv("CLUSTER_TIME_SCALE"))
 	if err != nil || slow < 1 {
 		t.Fatalf("CLUSTER_TIME_SCALE=%q: want a whole number from 1", os.Getenv("CLUSTER_TIME_SCALE"))
 	}
-	v1beta4 := kubeadmV1beta4(t, mustEnv(t, envImage))
-	c := createCluster(t, spec{tag: "vm", image: mustEnv(t, envImage), kind: mustEnv(t, envKind),
-		slow: slow, kubeadmPatches: vmKubeadmPatches(slow, v1beta4)})
-	c.checkAll(t, "created")
+	sh := shape{name: cmp.Or(os.Getenv("CLUSTER_VM_FAMILY"), "ipv4"), family: os.Getenv("CLUSTER_VM_FAMILY"),
+		engine: os.Getenv("CLUSTER_VM_ENGINE"), workers: 1}
+	switch sh.family {
+	case "", "dual":
+	default:
+		t.Fatalf("CLUSTER_VM_FAMILY=%q: want empty (ipv4) or dual", sh.family)
+	}
+	switch sh.engine {
+	case "", "docker", "podman":
+	default:
+		t.Fatalf("CLUSTER_VM_ENGINE=%q: want docker or podman", sh.engine)
+	}
+	which := map[string]string{"ours": envImage, "script": envReferenceImage}
+	label := os.Getenv("CLUSTER_VM_IMAGE")
+	if which[label] == "" {
+		t.Fatalf("CLUSTER_VM_IMAGE=%q: want ours or script", label)
+	}
+	image := mustEnv(t, which[label])
+	r := &result{shape: sh, image: label, create: "-", checks: "-", restart: "-", checksAfter: "-", names: "-", namesAfter: "-", more: "-"}
+	t.Cleanup(func() { writeTable(t, []*result{r}) })
+	runShape(t, spec{image: image, kind: mustEnv(t, envKind), family: sh.family, engine: sh.engine, workers: 1,
+		slow: slow, kubeadmPatches: vmKubeadmPatches(slow, kubeadmV1beta4(t, cmp.Or(sh.engine, "docker"), image))}, sh, r, 1)
 }
 
 // kubeadmV1beta4 says whether kind writes kubeadm's v1beta4 config for the
 // image's Kubernetes (/kind/version): kind v0.33.0 does from 1.36 on, and
 // v1beta4 moved the timeouts and made extraArgs lists.
-func kubeadmV1beta4(t *testing.T, image string) bool {
+func kubeadmV1beta4(t *testing.T, engine, image string) bool {
 	t.Helper()
-	out, err := docker(time.Minute, nil, "run", "--rm", "--entrypoint", "cat", image, "/kind/version")
+	out, err := tier.Run(2*time.Minute, nil, engine, "run", "--rm", "--entrypoint", "cat", image, "/kind/version")
 	if err != nil {
 		t.Fatalf("the image's /kind/version: %v", err)
 	}

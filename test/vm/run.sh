@@ -28,14 +28,17 @@
 #      exits non-zero unless every scenario passed.
 #
 # Environment: VM_SUITE (nodes or cluster; default nodes), VM_TIMEOUT
-# (seconds the VM may run, default 2400; cluster 5400), VM_ACCEL (auto, tcg
+# (seconds the VM may run, default 2400; cluster 900 + 1500 a scenario), VM_ACCEL (auto, tcg
 # or kvm; default auto), VM_CPUS (2), VM_MEMORY (MiB, 4096; cluster 6144),
 # VM_TIME_SCALE (cluster: the factor on the cluster test's time limits,
-# default 4), VM_CLUSTERS (cluster: which daemons get a cluster, of
-# "root rootless", the default; one alone saves 10-15 minutes),
+# default 4), VM_CLUSTERS (cluster: the clusters to make, of "root rootless
+# podman root-control podman-control root-dual", the default; see
+# test/vm/guest/cluster.sh),
 # VM_BOOT_LIMIT (seconds a node may take to reach `running`, default 180),
 # VM_EXIT_LIMIT (seconds a failing node may take to exit, default 120),
 # VM_PODMAN (0: without the rootless-podman scenario; default 1),
+# VM_GUEST (the VM's Debian release, bookworm or trixie; default bookworm
+# for the nodes suite, trixie for the cluster suite),
 # VM_DEBIAN_MIRROR, VM_STATE_DIR (default /var/cache/kind-entrypoint-vm),
 # CLUSTER_VERSIONS (cluster: the cluster tier's versions file, default
 # test/cluster/versions; test/cluster/versions-stack-v2 is Kubernetes 1.37
@@ -60,6 +63,7 @@ time_scale=${VM_TIME_SCALE:-4}
 # Every scenario the guest reports, in order: a missing one is a failure.
 case $suite in
   nodes)
+    guest=${VM_GUEST:-bookworm}
     # 23 min seen with the machine loaded (load 5-12, another VM beside it)
     vm_timeout=${VM_TIMEOUT:-2400}
     memory=${VM_MEMORY:-4096}
@@ -68,21 +72,35 @@ case $suite in
     scenarios+=(rootless-no-memory)
     ;;
   cluster)
-    # a control plane under emulation: minutes for each load, and the
-    # cluster twice (root, then rootless Docker)
-    vm_timeout=${VM_TIMEOUT:-5400}
+    guest=${VM_GUEST:-trixie}
     memory=${VM_MEMORY:-6144}
-    clusters=${VM_CLUSTERS:-root rootless}
-    scenarios=(vm-host)
+    clusters=${VM_CLUSTERS:-root rootless podman root-control podman-control root-dual}
     for c in $clusters; do
       case $c in
-        root) scenarios+=(cluster-root) ;;
-        rootless) scenarios+=(rootless-docker cluster-rootless) ;;
-        *) printf 'vm: VM_CLUSTERS takes root and rootless, not %s\n' "$c" >&2; exit 2 ;;
+        root | root-control | root-dual | rootless | podman | podman-control) ;;
+        *) printf 'vm: VM_CLUSTERS takes root, root-control, root-dual, rootless, podman and podman-control, not %s\n' "$c" >&2; exit 2 ;;
       esac
     done
+    # in the order the guest runs them (test/vm/guest/cluster.sh), each
+    # engine's load before its first cluster
+    scenarios=(vm-host)
+    for c in root rootless podman root-control podman-control root-dual; do
+      [[ " $clusters " == *" $c "* ]] || continue
+      case $c in
+        rootless) scenarios+=(rootless-docker) ;;
+        podman*) [[ " ${scenarios[*]} " == *" rootless-podman "* ]] || scenarios+=(rootless-podman) ;;
+      esac
+      scenarios+=("cluster-$c")
+    done
+    # under emulation: 15 minutes for the boot and the root load, then for
+    # each cluster about 15-20 minutes (and each further engine's load)
+    vm_timeout=${VM_TIMEOUT:-$((900 + 1500 * (${#scenarios[@]} - 1)))}
     ;;
   *) printf 'vm: VM_SUITE must be nodes or cluster, not %s\n' "$suite" >&2; exit 2 ;;
+esac
+case $guest in
+  bookworm | trixie) ;;
+  *) printf 'vm: VM_GUEST must be bookworm or trixie, not %s\n' "$guest" >&2; exit 2 ;;
 esac
 
 tier_lock "$state/lock"
@@ -97,6 +115,8 @@ apt_install "$log_root/apt.log" "${missing[@]}"
 
 # --- 2. the node image -------------------------------------------------------
 t=$(date +%s)
+# the cluster suite's control image: kind's script on the same image
+reference_image=
 if [[ -n ${VM_NODE_IMAGE:-} ]]; then
   node_image=$VM_NODE_IMAGE
   log "using VM_NODE_IMAGE=$node_image, not the e2e node image"
@@ -107,20 +127,27 @@ else
     cluster)
       # it prints the cluster image first, then its control images
       images=$(bash test/cluster/run.sh --build-only 9>&-) || die "building the cluster node image (test/cluster/run.sh --build-only) failed"
-      node_image=${images%%$'\n'*}
+      node_image=$(sed -n 1p <<< "$images")
+      reference_image=$(sed -n 2p <<< "$images")
       ;;
   esac
 fi
 image_id=$(docker image inspect -f '{{.Id}}' "$node_image") || die "no image $node_image"
 image_id=${image_id#sha256:}
-node_tar=$state/node-${image_id:0:12}.tar
+reference_id=
+if [[ -n $reference_image ]]; then
+  reference_id=$(docker image inspect -f '{{.Id}}' "$reference_image") || die "no image $reference_image"
+  reference_id=${reference_id#sha256:}
+fi
+# one archive of both images: their shared layers are in it once
+node_tar=$state/node-${image_id:0:12}${reference_id:+-${reference_id:0:12}}.tar
 if [[ ! -s $node_tar ]]; then
-  docker save -o "$node_tar.tmp" "$node_image"
+  docker save -o "$node_tar.tmp" "$node_image" $reference_image
   chmod 0644 "$node_tar.tmp"
   mv "$node_tar.tmp" "$node_tar"
   find "$state" -maxdepth 1 -name 'node-*.tar' ! -path "$node_tar" -delete
 fi
-log "node image $node_image (${image_id:0:12}) ready in $(since "$t")"
+log "node image $node_image (${image_id:0:12})${reference_image:+ and control image $reference_image (${reference_id:0:12})} ready in $(since "$t")"
 # The kind CLI (static: it runs in the VM): v0.23.0 for the rootless-podman
 # scenario; for the cluster suite the release made for the image's
 # Kubernetes (CLUSTER_VERSIONS' KIND), and the cluster tier's test, built for
@@ -132,17 +159,20 @@ fi
 kind_cli=$(bash test/kind-cli.sh "$kind_version") || die "building the kind CLI $kind_version (test/kind-cli.sh) failed"
 
 # --- 3. the VM disk ----------------------------------------------------------
-# test/debootstrap.sh: build.sh sources it
+# test/debootstrap.sh: build.sh sources it. One disk per guest release is
+# kept (each suite's runs keep finding theirs).
 disk_hash=$( (cd test/vm/disk && find . -type f -print0 | sort -z | xargs -0 sha256sum) \
   | cat - test/debootstrap.sh | sha256sum | cut -c1-12)
-disk=$state/disk-$disk_hash
+disk=$state/disk-$guest-$disk_hash
 t=$(date +%s)
 if [[ -s $disk/root.img ]]; then
   log "VM disk $disk present"
 else
-  log "building VM disk $disk (debootstrap: a few minutes)"
-  bash test/vm/disk/build.sh "$disk" test/vm/disk "$state"
-  find "$state" -maxdepth 1 -name 'disk-*' ! -path "$disk" -exec rm -rf {} +
+  log "building VM disk $disk (debootstrap of $guest: a few minutes)"
+  bash test/vm/disk/build.sh "$disk" test/vm/disk "$state" "$guest"
+  # this release's older disks, and those from before the release was in
+  # the name (disk-HASH)
+  find "$state" -maxdepth 1 \( -name "disk-$guest-*" -o -regex '.*/disk-[0-9a-f]*' \) ! -path "$disk" -exec rm -rf {} +
 fi
 log "VM disk ready in $(since "$t")"
 
@@ -198,11 +228,11 @@ if [[ $suite == nodes ]]; then
 fi
 cp "$kind_cli" "$work/in/kind"
 if [[ $suite == cluster ]]; then
-  CGO_ENABLED=0 go test -c -tags cluster,vm -trimpath -o "$work/in/cluster.test" ./test/cluster/ \
+  CGO_ENABLED=0 go test -c -tags cluster,vm,matrix -trimpath -o "$work/in/cluster.test" ./test/cluster/ \
     || die "building the cluster test for the VM failed"
 fi
-printf 'SUITE=%q\nNODE_IMAGE=%q\nNODE_IMAGE_ID=%q\nBOOT_LIMIT=%d\nEXIT_LIMIT=%d\nPODMAN=%d\nTIME_SCALE=%d\nVM_TIMEOUT=%d\nCLUSTERS=%q\n' \
-  "$suite" "$node_image" "$image_id" "$boot_limit" "$exit_limit" "$vm_podman" "$time_scale" "$vm_timeout" "${clusters:-}" > "$work/in/vm.env"
+printf 'SUITE=%q\nNODE_IMAGE=%q\nNODE_IMAGE_ID=%q\nREFERENCE_IMAGE=%q\nREFERENCE_IMAGE_ID=%q\nBOOT_LIMIT=%d\nEXIT_LIMIT=%d\nPODMAN=%d\nTIME_SCALE=%d\nVM_TIMEOUT=%d\nCLUSTERS=%q\n' \
+  "$suite" "$node_image" "$image_id" "$reference_image" "$reference_id" "$boot_limit" "$exit_limit" "$vm_podman" "$time_scale" "$vm_timeout" "${clusters:-}" > "$work/in/vm.env"
 in_mib=$(( $(du -sm "$work/in" | cut -f1) + 64 ))
 truncate -s "${in_mib}M" "$work/in.img"
 mkfs.ext4 -q -F -L kindvm-in -d "$work/in" "$work/in.img"

@@ -1,8 +1,12 @@
 #!/usr/bin/env bash
-# Builds the VM tier's root disk: a Debian bookworm host with cgroup v2,
-# Docker as root and rootless. Needs root and a Debian mirror, no registry.
+# Builds the VM tier's root disk: a Debian host (bookworm or trixie) with
+# cgroup v2, Docker as root and rootless, and rootless podman. Needs root and
+# a Debian mirror, no registry.
 #
-# Usage: build.sh OUT_DIR DISK_DIR CACHE_DIR
+# Usage: build.sh OUT_DIR DISK_DIR CACHE_DIR RELEASE
+#   RELEASE is Debian's release (debootstrap's suite): bookworm (Docker
+#   20.10, podman 4.3, systemd 252) or trixie (Docker 26.1, podman 5.4,
+#   systemd 257).
 #   DISK_DIR holds `packages` (debootstrap --include) and `files/` (copied
 #   over the tree). OUT_DIR gets root.img (raw ext4, the whole disk is the
 #   filesystem), vmlinuz and initrd.img (QEMU boots them directly: no boot
@@ -14,7 +18,7 @@ set -o errexit -o nounset -o pipefail
 # shellcheck source=test/debootstrap.sh
 source "$(dirname "${BASH_SOURCE[0]}")/../../debootstrap.sh"
 
-out=$1 disk=$2 cache=$3
+out=$1 disk=$2 cache=$3 release=$4
 mirror=${VM_DEBIAN_MIRROR:-}   # empty: debootstrap's default mirror
 size=${VM_DISK_SIZE:-12G}      # sparse; two copies of the node image fit
 user=rootless uid=1000
@@ -24,7 +28,7 @@ work=$(mktemp -d "$cache/vmroot.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 root=$work/root
 
-debootstrap_minbase "vm disk" "$root" "$disk/packages" "$cache" "$mirror" || exit 1
+debootstrap_minbase "vm disk" "$root" "$disk/packages" "$cache" "$mirror" "$release" || exit 1
 
 # The non-root user of the rootless scenarios, with subordinate ids for
 # newuidmap/newgidmap, and lingering: logind starts user@UID.service (the

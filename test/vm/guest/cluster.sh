@@ -2,15 +2,27 @@
 # nodes on cgroup v2. Sourced by scenarios.sh, which holds the shared
 # helpers and the vm-host and rootless-docker scenarios.
 #
-# The checks are the cluster tier's own (test/cluster/cluster_test.go,
-# TestVMOneNode in vm_test.go), compiled on the host into cluster.test: the
-# kind CLI of the release made for the node image's Kubernetes creates one
-# control plane from the cluster tier's node image; the node is Ready, every
-# kube-system pod is Running and ready, and a pod resolves the kubernetes
-# service's name (CoreDNS) and the node container's name (CoreDNS, the
-# node's resolv.conf, then Docker's embedded DNS through step 10's rules).
-# The test removes the cluster and its network, and on failure exports the
-# node logs (kind export logs) into the scenario's results first.
+# The checks are the cluster tier's own (test/cluster: TestVMCluster in
+# vm_test.go, which runs one row of the cluster matrix, runShape), compiled
+# on the host into cluster.test: the kind CLI of the release made for the
+# node image's Kubernetes creates one control plane and one worker, from our
+# image or from the control image (kind's own script on the same image), and
+# the cluster is checked (every node Ready, every kube-system pod Running and
+# ready, pods resolving the kubernetes service's name and a node container's
+# name through Docker's or podman's DNS, pods reaching each other),
+# restarted so that every address changes, and checked again. The test
+# removes the cluster and its network, and on failure exports the node logs
+# (kind export logs) into the scenario's results first.
+#
+# Scenarios (CLUSTERS, from VM_CLUSTERS on the host, picks among them; they
+# run in this order, whatever the order there):
+#   root            cluster-root: our image, root Docker
+#   rootless        rootless-docker, cluster-rootless: our image, rootless Docker
+#   podman          rootless-podman, cluster-podman: our image, rootless podman
+#   root-control    cluster-root-control: the control image, root Docker
+#   podman-control  (rootless-podman,) cluster-podman-control: the control
+#                   image, rootless podman
+#   root-dual       cluster-root-dual: our image, dual-stack, root Docker
 
 # watch_cluster prints, every minute, where the cluster's nodes are (the
 # test itself reports only when kind returns): the import and the kubelet,
@@ -20,12 +32,15 @@
 # is all that is left when the VM's time runs out. Progress only: it asserts
 # nothing.
 watch_cluster() {
-  local n units pods k=(kubectl --kubeconfig=/etc/kubernetes/admin.conf) line pod
+  local cli=$1 n units pods k=(kubectl --kubeconfig=/etc/kubernetes/admin.conf) line pod
   local -A seen=()
   while sleep 60; do
-    for n in $(dk ps --filter name=kind-ep-cl- --format '{{.Names}}' 2> /dev/null); do
-      units=$(dk exec "$n" systemctl is-active kind-preload-images.service kubelet.service 2>&1 | paste -sd' ' -)
-      if pods=$(dk exec "$n" "${k[@]}" get pods -A --no-headers 2> /dev/null); then
+    for n in $("$cli" ps --filter name=kind-ep-cl- --format '{{.Names}}' 2> /dev/null | grep -E -- '-(control-plane|worker)$'); do
+      units=$("$cli" exec "$n" systemctl is-active kind-preload-images.service kubelet.service 2>&1 | paste -sd' ' -)
+      if [[ $n != *-control-plane ]]; then
+        say "  $n: import, kubelet: $units"
+        continue
+      elif pods=$("$cli" exec "$n" "${k[@]}" get pods -A --no-headers 2> /dev/null); then
         pods=$(awk '$4 != "Running" {print $2 ":" $4} END {print NR " pods"}' <<< "$pods" | paste -sd' ' -)
       else
         pods="no API server answer"
@@ -35,76 +50,133 @@ watch_cluster() {
         [[ -n $line && -z ${seen[$line]:-} ]] || continue
         seen[$line]=1
         say "    event: $(cut -c1-400 <<< "$line")"
-      done < <(dk exec "$n" "${k[@]}" get events -A --field-selector type=Warning --no-headers \
+      done < <("$cli" exec "$n" "${k[@]}" get events -A --field-selector type=Warning --no-headers \
         -o custom-columns=OBJ:.involvedObject.name,REASON:.reason,MSG:.message 2> /dev/null | sort -u)
       while IFS= read -r pod; do
         [[ -n $pod ]] || continue
-        line=$(dk exec "$n" "${k[@]}" logs -n kube-system --previous --tail 4 "$pod" 2>&1 | cut -c1-300)
+        line=$("$cli" exec "$n" "${k[@]}" logs -n kube-system --previous --tail 4 "$pod" 2>&1 | cut -c1-300)
         [[ -z ${seen[$pod:$line]:-} ]] || continue
         seen[$pod:$line]=1
         say "    $pod, previous run's last lines: $(paste -sd'|' - <<< "$line")"
-      done < <(dk exec "$n" "${k[@]}" get pods -n kube-system --no-headers 2> /dev/null \
+      done < <("$cli" exec "$n" "${k[@]}" get pods -n kube-system --no-headers 2> /dev/null \
         | awk '$3 == "CrashLoopBackOff" || $3 == "Error" {print $1}')
     done
   done
 }
 
-# cluster_scenario NAME: the test against the daemon DOCKER_HOST names.
+# cluster_scenario NAME ENGINE IMAGE [FAMILY]: TestVMCluster with ENGINE
+# (docker: the daemon DOCKER_HOST names, as root; podman: the rootless
+# user's podman), IMAGE (ours or script) and FAMILY (empty: ipv4, or dual).
 cluster_scenario() {
-  begin "$1"
-  local dir=$res/$1 rc=0 t=$SECONDS watcher left
+  local name=$1 engine=$2 image=$3 family=${4:-}
+  begin "$name"
+  local dir=$res/$name rc=0 t=$SECONDS watcher left as=() cli=dk images
   # What is left of the VM's time limit, less 3 minutes to write the results:
   # a test cut short by -test.timeout still leaves its output; a VM killed
   # by the host leaves nothing.
   left=$((VM_TIMEOUT - $(cut -d. -f1 /proc/uptime) - 180))
+  # and at most 40 minutes (twice what a passing one takes): one cluster
+  # that hangs must not take the others' time
+  ((left <= 2400)) || left=2400
   if ((left < 600)); then
     fail "not run: ${left}s left of VM_TIMEOUT, want 600s at least"
     end
     return
   fi
-  watch_cluster &
+  images=(CLUSTER_IMAGE="$NODE_IMAGE" CLUSTER_REFERENCE_IMAGE="$REFERENCE_IMAGE")
+  if [[ $engine == podman ]]; then
+    as=(as_rootless "$left") cli=pm
+    images=(CLUSTER_IMAGE="$podman_image" CLUSTER_REFERENCE_IMAGE="$podman_reference_image")
+    chown "$rootless_user" "$dir"
+  fi
+  watch_cluster "$cli" &
   watcher=$!
-  (cd "$dir" && env CLUSTER_IMAGE="$NODE_IMAGE" CLUSTER_KIND="$in/kind" CLUSTER_LOG_DIR="$dir" \
-    CLUSTER_TIME_SCALE="$TIME_SCALE" HOME=/root \
-    "$in/cluster.test" -test.run '^TestVMOneNode$' -test.v -test.timeout "${left}s") \
+  (cd "$dir" && "${as[@]}" env "${images[@]}" CLUSTER_KIND="$in/kind" CLUSTER_LOG_DIR="$dir" \
+    CLUSTER_TIME_SCALE="$TIME_SCALE" CLUSTER_VM_ENGINE="$engine" CLUSTER_VM_IMAGE="$image" CLUSTER_VM_FAMILY="$family" \
+    "$in/cluster.test" -test.run '^TestVMCluster$' -test.v -test.timeout "${left}s") \
     > "$dir/go-test.txt" 2>&1 || rc=$?
   kill "$watcher"
   wait "$watcher" 2> /dev/null
   say "cluster.test exited $rc after $((SECONDS - t))s"
-  # progress for the serial log: what kind printed and each check's line
-  grep -E '^\s+(✓|✗)|cluster_test.go:[0-9]+:' "$dir/go-test.txt" | cut -c1-300 | sed 's/^/vm-tier:   /'
+  # progress for the serial log: what kind printed, each check's line, the
+  # row
+  grep -E '^\s+(✓|✗)|(cluster|matrix|vm)_test.go:[0-9]+:|^\s+\| ' "$dir/go-test.txt" | cut -c1-300 | sed 's/^/vm-tier:   /'
   if ((rc != 0)); then
     # the test's first lines that are not its progress logs or the node
     # logs it prints on failure
-    fail "TestVMOneNode exited $rc: $(grep -E '^\s+\S+_test.go:[0-9]+: ' "$dir/go-test.txt" \
-      | grep -vE ' create cluster --image | Running after |\(errors: |: === |kind export logs ' \
+    fail "TestVMCluster exited $rc: $(grep -E '^\s+\S+_test.go:[0-9]+: ' "$dir/go-test.txt" \
+      | grep -vE ' create cluster --image | Running after |\(errors: |: === |kind export logs |matrix:|, etcd:| -> \[|entrypoint log after|every node Ready|created, every node' \
       | head -n 3 | cut -c1-300 | paste -sd'|' -)"
     # and kind's own error, if it failed
     ! grep -qE '^\s+ERROR: ' "$dir/go-test.txt" \
       || fail "kind: $(grep -m1 -E '^\s+ERROR: ' "$dir/go-test.txt" | sed 's/^\s*//' | cut -c1-300)"
   fi
-  grep -qx -- '--- PASS: TestVMOneNode .*' "$dir/go-test.txt" || ((rc != 0)) \
-    || fail "cluster.test exited 0 without '--- PASS: TestVMOneNode'"
+  grep -qx -- '--- PASS: TestVMCluster .*' "$dir/go-test.txt" || ((rc != 0)) \
+    || fail "cluster.test exited 0 without '--- PASS: TestVMCluster'"
   end
 }
 
-# CLUSTERS (VM_CLUSTERS on the host) names the daemons that get a cluster.
+# podman_load_scenario: rootless-podman. The user's podman answers and is
+# rootless, with both images loaded and tagged by id (a docker archive's
+# names get another registry in podman's store). Sets podman_ready.
+podman_image=localhost/kind-entrypoint-cluster/node-vm:${NODE_IMAGE_ID:0:12}
+podman_reference_image=localhost/kind-entrypoint-cluster/node-vm-reference:${REFERENCE_IMAGE_ID:0:12}
+podman_load_scenario() {
+  begin rootless-podman
+  podman_ready=0
+  local t=$SECONDS out
+  pm info > "$res/$scenario/podman-info.txt" 2>&1 || fail "rootless podman info failed: $(tail -n 3 "$res/$scenario/podman-info.txt" | paste -sd'|' -)"
+  grep -q 'rootless: true' "$res/$scenario/podman-info.txt" || fail "podman info does not say rootless: true"
+  if [[ $(pm image inspect -f '{{.Id}}' "$REFERENCE_IMAGE_ID" 2> /dev/null) != "$REFERENCE_IMAGE_ID" ]]; then
+    out=$(as_rootless 1800 podman load -q -i "$in/node.tar" 2>&1) || fail "podman load: $out"
+  fi
+  if [[ $(pm image inspect -f '{{.Id}}' "$NODE_IMAGE_ID" 2>&1) != "$NODE_IMAGE_ID" \
+    || $(pm image inspect -f '{{.Id}}' "$REFERENCE_IMAGE_ID" 2>&1) != "$REFERENCE_IMAGE_ID" ]]; then
+    fail "podman lacks $NODE_IMAGE_ID or $REFERENCE_IMAGE_ID after the load"
+  elif ! pm tag "$NODE_IMAGE_ID" "$podman_image" || ! pm tag "$REFERENCE_IMAGE_ID" "$podman_reference_image"; then
+    fail "podman tag failed"
+  else
+    say "node images in rootless podman after $((SECONDS - t))s"
+  fi
+  ((${#problems[@]})) || podman_ready=1
+  end
+}
+
+# CLUSTERS (VM_CLUSTERS on the host) names the scenarios to run.
 wants() { [[ " $CLUSTERS " == *" $1 "* ]]; }
 
-host_scenario
-if wants root; then
-  if ((ready)); then
-    cluster_scenario cluster-root
+# run_row WANT NAME ENGINE IMAGE [FAMILY]: the scenario cluster-NAME, once
+# its engine is ready (the first row of rootless Docker or podman loads
+# it: rootless-docker, rootless-podman).
+rootless_tried=0 podman_tried=0
+run_row() {
+  local want=$1 engine=$2 image=$3 family=${4:-} ok=$ready why="the host setup failed"
+  wants "$want" || return 0
+  case $want in
+    rootless)
+      # it exports DOCKER_HOST: the rows after this one are root's again
+      ((rootless_tried)) || { rootless_tried=1; rootless_docker_scenario; unset DOCKER_HOST; }
+      ok=$rootless_ready why="rootless Docker is not ready"
+      ;;
+    podman*)
+      ((podman_tried)) || { podman_tried=1; podman_load_scenario; }
+      ok=$podman_ready why="rootless podman is not ready"
+      ;;
+  esac
+  if ((ok)); then
+    [[ $want != rootless ]] || export DOCKER_HOST=$rootless_sock
+    cluster_scenario "cluster-$want" "$engine" "$image" "$family"
+    unset DOCKER_HOST
   else
-    skip cluster-root "the host setup failed"
+    skip "cluster-$want" "$why"
   fi
-fi
+}
 
-if wants rootless; then
-  rootless_docker_scenario
-  if ((rootless_ready)); then
-    cluster_scenario cluster-rootless
-  else
-    skip cluster-rootless "rootless Docker is not ready"
-  fi
-fi
+host_scenario
+# our image under each engine first, then the controls, then dual-stack
+run_row root docker ours
+run_row rootless docker ours
+run_row podman podman ours
+run_row root-control docker script
+run_row podman-control podman script
+run_row root-dual docker ours dual
