@@ -7,8 +7,8 @@
 #   RELEASE is Debian's release (debootstrap's suite): bookworm (Docker
 #   20.10, podman 4.3, systemd 252) or trixie (Docker 26.1, podman 5.4,
 #   systemd 257).
-#   DISK_DIR holds `packages` (debootstrap --include) and `files/` (copied
-#   over the tree). OUT_DIR gets root.img (raw ext4, the whole disk is the
+#   DISK_DIR holds `packages` (debootstrap --include), `packages-RELEASE`
+#   (more for that release, if present) and `files/` (copied over the tree). OUT_DIR gets root.img (raw ext4, the whole disk is the
 #   filesystem), vmlinuz and initrd.img (QEMU boots them directly: no boot
 #   loader). The caller names OUT_DIR after a hash of DISK_DIR (this
 #   script included) and test/debootstrap.sh, so editing either builds a new
@@ -28,7 +28,10 @@ work=$(mktemp -d "$cache/vmroot.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 root=$work/root
 
-debootstrap_minbase "vm disk" "$root" "$disk/packages" "$cache" "$mirror" "$release" || exit 1
+# packages, and what this release alone needs (packages-RELEASE)
+cat "$disk/packages" > "$work/packages"
+[[ ! -f $disk/packages-$release ]] || cat "$disk/packages-$release" >> "$work/packages"
+debootstrap_minbase "vm disk" "$root" "$work/packages" "$cache" "$mirror" "$release" || exit 1
 
 # The non-root user of the rootless scenarios, with subordinate ids for
 # newuidmap/newgidmap, and lingering: logind starts user@UID.service (the
