@@ -87,9 +87,11 @@ $(addprefix e2e-,$(ENGINE_TIERS)): e2e-%: build
 e2e-cluster-matrix: build
 	bash test/cluster/run.sh --matrix
 
-# Real Kubernetes on cgroup v2: the cluster tier's node image in the VM, a
-# 1-node cluster made by the kind CLI under root and rootless Docker; not in
-# `test` (see test/vm/README.md: its time under emulation).
+# Real Kubernetes on cgroup v2: the cluster tier's node image in the VM, one
+# matrix row (1+1, checked, restarted with new addresses, checked again) per
+# engine: rootful and rootless Docker, rootless podman, kind's script as the
+# control, dual-stack; not in `test` (test/vm/README.md: its time under
+# emulation).
 e2e-vm-cluster: build
 	VM_SUITE=cluster bash test/vm/run.sh
 
