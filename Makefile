@@ -33,7 +33,10 @@ test: unit e2e e2e-podman e2e-cluster e2e-vm
 vet:
 	$(GO) vet ./...
 
+# test/unit/packages.sh: the machine's commands the tests start (iptables),
+# installed when missing and run as root.
 unit: vet
+	bash test/unit/packages.sh
 	$(GO) test -count=1 ./...
 
 # The unit, golden and privileged tests built for arm64, run as root under
