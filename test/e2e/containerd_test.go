@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/pelletier/go-toml/v2"
+	"github.com/kind-entrypoint/entrypoint/test/tier"
 )
 
 // TestContainerdReadsOurConfig: the node's own containerd loads the
@@ -71,7 +71,7 @@ func TestContainerdReadsOurConfig(t *testing.T) {
 			if err != nil {
 				t.Fatalf("containerd rejects the config the entrypoint left: %v", err)
 			}
-			snap, restrict, err := criSettings(dump)
+			snap, restrict, err := tier.CRISettings(dump)
 			if err != nil {
 				t.Fatalf("%v\n%s", err, dump)
 			}
@@ -104,53 +104,6 @@ func containerdMajor(t *testing.T) int {
 		t.Fatalf("containerd --version: %q: %v", out, err)
 	}
 	return major
-}
-
-// criSettings reads the CRI plugin's snapshotter and
-// restrict_oom_score_adj from a `containerd config dump`, in the schema
-// that containerd writes: version 2 (containerd 1.x), 3 (2.0 and 2.1) or
-// 4 (2.2 on), the later two migrating an older file as they load it.
-func criSettings(dump string) (snapshotter string, restrict bool, err error) {
-	var cfg struct {
-		Version int            `toml:"version"`
-		Plugins map[string]any `toml:"plugins"`
-	}
-	if err := toml.Unmarshal([]byte(dump), &cfg); err != nil {
-		return "", false, fmt.Errorf("containerd config dump is no TOML: %w", err)
-	}
-	var snapPath, restrictPath []string
-	switch cfg.Version {
-	case 2:
-		snapPath = []string{"io.containerd.grpc.v1.cri", "containerd", "snapshotter"}
-		restrictPath = []string{"io.containerd.grpc.v1.cri", "restrict_oom_score_adj"}
-	case 3, 4:
-		snapPath = []string{"io.containerd.cri.v1.images", "snapshotter"}
-		restrictPath = []string{"io.containerd.cri.v1.runtime", "restrict_oom_score_adj"}
-	default:
-		return "", false, fmt.Errorf("containerd config dump: version %d, want 2, 3 or 4", cfg.Version)
-	}
-	s, ok := lookup(cfg.Plugins, snapPath).(string)
-	if !ok {
-		return "", false, fmt.Errorf("containerd config dump: no plugins.%s", strings.Join(snapPath, "."))
-	}
-	r, ok := lookup(cfg.Plugins, restrictPath).(bool)
-	if !ok {
-		return "", false, fmt.Errorf("containerd config dump: no plugins.%s", strings.Join(restrictPath, "."))
-	}
-	return s, r, nil
-}
-
-// lookup follows path through nested tables; nil where it leads nowhere.
-func lookup(m map[string]any, path []string) any {
-	var v any = m
-	for _, k := range path {
-		t, ok := v.(map[string]any)
-		if !ok {
-			return nil
-		}
-		v = t[k]
-	}
-	return v
 }
 
 // buildImage builds tag from a build context given as files (name to

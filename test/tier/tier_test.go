@@ -69,3 +69,36 @@ func TestCgroupV1Hierarchies(t *testing.T) {
 		t.Errorf("cgroupV1Hierarchies (-want +got):\n%s", diff)
 	}
 }
+
+func TestCRISettings(t *testing.T) {
+	for _, tc := range []struct {
+		name, dump, snapshotter string
+		restrict                bool
+		err                     string
+	}{
+		{"version 2", "version = 2\n[plugins]\n  [plugins.\"io.containerd.grpc.v1.cri\"]\n    restrict_oom_score_adj = true\n    [plugins.\"io.containerd.grpc.v1.cri\".containerd]\n      snapshotter = \"fuse-overlayfs\"\n",
+			"fuse-overlayfs", true, ""},
+		{"version 3", "version = 3\n[plugins.'io.containerd.cri.v1.images']\n  snapshotter = 'native'\n[plugins.'io.containerd.cri.v1.runtime']\n  restrict_oom_score_adj = false\n",
+			"native", false, ""},
+		{"version 4", "version = 4\n[plugins.'io.containerd.cri.v1.images']\n  snapshotter = 'overlayfs'\n[plugins.'io.containerd.cri.v1.runtime']\n  restrict_oom_score_adj = true\n",
+			"overlayfs", true, ""},
+		// the version 2 keys in a version 3 dump are not what containerd reads
+		{"version 3 with version 2 keys", "version = 3\n[plugins.\"io.containerd.grpc.v1.cri\".containerd]\n  snapshotter = \"native\"\n", "", false, "no plugins.io.containerd.cri.v1.images.snapshotter"},
+		{"no restrict", "version = 4\n[plugins.'io.containerd.cri.v1.images']\n  snapshotter = 'overlayfs'\n", "", false, "no plugins.io.containerd.cri.v1.runtime.restrict_oom_score_adj"},
+		{"version 1", "version = 1\n", "", false, "version 1"},
+		{"no TOML", "version = [", "", false, "no TOML"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			snap, restrict, err := CRISettings(tc.dump)
+			if tc.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.err) {
+					t.Fatalf("CRISettings: err %v, want one with %q", err, tc.err)
+				}
+				return
+			}
+			if err != nil || snap != tc.snapshotter || restrict != tc.restrict {
+				t.Errorf("CRISettings = %q, %v, %v; want %q, %v", snap, restrict, err, tc.snapshotter, tc.restrict)
+			}
+		})
+	}
+}
