@@ -360,7 +360,69 @@ func (c *cluster) checkAll(t *testing.T, stage string) {
 	}
 	t.Logf("%s: nodes Ready and kube-system pods Running after %v", stage, time.Since(start).Round(time.Second))
 	c.recordState(t, stage)
+	c.checkContainerd(t, stage)
 	c.checkTraffic(t, stage)
+}
+
+// checkContainerd: in every node, containerd's effective configuration
+// (`containerd config dump`: containerd's own loader, which migrates kind's
+// version 2 file on containerd 2.x and fails on a file it rejects) holds
+// the snapshotter the node's entrypoint chose (the last one its log
+// announced, kind's "overlayfs" when it changed none) and
+// restrict_oom_score_adj exactly when the node runs in a user namespace.
+// Each node's dump goes to the log directory, NODE-STAGE-containerd-config-dump.txt.
+func (c *cluster) checkContainerd(t *testing.T, stage string) {
+	t.Helper()
+	for _, n := range c.nodes {
+		dump, err := c.cli(c.slow*time.Minute, nil, "exec", n, "containerd", "config", "dump")
+		if err != nil {
+			t.Errorf("%s: %s: containerd rejects the config the entrypoint left: %v", stage, n, err)
+			continue
+		}
+		if err := os.WriteFile(filepath.Join(c.logDir, n+"-"+stage+"-containerd-config-dump.txt"), []byte(dump), 0o644); err != nil {
+			t.Error(err)
+		}
+		snap, restrict, err := tier.CRISettings(dump)
+		if err != nil {
+			t.Errorf("%s: %s: %v", stage, n, err)
+			continue
+		}
+		uidMap, err := c.cli(c.slow*time.Minute, nil, "exec", n, "cat", "/proc/self/uid_map")
+		if err != nil {
+			t.Errorf("%s: %s: %v", stage, n, err)
+			continue
+		}
+		userns := strings.Join(strings.Fields(uidMap), " ") != "0 0 4294967295"
+		log, err := tier.Logs(c.slow*time.Minute, c.engine, n)
+		if err != nil {
+			t.Errorf("%s: %s: %v", stage, n, err)
+			continue
+		}
+		want := cmp.Or(announcedSnapshotter(log), "overlayfs")
+		t.Logf("%s: %s: containerd config dump: snapshotter = %q, restrict_oom_score_adj = %v (user namespace: %v)", stage, n, snap, restrict, userns)
+		if snap != want {
+			t.Errorf("%s: %s: containerd's CRI snapshotter is %q, want %q", stage, n, snap, want)
+		}
+		if restrict != userns {
+			t.Errorf("%s: %s: containerd's restrict_oom_score_adj is %v in a node whose user namespace is %v", stage, n, restrict, userns)
+		}
+	}
+}
+
+// announcedSnapshotter is the snapshotter of the last `changing snapshotter
+// from "A" to "B"` line of a node's log (both scripts and ours write it),
+// or "" when there is none.
+func announcedSnapshotter(log string) string {
+	var snap string
+	for line := range strings.Lines(log) {
+		if !strings.Contains(line, "changing snapshotter from ") {
+			continue
+		}
+		if q := strings.Split(line, `"`); len(q) == 5 {
+			snap = q[3]
+		}
+	}
+	return snap
 }
 
 func (c *cluster) nodesReady() error {
@@ -825,6 +887,19 @@ func (c *cluster) certHasIP(node string, ip netip.Addr) error {
 func lastLines(s string, n int) string {
 	lines := strings.Split(strings.TrimSpace(s), "\n")
 	return strings.Join(lines[max(0, len(lines)-n):], "\n")
+}
+
+func TestAnnouncedSnapshotter(t *testing.T) {
+	for log, want := range map[string]string{
+		"INFO: detected cgroup v2\n": "",
+		"INFO: changing snapshotter from \"overlayfs\" to \"fuse-overlayfs\"\nINFO: enabling containerd-fuse-overlayfs service\n": "fuse-overlayfs",
+		// two boots: the last one's
+		"INFO: changing snapshotter from \"overlayfs\" to \"native\"\r\nINFO: changing snapshotter from \"overlayfs\" to \"fuse-overlayfs\"\r\n": "fuse-overlayfs",
+	} {
+		if got := announcedSnapshotter(log); got != want {
+			t.Errorf("announcedSnapshotter(%q) = %q, want %q", log, got, want)
+		}
+	}
 }
 
 func TestContainsAddr(t *testing.T) {

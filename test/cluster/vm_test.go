@@ -6,6 +6,7 @@ import (
 	"cmp"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -58,8 +59,87 @@ func TestVMCluster(t *testing.T) {
 	image := mustEnv(t, which[label])
 	r := &result{shape: sh, image: label, create: "-", checks: "-", restart: "-", checksAfter: "-", names: "-", namesAfter: "-", more: "-"}
 	t.Cleanup(func() { writeTable(t, []*result{r}) })
+	engine := cmp.Or(sh.engine, "docker")
 	runShape(t, spec{image: image, kind: mustEnv(t, envKind), family: sh.family, engine: sh.engine, workers: 1,
-		slow: slow, kubeadmPatches: vmKubeadmPatches(slow, kubeadmV1beta4(t, cmp.Or(sh.engine, "docker"), image))}, sh, r, 1)
+		slow: slow, kubeadmPatches: vmKubeadmPatches(slow, kubeadmV1beta4(t, engine, image))}, sh, r, 1)
+	if label == "ours" && engineRootless(t, engine) {
+		t.Run("fuse-overlayfs-node", func(t *testing.T) { fuseOverlayfsNode(t, engine, image, slow) })
+	}
+}
+
+// engineRootless says whether engine (docker, as DOCKER_HOST names it, or
+// podman) runs its containers in a user namespace of an unprivileged user.
+func engineRootless(t *testing.T, engine string) bool {
+	t.Helper()
+	format := map[string]string{"docker": "{{json .SecurityOptions}}", "podman": "{{.Host.Security.Rootless}}"}[engine]
+	out := tier.MustRun(t, time.Minute, engine, "info", "--format", format)
+	return strings.Contains(out, "rootless") || strings.TrimSpace(out) == "true"
+}
+
+// fuseOverlayfsNode is the rootless fuse-overlayfs path, which no cluster
+// node takes here (the guest's kernel mounts overlayfs in a user
+// namespace, so the entrypoint keeps overlayfs): a node of image, run with
+// the flags kind's provider for engine gives it, /dev/fuse (which kind
+// adds for a rootless engine) and KIND_EXPERIMENTAL_CONTAINERD_SNAPSHOTTER=
+// fuse-overlayfs. containerd and containerd-fuse-overlayfs.service must
+// come up, `containerd config dump` must hold fuse-overlayfs and
+// restrict_oom_score_adj = true, and containerd must reach the snapshotter
+// (listing its snapshots goes through the proxy plugin to its socket). The
+// dump goes to the log directory.
+func fuseOverlayfsNode(t *testing.T, engine, image string, slow int) {
+	name := namePrefix + "fuse-" + tier.RunID()
+	tier.NewNetwork(t, engine, name+"-net")
+	node := tier.KindNode{Name: name, Network: name + "-net", Cgroupns: "private"}
+	t.Setenv("KIND_EXPERIMENTAL_CONTAINERD_SNAPSHOTTER", "fuse-overlayfs")
+	var pass []string
+	if engine == "podman" { // its provider passes the variable on already
+		node.Volume, node.Cluster = name+"-var", name
+		tier.MustRun(t, time.Minute, engine, "volume", "create", node.Volume)
+		t.Cleanup(func() {
+			if _, err := tier.Run(time.Minute, nil, engine, "volume", "rm", "--force", node.Volume); err != nil {
+				t.Errorf("cleanup: %v", err)
+			}
+		})
+	} else {
+		pass = []string{"--env", "KIND_EXPERIMENTAL_CONTAINERD_SNAPSHOTTER"}
+	}
+	args := append(append(tier.KindRunArgs(engine, node), pass...), "--device", "/dev/fuse", image)
+	n := tier.RunNode(t, engine, name, args...)
+	units := []string{"containerd.service", "containerd-fuse-overlayfs.service"}
+	if err := eventually(time.Duration(slow)*3*time.Minute, func() error {
+		// one line a unit; it exits 0 only when all are active
+		out, err := n.ExecErr(append([]string{"systemctl", "is-active"}, units...)...)
+		if err != nil {
+			return fmt.Errorf("%s: %q: %v", strings.Join(units, ", "), out, err)
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	log := n.MustLog()
+	for _, want := range []string{`changing snapshotter from "overlayfs" to "fuse-overlayfs"`, "running in a user namespace"} {
+		if !strings.Contains(log, want) {
+			t.Errorf("the entrypoint's log lacks %q:\n%s", want, strings.Join(tier.EntrypointLines(log), "\n"))
+		}
+	}
+	dump, err := n.ExecWithin(time.Duration(slow)*time.Minute, "containerd", "config", "dump")
+	if err != nil {
+		t.Fatalf("containerd rejects the config the entrypoint left: %v", err)
+	}
+	if err := os.WriteFile(filepath.Join(mustEnv(t, envLogDir), name+"-containerd-config-dump.txt"), []byte(dump), 0o644); err != nil {
+		t.Error(err)
+	}
+	snap, restrict, err := tier.CRISettings(dump)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("containerd config dump: snapshotter = %q, restrict_oom_score_adj = %v", snap, restrict)
+	if snap != "fuse-overlayfs" || !restrict {
+		t.Errorf("containerd's CRI snapshotter is %q and restrict_oom_score_adj %v, want fuse-overlayfs and true", snap, restrict)
+	}
+	if out, err := n.ExecWithin(time.Duration(slow)*time.Minute, "ctr", "--namespace", "k8s.io", "snapshots", "--snapshotter", "fuse-overlayfs", "ls"); err != nil {
+		t.Errorf("containerd cannot reach the fuse-overlayfs snapshotter: %v\n%s", err, out)
+	}
 }
 
 // kubeadmV1beta4 says whether kind writes kubeadm's v1beta4 config for the
