@@ -10,6 +10,7 @@ import (
 	"context"
 	"crypto/x509"
 	"encoding/pem"
+	"errors"
 	"fmt"
 	"net/netip"
 	"os"
@@ -364,49 +365,71 @@ func (c *cluster) checkAll(t *testing.T, stage string) {
 	c.checkTraffic(t, stage)
 }
 
-// checkContainerd: in every node, containerd's effective configuration
-// (`containerd config dump`: containerd's own loader, which migrates kind's
-// version 2 file on containerd 2.x and fails on a file it rejects) holds
-// the snapshotter the node's entrypoint chose (the last one its log
-// announced, kind's "overlayfs" when it changed none) and
-// restrict_oom_score_adj exactly when the node runs in a user namespace.
-// Each node's dump goes to the log directory, NODE-STAGE-containerd-config-dump.txt.
+// checkContainerd: in every node, containerd reads what the entrypoint
+// wrote. containerd's effective configuration (`containerd config dump`:
+// its own loader, which migrates kind's version 2 file on containerd 2.x
+// and fails on a file it rejects) must hold the snapshotter and
+// restrict_oom_score_adj of the node's config.toml as the entrypoint left
+// it; the snapshotter must be the one the node's log announced (kind's
+// "overlayfs" when it changed none), and in a user namespace
+// restrict_oom_score_adj must be true (outside one the entrypoint leaves
+// the image's value: the cluster tier's image sets it, ENV.md). Each
+// node's dump goes to the log directory, NODE-STAGE-containerd-config-dump.txt.
 func (c *cluster) checkContainerd(t *testing.T, stage string) {
 	t.Helper()
 	for _, n := range c.nodes {
-		dump, err := c.cli(c.slow*time.Minute, nil, "exec", n, "containerd", "config", "dump")
-		if err != nil {
-			t.Errorf("%s: %s: containerd rejects the config the entrypoint left: %v", stage, n, err)
-			continue
-		}
-		if err := os.WriteFile(filepath.Join(c.logDir, n+"-"+stage+"-containerd-config-dump.txt"), []byte(dump), 0o644); err != nil {
-			t.Error(err)
-		}
-		snap, restrict, err := tier.CRISettings(dump)
-		if err != nil {
+		if err := c.nodeContainerd(n, stage, t.Logf); err != nil {
 			t.Errorf("%s: %s: %v", stage, n, err)
-			continue
-		}
-		uidMap, err := c.cli(c.slow*time.Minute, nil, "exec", n, "cat", "/proc/self/uid_map")
-		if err != nil {
-			t.Errorf("%s: %s: %v", stage, n, err)
-			continue
-		}
-		userns := strings.Join(strings.Fields(uidMap), " ") != "0 0 4294967295"
-		log, err := tier.Logs(c.slow*time.Minute, c.engine, n)
-		if err != nil {
-			t.Errorf("%s: %s: %v", stage, n, err)
-			continue
-		}
-		want := cmp.Or(announcedSnapshotter(log), "overlayfs")
-		t.Logf("%s: %s: containerd config dump: snapshotter = %q, restrict_oom_score_adj = %v (user namespace: %v)", stage, n, snap, restrict, userns)
-		if snap != want {
-			t.Errorf("%s: %s: containerd's CRI snapshotter is %q, want %q", stage, n, snap, want)
-		}
-		if restrict != userns {
-			t.Errorf("%s: %s: containerd's restrict_oom_score_adj is %v in a node whose user namespace is %v", stage, n, restrict, userns)
 		}
 	}
+}
+
+func (c *cluster) nodeContainerd(n, stage string, logf func(string, ...any)) error {
+	inNode := func(argv ...string) (string, error) {
+		return c.cli(c.slow*time.Minute, nil, append([]string{"exec", n}, argv...)...)
+	}
+	dump, err := inNode("containerd", "config", "dump")
+	if err != nil {
+		return fmt.Errorf("containerd rejects the config the entrypoint left: %w", err)
+	}
+	if err := os.WriteFile(filepath.Join(c.logDir, n+"-"+stage+"-containerd-config-dump.txt"), []byte(dump), 0o644); err != nil {
+		return err
+	}
+	snap, restrict, err := tier.CRISettings(dump)
+	if err != nil {
+		return fmt.Errorf("containerd config dump: %w", err)
+	}
+	file, err := inNode("cat", "/etc/containerd/config.toml")
+	if err != nil {
+		return err
+	}
+	fileSnap, fileRestrict, err := tier.CRISettings(file)
+	if err != nil {
+		return fmt.Errorf("/etc/containerd/config.toml: %w", err)
+	}
+	uidMap, err := inNode("cat", "/proc/self/uid_map")
+	if err != nil {
+		return err
+	}
+	userns := strings.Join(strings.Fields(uidMap), " ") != "0 0 4294967295"
+	log, err := tier.Logs(c.slow*time.Minute, c.engine, n)
+	if err != nil {
+		return err
+	}
+	announced := cmp.Or(announcedSnapshotter(log), "overlayfs")
+	logf("%s: %s: containerd config dump: snapshotter = %q, restrict_oom_score_adj = %v (config.toml: %q, %v; announced: %q; user namespace: %v)",
+		stage, n, snap, restrict, fileSnap, fileRestrict, announced, userns)
+	var errs []error
+	if snap != fileSnap || restrict != fileRestrict {
+		errs = append(errs, fmt.Errorf("containerd runs with snapshotter %q and restrict_oom_score_adj %v, its config.toml says %q and %v", snap, restrict, fileSnap, fileRestrict))
+	}
+	if snap != announced {
+		errs = append(errs, fmt.Errorf("containerd's CRI snapshotter is %q, the entrypoint announced %q", snap, announced))
+	}
+	if userns && !restrict {
+		errs = append(errs, fmt.Errorf("containerd's restrict_oom_score_adj is false in a user namespace"))
+	}
+	return errors.Join(errs...)
 }
 
 // announcedSnapshotter is the snapshotter of the last `changing snapshotter

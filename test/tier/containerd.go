@@ -8,17 +8,19 @@ import (
 )
 
 // CRISettings reads the CRI plugin's snapshotter and restrict_oom_score_adj
-// from a `containerd config dump` (containerd's effective settings, an
-// older file already migrated by its own loader), in the schema containerd
-// writes: version 2 (containerd 1.x), 3 (2.0 and 2.1) or 4 (2.2 on). Both
-// keys must be there: a dump always has them.
+// from a containerd config in a schema containerd writes: version 2
+// (containerd 1.x, and kind's config.toml), 3 (2.0 and 2.1) or 4 (2.2 on).
+// Given `containerd config dump` it reads containerd's effective settings,
+// an older file already migrated by containerd's own loader. The
+// snapshotter must be there (kind's file and every dump state it);
+// restrict_oom_score_adj left out is containerd's default, false.
 func CRISettings(config string) (snapshotter string, restrict bool, err error) {
 	var cfg struct {
 		Version int            `toml:"version"`
 		Plugins map[string]any `toml:"plugins"`
 	}
 	if err := toml.Unmarshal([]byte(config), &cfg); err != nil {
-		return "", false, fmt.Errorf("containerd config dump is no TOML: %w", err)
+		return "", false, fmt.Errorf("containerd config is no TOML: %w", err)
 	}
 	var snapPath, restrictPath []string
 	switch cfg.Version {
@@ -29,15 +31,15 @@ func CRISettings(config string) (snapshotter string, restrict bool, err error) {
 		snapPath = []string{"io.containerd.cri.v1.images", "snapshotter"}
 		restrictPath = []string{"io.containerd.cri.v1.runtime", "restrict_oom_score_adj"}
 	default:
-		return "", false, fmt.Errorf("containerd config dump: version %d, want 2, 3 or 4", cfg.Version)
+		return "", false, fmt.Errorf("containerd config: version %d, want 2, 3 or 4", cfg.Version)
 	}
 	s, ok := lookup(cfg.Plugins, snapPath).(string)
 	if !ok {
-		return "", false, fmt.Errorf("containerd config dump: no plugins.%s", strings.Join(snapPath, "."))
+		return "", false, fmt.Errorf("containerd config: no plugins.%s", strings.Join(snapPath, "."))
 	}
 	r, ok := lookup(cfg.Plugins, restrictPath).(bool)
-	if !ok {
-		return "", false, fmt.Errorf("containerd config dump: no plugins.%s", strings.Join(restrictPath, "."))
+	if !ok && lookup(cfg.Plugins, restrictPath) != nil {
+		return "", false, fmt.Errorf("containerd config: plugins.%s is no boolean", strings.Join(restrictPath, "."))
 	}
 	return s, r, nil
 }

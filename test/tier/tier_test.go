@@ -84,7 +84,9 @@ func TestCRISettings(t *testing.T) {
 			"overlayfs", true, ""},
 		// the version 2 keys in a version 3 dump are not what containerd reads
 		{"version 3 with version 2 keys", "version = 3\n[plugins.\"io.containerd.grpc.v1.cri\".containerd]\n  snapshotter = \"native\"\n", "", false, "no plugins.io.containerd.cri.v1.images.snapshotter"},
-		{"no restrict", "version = 4\n[plugins.'io.containerd.cri.v1.images']\n  snapshotter = 'overlayfs'\n", "", false, "no plugins.io.containerd.cri.v1.runtime.restrict_oom_score_adj"},
+		// kind's own file leaves it out: containerd's default
+		{"no restrict", "version = 2\n[plugins.\"io.containerd.grpc.v1.cri\".containerd]\n  snapshotter = \"overlayfs\"\n", "overlayfs", false, ""},
+		{"restrict no boolean", "version = 4\n[plugins.'io.containerd.cri.v1.images']\n  snapshotter = 'overlayfs'\n[plugins.'io.containerd.cri.v1.runtime']\n  restrict_oom_score_adj = 'yes'\n", "", false, "is no boolean"},
 		{"version 1", "version = 1\n", "", false, "version 1"},
 		{"no TOML", "version = [", "", false, "no TOML"},
 	} {
