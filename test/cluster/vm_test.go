@@ -172,11 +172,26 @@ func vmKubeadmPatches(slow int, v1beta4 bool) []string {
 	// kubeadm 1.34 takes as its controlPlaneComponentHealthCheck: in
 	// v1beta3 the API server's timeoutForControlPlane, in v1beta4 one of
 	// InitConfiguration's timeouts.
+	//
+	// kubeadm 1.37 (v1beta4) also bounds its first API calls by
+	// kubernetesAPICall (1m by default). Its kubelet-start phase returns only
+	// when the kubelet has started, which waits for the image import
+	// (kind-preload-images.service: 5.5 min in the VM with both nodes
+	// importing at once), and right after it wait-control-plane creates the
+	// admin user's ClusterRoleBinding, retrying for that one minute while
+	// the API server's pod has not even been created: `kubeadm init` failed
+	// with "could not bootstrap the admin user in file admin.conf: unable to
+	// create ClusterRoleBinding: ... context deadline exceeded". The kubelet's
+	// health check, and a joining worker's discovery and TLS bootstrap (5m
+	// each), get the same stretch.
 	wait := strconv.Itoa(4*slow) + "m0s"
 	patch := "kind: ClusterConfiguration\n"
-	var init string
+	var init, join string
 	if v1beta4 {
-		init = "kind: InitConfiguration\ntimeouts:\n  controlPlaneComponentHealthCheck: " + wait + "\n"
+		init = "kind: InitConfiguration\ntimeouts:\n  controlPlaneComponentHealthCheck: " + wait + "\n" +
+			"  kubeletHealthCheck: " + wait + "\n  kubernetesAPICall: " + wait + "\n"
+		join = "kind: JoinConfiguration\ntimeouts:\n  kubeletHealthCheck: " + wait + "\n  kubernetesAPICall: " + wait + "\n" +
+			"  discovery: " + wait + "\n  tlsBootstrap: " + wait + "\n"
 	} else {
 		patch += "apiServer:\n  timeoutForControlPlane: " + wait + "\n"
 	}
@@ -214,8 +229,8 @@ func vmKubeadmPatches(slow int, v1beta4 bool) []string {
 	// exceeded" until kind's limit).
 	kubelet := "kind: KubeletConfiguration\nruntimeRequestTimeout: " + strconv.Itoa(2*slow) + "m0s\n"
 	patches := []string{patch, kubelet}
-	if init != "" {
-		patches = append(patches, init)
+	if v1beta4 {
+		patches = append(patches, init, join)
 	}
 	return patches
 }
