@@ -28,7 +28,9 @@
 #      exits non-zero unless every scenario passed.
 #
 # Environment: VM_SUITE (nodes or cluster; default nodes), VM_TIMEOUT
-# (seconds the VM may run, default 2400; cluster 900 + 1500 a scenario), VM_ACCEL (auto, tcg
+# (seconds the VM may run, default 2400; cluster 900 + VM_CLUSTER_LIMIT a
+# scenario), VM_CLUSTER_LIMIT (cluster: seconds a cluster may take, 3600),
+# VM_ACCEL (auto, tcg
 # or kvm; default auto), VM_CPUS (2), VM_MEMORY (MiB, 4096; cluster 6144),
 # VM_TIME_SCALE (cluster: the factor on the cluster test's time limits,
 # default 4), VM_CLUSTERS (cluster: the clusters to make, of "root rootless
@@ -66,6 +68,7 @@ case $suite in
     guest=${VM_GUEST:-bookworm}
     # 23 min seen with the machine loaded (load 5-12, another VM beside it)
     vm_timeout=${VM_TIMEOUT:-2400}
+    cluster_limit=0
     memory=${VM_MEMORY:-4096}
     scenarios=(vm-host default-node kubelet-cgroup restart differential rootless-docker rootless-node rootless-differential)
     ((vm_podman)) && scenarios+=(rootless-podman)
@@ -92,9 +95,13 @@ case $suite in
       esac
       scenarios+=("cluster-$c")
     done
-    # under emulation: 15 minutes for the boot and the root load, then for
-    # each cluster about 15-20 minutes (and each further engine's load)
-    vm_timeout=${VM_TIMEOUT:-$((900 + 1500 * (${#scenarios[@]} - 1)))}
+    # Under emulation a cluster of Kubernetes 1.34 (kind v0.23's stack) took
+    # 15-20 minutes; one of 1.37 (kind v0.33's) took 21 minutes to create
+    # and 5 more to check, before its restart (2026-12-03). Each cluster
+    # gets at most VM_CLUSTER_LIMIT seconds, and the VM 15 minutes for the
+    # boot and the root load, then that for each scenario.
+    cluster_limit=${VM_CLUSTER_LIMIT:-3600}
+    vm_timeout=${VM_TIMEOUT:-$((900 + cluster_limit * (${#scenarios[@]} - 1)))}
     ;;
   *) printf 'vm: VM_SUITE must be nodes or cluster, not %s\n' "$suite" >&2; exit 2 ;;
 esac
@@ -231,8 +238,8 @@ if [[ $suite == cluster ]]; then
   CGO_ENABLED=0 go test -c -tags cluster,vm,matrix -trimpath -o "$work/in/cluster.test" ./test/cluster/ \
     || die "building the cluster test for the VM failed"
 fi
-printf 'SUITE=%q\nNODE_IMAGE=%q\nNODE_IMAGE_ID=%q\nREFERENCE_IMAGE=%q\nREFERENCE_IMAGE_ID=%q\nBOOT_LIMIT=%d\nEXIT_LIMIT=%d\nPODMAN=%d\nTIME_SCALE=%d\nVM_TIMEOUT=%d\nCLUSTERS=%q\n' \
-  "$suite" "$node_image" "$image_id" "$reference_image" "$reference_id" "$boot_limit" "$exit_limit" "$vm_podman" "$time_scale" "$vm_timeout" "${clusters:-}" > "$work/in/vm.env"
+printf 'SUITE=%q\nNODE_IMAGE=%q\nNODE_IMAGE_ID=%q\nREFERENCE_IMAGE=%q\nREFERENCE_IMAGE_ID=%q\nBOOT_LIMIT=%d\nEXIT_LIMIT=%d\nPODMAN=%d\nTIME_SCALE=%d\nVM_TIMEOUT=%d\nCLUSTERS=%q\nCLUSTER_LIMIT=%d\n' \
+  "$suite" "$node_image" "$image_id" "$reference_image" "$reference_id" "$boot_limit" "$exit_limit" "$vm_podman" "$time_scale" "$vm_timeout" "${clusters:-}" "$cluster_limit" > "$work/in/vm.env"
 in_mib=$(( $(du -sm "$work/in" | cut -f1) + 64 ))
 truncate -s "${in_mib}M" "$work/in.img"
 mkfs.ext4 -q -F -L kindvm-in -d "$work/in" "$work/in.img"
