@@ -323,7 +323,27 @@ func (c *cluster) remove(t *testing.T) {
 }
 
 // kubectl runs kubectl on the control-plane node with its admin kubeconfig.
+// A call that never reached the API server is made again (see
+// kubectlWithin).
 func (c *cluster) kubectl(stdin string, args ...string) (string, error) {
+	return c.kubectlWithin(c.slow*2*time.Minute, stdin, func(time.Duration) []string { return args })
+}
+
+// waitReady waits up to limit for condition Ready on objs, with kubectl
+// wait; a wait that lost the API server goes on with the time left.
+func (c *cluster) waitReady(limit time.Duration, objs ...string) (string, error) {
+	return c.kubectlWithin(limit, "", func(left time.Duration) []string {
+		return append([]string{"wait", "--for=condition=Ready", "--timeout=" + left.String()}, objs...)
+	})
+}
+
+// kubectlWithin runs kubectl with args(time left) until limit passes. An
+// API server under emulation can let a TLS handshake time out while it
+// serves the rest ("Unable to connect to the server: net/http: TLS
+// handshake timeout", kubectl wait, cgroup v2 VM): kubectl then exits 1
+// before its request was sent, so the call is made again, 5 s later, with
+// the time left. Any other failure is returned at once.
+func (c *cluster) kubectlWithin(limit time.Duration, stdin string, args func(left time.Duration) []string) (string, error) {
 	argv := []string{"exec"}
 	var in []byte
 	if stdin != "" {
@@ -331,7 +351,15 @@ func (c *cluster) kubectl(stdin string, args ...string) (string, error) {
 		in = []byte(stdin)
 	}
 	argv = append(argv, c.cp(), "kubectl", "--kubeconfig=/etc/kubernetes/admin.conf")
-	return c.cli(c.slow*2*time.Minute, in, append(argv, args...)...)
+	deadline := time.Now().Add(limit)
+	for {
+		left := time.Until(deadline).Round(time.Second)
+		out, err := c.cli(left+time.Minute, in, append(argv, args(left)...)...)
+		if err == nil || !strings.Contains(err.Error(), "Unable to connect to the server") || time.Until(deadline) < 10*time.Second {
+			return out, err
+		}
+		time.Sleep(5 * time.Second)
+	}
 }
 
 // eventually retries f every 2 s until it succeeds or limit passes, and
@@ -533,7 +561,7 @@ func (c *cluster) checkTraffic(t *testing.T, stage string) {
 			t.Errorf("%s: delete probe pods: %v\n%s", stage, err, out)
 		}
 	}()
-	if out, err := c.kubectl("", append([]string{"wait", "--for=condition=Ready", "--timeout=" + (c.slow * 3 * time.Minute).String()}, pods...)...); err != nil {
+	if out, err := c.waitReady(c.slow*3*time.Minute, pods...); err != nil {
 		desc, _ := c.kubectl("", append([]string{"describe"}, pods...)...)
 		t.Fatalf("%s: probe pods not Ready: %v\n%s\n%s", stage, err, out, desc)
 	}

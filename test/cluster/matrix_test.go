@@ -370,7 +370,7 @@ func (c *cluster) checkDockerNames(t *testing.T, stage, dnsOnly string) {
 			t.Errorf("%s: delete %s: %v\n%s", stage, pod, err, out)
 		}
 	}()
-	if out, err := c.kubectl("", "wait", "--for=condition=Ready", "--timeout="+(c.slow*3*time.Minute).String(), "pod/"+pod); err != nil {
+	if out, err := c.waitReady(c.slow*3*time.Minute, "pod/"+pod); err != nil {
 		t.Fatalf("%s: %s not Ready: %v\n%s", stage, pod, err, out)
 	}
 	for _, name := range []string{c.cp(), dnsOnly} {
