@@ -222,17 +222,37 @@ else
 fi
 export CLUSTER_LOG_DIR=$log_dir
 tags=cluster timeout=60m
+# lb_image_of RELEASE: the load balancer image that kind RELEASE's CLI runs
+# for a cluster with more than one control plane.
+lb_image_of() {
+  local dir
+  dir=$(module_dir "sigs.k8s.io/kind@$1") || die "go mod download sigs.k8s.io/kind@$1 failed"
+  sed -n 's/^const Image = "\(.*\)"$/\1/p' "$dir/pkg/cluster/internal/loadbalancer/const.go"
+}
 if ((matrix)); then
   tags="cluster matrix" timeout=180m
   t=$(date +%s)
   # kind's load balancer for the HA shape, under the exact name the kind
   # release asks for (it would pull it otherwise): Debian's haproxy.
-  kind_dir=$(module_dir "sigs.k8s.io/kind@$KIND") || die "go mod download sigs.k8s.io/kind@$KIND failed"
-  lb_image=$(sed -n 's/^const Image = "\(.*\)"$/\1/p' "$kind_dir/pkg/cluster/internal/loadbalancer/const.go")
-  [[ $lb_image == */haproxy:* ]] || die "kind $KIND's load balancer image is \"$lb_image\", not haproxy: node/haproxy/ builds haproxy"
-  docker build -q -t "$lb_image" --label "$label=1" --build-arg BASE_IMAGE="$base_image" "$here/node/haproxy" \
-    > /dev/null 2> "$log_dir/build-haproxy.log" || { cat "$log_dir/build-haproxy.log" >&2; die "haproxy image build failed"; }
-  log "load balancer image $lb_image built in $(since "$t")"
+  # kind v0.33 moved to envoy (a C++ build, and no registry here): then
+  # the ha shape's clusters come from KIND_HA's CLI (the versions file: an
+  # earlier release with haproxy), or, without one, the ha shape does not
+  # run and the table's row says why (CLUSTER_MATRIX_NO_HA).
+  lb_kind=$KIND lb_image=$(lb_image_of "$KIND")
+  if [[ $lb_image != */haproxy:* && -n ${KIND_HA:-} ]]; then
+    log "kind $KIND's load balancer image is $lb_image, which this tier cannot build: the ha shape's clusters come from kind $KIND_HA's CLI (KIND_HA in $versions)"
+    lb_kind=$KIND_HA lb_image=$(lb_image_of "$KIND_HA")
+    CLUSTER_KIND_HA=$(bash test/kind-cli.sh "$KIND_HA") || die "building kind $KIND_HA (test/kind-cli.sh) failed"
+    export CLUSTER_KIND_HA
+  fi
+  if [[ $lb_image == */haproxy:* ]]; then
+    docker build -q -t "$lb_image" --label "$label=1" --build-arg BASE_IMAGE="$base_image" "$here/node/haproxy" \
+      > /dev/null 2> "$log_dir/build-haproxy.log" || { cat "$log_dir/build-haproxy.log" >&2; die "haproxy image build failed"; }
+    log "load balancer image $lb_image (kind $lb_kind) built in $(since "$t")"
+  else
+    export CLUSTER_MATRIX_NO_HA="kind $lb_kind's load balancer image is $lb_image, not haproxy, which is all this tier builds (set KIND_HA in $versions)"
+    log "WARN: the ha shape will not run: $CLUSTER_MATRIX_NO_HA"
+  fi
   # The podman shape: both node images in podman's store (rootful podman,
   # set up by test/podman/run.sh: make e2e-podman), loaded when it lacks them.
   if command -v podman > /dev/null; then
