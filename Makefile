@@ -7,6 +7,9 @@ FUZZTIME  ?= 30s
 STATICCHECK_VERSION ?= v0.8.2
 # lint: the most lines a Go file outside the tests holds (one subject a file).
 MAX_LINES ?= 450
+# Every build tag of the test tiers: lint reads their files too (go vet and
+# staticcheck see only untagged files otherwise).
+TEST_TAGS ?= e2e e2ebench vm podman cluster matrix nerdctl
 
 export CGO_ENABLED := 0
 
@@ -119,6 +122,8 @@ lint: vet
 	@big=$$(git ls-files '*.go' ':!:*_test.go' | xargs wc -l | awk '$$2 != "total" && $$1 > $(MAX_LINES)'); \
 	  if [ -n "$$big" ]; then echo "Go files over $(MAX_LINES) lines (split them by subject):"; echo "$$big"; exit 1; fi
 	$(GO) run honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION) ./...
+	$(GO) vet -tags '$(TEST_TAGS)' ./...
+	$(GO) run honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION) -tags '$(TEST_TAGS)' ./...
 
 # The image node images copy the binary from (FROM scratch), one per
 # architecture: kind-entrypoint:TAG (amd64) and kind-entrypoint:TAG-arm64,

@@ -45,11 +45,6 @@ const (
 	envNerdctlPrefix = "NERDCTL_NAME_PREFIX"
 )
 
-// docker runs the docker CLI with a fixed argv and a timeout.
-func docker(timeout time.Duration, stdin []byte, args ...string) (string, error) {
-	return tier.Run(timeout, stdin, "docker", args...)
-}
-
 // cli runs the cluster's container engine (docker, podman or nerdctl) the
 // same way.
 func (c *cluster) cli(timeout time.Duration, stdin []byte, args ...string) (string, error) {

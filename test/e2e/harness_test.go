@@ -33,7 +33,6 @@ var (
 	// its own limit in E2E_BOOT_LIMIT.
 	bootLimit = mustDuration(envOr("E2E_BOOT_LIMIT", "60s"))
 	nodeImage = envOr("E2E_NODE_IMAGE", "kind-entrypoint-e2e/node:dev")
-	cacheDir  = envOr("E2E_CACHE_DIR", "/var/cache/kind-entrypoint-e2e")
 	runID     = tier.RunID()
 	// engine is the container engine TestMain checks: docker, or podman
 	// for the VM tier's podman test (test/e2e/vm_test.go).

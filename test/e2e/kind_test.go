@@ -13,9 +13,6 @@ import (
 	"github.com/kind-entrypoint/entrypoint/test/tier"
 )
 
-// kindVersion is the kind CLI the node image must satisfy as a client.
-const kindVersion = "v0.23.0"
-
 // kindBinary returns kind's CLI, which run.sh built (test/kind-cli.sh).
 func kindBinary(t *testing.T) string {
 	t.Helper()
