@@ -12,6 +12,7 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
+	"maps"
 	"net/netip"
 	"os"
 	"os/exec"
@@ -109,6 +110,9 @@ type spec struct {
 	slow int
 	// kubeadmPatches go into kind's config as kubeadmConfigPatches
 	kubeadmPatches []string
+	// mounts go into every node of kind's config as read-only
+	// extraMounts: host path -> path in the node
+	mounts map[string]string
 }
 
 type cluster struct {
@@ -212,7 +216,14 @@ func createCluster(t *testing.T, s spec) *cluster {
 	if s.family != "" {
 		cfg += "networking:\n  ipFamily: " + s.family + "\n"
 	}
-	cfg += "nodes:\n" + strings.Repeat("- role: control-plane\n", c.controlPlanes) + strings.Repeat("- role: worker\n", s.workers)
+	var mounts string
+	for _, host := range slices.Sorted(maps.Keys(s.mounts)) {
+		mounts += fmt.Sprintf("  - hostPath: %s\n    containerPath: %s\n    readOnly: true\n", host, s.mounts[host])
+	}
+	if mounts != "" {
+		mounts = "  extraMounts:\n" + mounts
+	}
+	cfg += "nodes:\n" + strings.Repeat("- role: control-plane\n"+mounts, c.controlPlanes) + strings.Repeat("- role: worker\n"+mounts, s.workers)
 	if len(s.kubeadmPatches) > 0 {
 		cfg += "kubeadmConfigPatches:\n"
 		for _, p := range s.kubeadmPatches {

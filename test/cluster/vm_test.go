@@ -61,7 +61,8 @@ func TestVMCluster(t *testing.T) {
 	t.Cleanup(func() { writeTable(t, []*result{r}) })
 	engine := cmp.Or(sh.engine, "docker")
 	runShape(t, spec{image: image, kind: mustEnv(t, envKind), family: sh.family, engine: sh.engine, workers: 1,
-		slow: slow, kubeadmPatches: vmKubeadmPatches(slow, kubeadmV1beta4(t, engine, image))}, sh, r, 1)
+		slow: slow, kubeadmPatches: vmKubeadmPatches(slow, kubeadmV1beta4(t, engine, image)),
+		mounts: map[string]string{staticPodPatches(t, slow): vmPatchDir}}, sh, r, 1)
 	if label == "ours" && engineRootless(t, engine) {
 		t.Run("fuse-overlayfs-node", func(t *testing.T) { fuseOverlayfsNode(t, engine, image, slow) })
 	}
@@ -158,6 +159,39 @@ func kubeadmV1beta4(t *testing.T, engine, image string) bool {
 	return minor >= 36
 }
 
+// vmPatchDir is where every node of TestVMCluster finds staticPodPatches'
+// files (a read-only mount), for kubeadm's patches.directory.
+const vmPatchDir = "/kind/vm-patches"
+
+// staticPodPatches writes kubeadm patches (strategic merge, one file a
+// static pod) that let the control plane's containers fail their liveness
+// and startup probes slow times as often before the kubelet kills them.
+// In the VM (run-20261203-142618, Kubernetes 1.37, rootful Docker) the API
+// server restarted 7 times, the controller manager 6 and the scheduler 3
+// in the cluster's first 42 minutes; each restart of the API server left
+// it unanswered for 6-10 minutes, and the cluster took 32m26s to create.
+// Their probes are kubeadm's (every 10 s; liveness killed after 8
+// failures, startup after 24); the probes' timeouts stay as they are. The
+// directory is world-readable: a rootless engine's daemon mounts it.
+func staticPodPatches(t *testing.T, slow int) string {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "kind-ep-vm-patches-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []string{"etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler"} {
+		patch := fmt.Sprintf("spec:\n  containers:\n  - name: %s\n    livenessProbe:\n      failureThreshold: %d\n    startupProbe:\n      failureThreshold: %d\n", c, 8*slow, 24*slow)
+		if err := os.WriteFile(filepath.Join(dir, c+"+strategic.yaml"), []byte(patch), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
+
 // vmKubeadmPatches stretch Kubernetes' own limits by slow, in the schema
 // kind writes (v1beta3 or v1beta4).
 func vmKubeadmPatches(slow int, v1beta4 bool) []string {
@@ -228,9 +262,11 @@ func vmKubeadmPatches(slow int, v1beta4 bool) []string {
 	// and every retry started over ("CreateContainerError: context deadline
 	// exceeded" until kind's limit).
 	kubelet := "kind: KubeletConfiguration\nruntimeRequestTimeout: " + strconv.Itoa(2*slow) + "m0s\n"
-	patches := []string{patch, kubelet}
-	if v1beta4 {
-		patches = append(patches, init, join)
+	// kubeadm reads staticPodPatches' files on every node that runs a
+	// control plane (init, and join for further control planes).
+	patchDir := "patches:\n  directory: " + vmPatchDir + "\n"
+	if !v1beta4 {
+		init, join = "kind: InitConfiguration\n", "kind: JoinConfiguration\n"
 	}
-	return patches
+	return []string{patch, kubelet, init + patchDir, join + patchDir}
 }
