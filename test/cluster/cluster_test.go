@@ -329,7 +329,7 @@ func (c *cluster) remove(t *testing.T) {
 }
 
 // kubectl runs kubectl on the control-plane node with its admin kubeconfig.
-// A call that never reached the API server is made again (see
+// A call that could not connect to the API server is made again (see
 // kubectlWithin).
 func (c *cluster) kubectl(stdin string, args ...string) (string, error) {
 	return c.kubectlWithin(c.slow*2*time.Minute, stdin, func(time.Duration) []string { return args })
@@ -346,9 +346,12 @@ func (c *cluster) waitReady(limit time.Duration, objs ...string) (string, error)
 // kubectlWithin runs kubectl with args(time left) until limit passes. An
 // API server under emulation can let a TLS handshake time out while it
 // serves the rest ("Unable to connect to the server: net/http: TLS
-// handshake timeout", kubectl wait, cgroup v2 VM): kubectl then exits 1
-// before its request was sent, so the call is made again, 5 s later, with
-// the time left. Any other failure is returned at once.
+// handshake timeout", kubectl wait, cgroup v2 VM). On "Unable to connect
+// to the server" the call is made again, 5 s later, with the time left:
+// the tier's calls are reads, waits, applies and deletes, which a repeat
+// does not change (a delete that did land before the connection broke
+// fails its repeat with NotFound, which the caller then reports). Any
+// other failure is returned at once.
 func (c *cluster) kubectlWithin(limit time.Duration, stdin string, args func(left time.Duration) []string) (string, error) {
 	argv := []string{"exec"}
 	var in []byte
