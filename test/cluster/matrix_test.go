@@ -82,6 +82,12 @@ type result struct {
 	more string
 }
 
+// newResult: the row of image in shape before anything ran (every column
+// "-").
+func newResult(sh shape, image string) *result {
+	return &result{shape: sh, image: image, create: "-", checks: "-", restart: "-", checksAfter: "-", names: "-", namesAfter: "-", more: "-"}
+}
+
 // namesChecked: the shapes whose pods must have names only Docker's DNS
 // knows answered in IPv6 (checkDockerNames). In ipv6 our image passes it
 // through the node's DNS forwarder and the script's fails it (the
@@ -111,7 +117,9 @@ func TestMatrix(t *testing.T) {
 		if sh.ha {
 			if why := os.Getenv(envNoHA); why != "" {
 				t.Logf("%s: not run: %s", sh.name, why)
-				results = append(results, &result{shape: sh, image: "both", create: "not run: " + why, checks: "-", restart: "-", checksAfter: "-", names: "-", namesAfter: "-", more: "-"})
+				r := newResult(sh, "both")
+				r.create = "not run: " + why
+				results = append(results, r)
 				continue
 			}
 			if k := os.Getenv(envKindHA); k != "" {
@@ -124,7 +132,7 @@ func TestMatrix(t *testing.T) {
 			images = [][2]string{{"ours", envPodmanImage}, {"script", envPodmanReferenceImage}}
 		}
 		for _, im := range images {
-			r := &result{shape: sh, image: im[0], create: "-", checks: "-", restart: "-", checksAfter: "-", names: "-", namesAfter: "-", more: "-"}
+			r := newResult(sh, im[0])
 			base := spec{image: os.Getenv(im[1]), kind: kind, prefix: matrixPrefix, family: sh.family,
 				engine: sh.engine, controlPlanes: sh.controlPlanes, workers: sh.workers}
 			name := sh.name + "/" + im[0]

@@ -57,7 +57,7 @@ func TestVMCluster(t *testing.T) {
 		t.Fatalf("CLUSTER_VM_IMAGE=%q: want ours or script", label)
 	}
 	image := mustEnv(t, which[label])
-	r := &result{shape: sh, image: label, create: "-", checks: "-", restart: "-", checksAfter: "-", names: "-", namesAfter: "-", more: "-"}
+	r := newResult(sh, label)
 	t.Cleanup(func() { writeTable(t, []*result{r}) })
 	engine := cmp.Or(sh.engine, "docker")
 	runShape(t, spec{image: image, kind: mustEnv(t, envKind), family: sh.family, engine: sh.engine, workers: 1,
