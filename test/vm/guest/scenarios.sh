@@ -177,6 +177,26 @@ rootless_docker_scenario() {
   end
 }
 
+# host_network gives the guest what every host a user runs kind on has: an
+# interface with an address and a default route, in both families (the VM
+# has no NIC: -nic none, nothing leaves it). The addresses are the
+# documentation ranges (RFC 5737, RFC 3849); nothing answers there.
+# Without it, rootless podman 5's network (pasta, podman's default since
+# 5.0) has no interface to copy, falls back to its local mode, and passt
+# 2025-05 fails every container in it: "pasta failed with exit code 1:
+# Couldn't set IPv4 route(s) in guest: Invalid argument" (podman#22190 saw
+# the same at boot, before the network was up).
+host_network() {
+  ip link add kindvm0 type dummy \
+    && ip link set kindvm0 up \
+    && ip address add 192.0.2.10/24 dev kindvm0 \
+    && ip route add default via 192.0.2.1 dev kindvm0 \
+    && ip -6 address add 2001:db8::10/64 dev kindvm0 nodad \
+    && ip -6 route add default via 2001:db8::1 dev kindvm0 \
+    || say "WARN: no host network (kindvm0): rootless podman's pasta will fail"
+}
+host_network
+
 say "guest up after $(cut -d' ' -f1 /proc/uptime)s: $(uname -r), $(systemctl --version | head -n 1)"
 # shellcheck source=/dev/null # nodes.sh or cluster.sh, beside this script
 . "$in/$SUITE.sh"
