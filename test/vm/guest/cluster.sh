@@ -29,12 +29,16 @@
 # and the pods that are not Running yet. It also prints each new Warning
 # event once (a CreateContainerError's message is in its event), and the
 # last lines a crash-looping container wrote before it ended: the serial log
-# is all that is left when the VM's time runs out. Progress only: it asserts
-# nothing.
+# is all that is left when the VM's time runs out. Each round begins with
+# the VM's load: where its CPU and memory go (the busiest processes over 5
+# seconds), which says whether a stalled control plane is starved and by
+# what. Progress only: it asserts nothing.
 watch_cluster() {
   local cli=$1 n units pods k=(kubectl --kubeconfig=/etc/kubernetes/admin.conf) line pod
   local -A seen=()
   while sleep 60; do
+    say "  vm: load $(cut -d' ' -f1-3 /proc/loadavg), memory $(free -m | awk '$1 == "Mem:" {print "used " $3 " MiB, available " $7 " MiB"}'); busiest: $(top -b -n 2 -d 5 -w 200 -e m -o %CPU \
+      | awk '/^top -/ {round++} round == 2 && f && $9 + 0 > 0 && n++ < 6 {printf "%s %s%% %s, ", $12, $9, $6} /^ *PID / {f = round == 2}')"
     for n in $("$cli" ps --filter name=kind-ep-cl- --format '{{.Names}}' 2> /dev/null | grep -E -- '-(control-plane|worker)$'); do
       units=$("$cli" exec "$n" systemctl is-active kind-preload-images.service kubelet.service 2>&1 | paste -sd' ' -)
       if [[ $n != *-control-plane ]]; then
@@ -64,6 +68,45 @@ watch_cluster() {
   done
 }
 
+# leftover_cluster CLI DIR: what is left of a cluster whose test ran out of
+# time (its cleanup, which exports the node logs and removes the cluster,
+# never ran), into DIR/leftover-NODE.txt: per node the engine's log, the
+# failed units, the kubelet's journal and the containers crictl lists, per
+# control plane the last lines of each etcd and API server container. Then
+# the nodes, their volumes and their network go, so that the next scenario
+# has the VM to itself. Each call has the CLI's 5-minute limit.
+leftover_cluster() {
+  local cli=$1 dir=$2 n c id
+  for n in $("$cli" ps -a --filter name=kind-ep-cl- --format '{{.Names}}' 2> /dev/null); do
+    say "leftover node $n: its logs go to $dir/leftover-$n.txt"
+    {
+      echo "=== $cli logs --tail 60"
+      "$cli" logs --tail 60 "$n" 2>&1
+      echo "=== systemctl --failed"
+      "$cli" exec "$n" systemctl --failed --no-pager 2>&1
+      echo "=== journalctl -u kubelet -n 80"
+      "$cli" exec "$n" journalctl -u kubelet --no-pager -n 80 2>&1
+      echo "=== crictl ps -a"
+      "$cli" exec "$n" crictl ps -a 2>&1
+      if [[ $n == *-control-plane ]]; then
+        for c in etcd kube-apiserver; do
+          for id in $("$cli" exec "$n" crictl ps -a -q --name "^$c\$" 2> /dev/null); do
+            echo "=== crictl logs --tail 40 $id ($c)"
+            "$cli" exec "$n" crictl logs --tail 40 "$id" 2>&1
+          done
+        done
+      fi
+    } > "$dir/leftover-$n.txt" 2>&1
+    "$cli" rm -f "$n" > /dev/null 2>&1 || say "$cli rm -f $n failed"
+  done
+  for n in $("$cli" volume ls --format '{{.Name}}' 2> /dev/null | grep -E '^kind-ep-cl-'); do
+    "$cli" volume rm -f "$n" > /dev/null 2>&1 || say "$cli volume rm $n failed"
+  done
+  for n in $("$cli" network ls --format '{{.Name}}' 2> /dev/null | grep -E '^kind-ep-cl-'); do
+    "$cli" network rm "$n" > /dev/null 2>&1 || say "$cli network rm $n failed"
+  done
+}
+
 # cluster_scenario NAME ENGINE IMAGE [FAMILY]: TestVMCluster with ENGINE
 # (docker: the daemon DOCKER_HOST names, as root; podman: the rootless
 # user's podman), IMAGE (ours or script) and FAMILY (empty: ipv4, or dual).
@@ -76,8 +119,11 @@ cluster_scenario() {
   # by the host leaves nothing.
   left=$((VM_TIMEOUT - $(cut -d. -f1 /proc/uptime) - 180))
   # and at most CLUSTER_LIMIT (VM_CLUSTER_LIMIT on the host): one cluster
-  # that hangs must not take the others' time
+  # that hangs must not take the others' time. The test gets that less 7
+  # minutes, in which leftover_cluster collects what a test that ran out
+  # of time leaves.
   ((left <= CLUSTER_LIMIT)) || left=$CLUSTER_LIMIT
+  left=$((left - 420))
   if ((left < 600)); then
     fail "not run: ${left}s left of VM_TIMEOUT, want 600s at least"
     end
@@ -98,6 +144,7 @@ cluster_scenario() {
   kill "$watcher"
   wait "$watcher" 2> /dev/null
   say "cluster.test exited $rc after $((SECONDS - t))s"
+  leftover_cluster "$cli" "$dir"
   # progress for the serial log: what kind printed, each check's line, the
   # row
   grep -E '^\s+(✓|✗)|(cluster|matrix|vm)_test.go:[0-9]+:|^\s+\| ' "$dir/go-test.txt" | cut -c1-300 | sed 's/^/vm-tier:   /'
