@@ -249,15 +249,29 @@ func createCluster(t *testing.T, s spec) *cluster {
 	}
 	t.Cleanup(func() { c.remove(t) })
 
+	// kind's --wait polls the control plane's Ready with `docker exec
+	// kubectl` back to back, with no pause between tries (tryUntil in its
+	// waitforready action). Under emulation each try costs seconds of CPU
+	// (with rootless podman, a podman process of its own as well), and for
+	// the 20 minutes it waited in the VM it starved the API server it was
+	// waiting for (rootless podman: probes timing out at a load of 20 to 30
+	// on 2 CPUs, run-20261203-193336). There the wait below, paced, is the
+	// only one, with kind's time added to its own: kind's own default is
+	// no wait at all.
+	wait, readyLimit := (c.slow * 5 * time.Minute).String(), 5*time.Minute
+	if c.slow > 1 {
+		wait, readyLimit = "0s", 10*time.Minute
+	}
 	start := time.Now()
 	out, err := c.kindCmd(c.slow*10*time.Minute, "create", "cluster", "--name", c.name, "--image", s.image,
-		"--config", cfgFile, "--retain", "--wait", (c.slow * 5 * time.Minute).String())
+		"--config", cfgFile, "--retain", "--wait", wait)
 	t.Logf("%s create cluster --image %s (%v):\n%s", s.kind, s.image, time.Since(start).Round(time.Second), out)
 	if err != nil {
 		t.Fatalf("kind create cluster: %v", err)
 	}
-	// kind waits for the control plane; a user waits for every node
-	if err := eventually(c.slow*5*time.Minute, c.nodesReady); err != nil {
+	// kind waits for the control plane (or not, above); a user waits for
+	// every node
+	if err := eventually(c.slow, readyLimit, c.nodesReady); err != nil {
 		t.Fatalf("nodes after kind create cluster: %v", err)
 	}
 	c.createTime = time.Since(start)
@@ -371,16 +385,19 @@ func (c *cluster) kubectlWithin(limit time.Duration, stdin string, args func(lef
 	}
 }
 
-// eventually retries f every 2 s until it succeeds or limit passes, and
-// returns its last error.
-func eventually(limit time.Duration, f func() error) error {
-	deadline := time.Now().Add(limit)
+// eventually retries f until it succeeds or slow×limit passes (slow is a
+// factor: spec.slow), and returns its last error. It pauses slow×2 s
+// between tries: under emulation (the VM, slow 4) one try, an exec of
+// kubectl in a node, takes seconds of CPU itself, and tries back to back
+// starve the control plane they wait for.
+func eventually(slow, limit time.Duration, f func() error) error {
+	deadline := time.Now().Add(slow * limit)
 	for {
 		err := f()
 		if err == nil || time.Now().After(deadline) {
 			return err
 		}
-		time.Sleep(2 * time.Second)
+		time.Sleep(slow * 2 * time.Second)
 	}
 }
 
@@ -390,10 +407,10 @@ func eventually(limit time.Duration, f func() error) error {
 func (c *cluster) checkAll(t *testing.T, stage string) {
 	t.Helper()
 	start := time.Now()
-	if err := eventually(c.slow*5*time.Minute, c.nodesReady); err != nil {
+	if err := eventually(c.slow, 5*time.Minute, c.nodesReady); err != nil {
 		t.Fatalf("%s: nodes: %v", stage, err)
 	}
-	if err := eventually(c.slow*5*time.Minute, c.systemPodsRunning); err != nil {
+	if err := eventually(c.slow, 5*time.Minute, c.systemPodsRunning); err != nil {
 		t.Fatalf("%s: kube-system pods: %v", stage, err)
 	}
 	t.Logf("%s: nodes Ready and kube-system pods Running after %v", stage, time.Since(start).Round(time.Second))
@@ -620,7 +637,7 @@ func (c *cluster) checkTraffic(t *testing.T, stage string) {
 	}
 	for _, ch := range checks {
 		var out string
-		err := eventually(c.slow*time.Minute, func() error {
+		err := eventually(c.slow, time.Minute, func() error {
 			var err error
 			out, err = c.kubectl("", append([]string{"exec", "probe-client", "--", "/podprobe"}, ch.args...)...)
 			for _, w := range ch.want {
@@ -737,7 +754,7 @@ func (c *cluster) restartWithNewIPs(t *testing.T) time.Time {
 	for _, n := range c.nodes {
 		for _, a := range now[n] {
 			record := fmt.Sprintf("/kind/old-ipv%d", int(familyOf(a)))
-			if err := eventually(c.slow*time.Minute, func() error {
+			if err := eventually(c.slow, time.Minute, func() error {
 				rec, err := c.cli(time.Minute, nil, "exec", n, "cat", record)
 				if err == nil {
 					if got, perr := netip.ParseAddr(strings.TrimSpace(rec)); perr != nil || got != a {
@@ -791,7 +808,7 @@ func (c *cluster) restartWithNewIPs(t *testing.T) time.Time {
 				t.Errorf("%s: %s: old addresses %v still there, new %v missing", cp, f, stale, missing)
 			}
 		}
-		if err := eventually(c.slow*2*time.Minute, func() error { return c.certHasIP(cp, primary) }); err != nil {
+		if err := eventually(c.slow, 2*time.Minute, func() error { return c.certHasIP(cp, primary) }); err != nil {
 			t.Errorf("%s: apiserver certificate: %v", cp, err)
 		}
 	}
@@ -880,7 +897,7 @@ func containsAddr(text string, a netip.Addr) bool {
 // nothing changed.
 func (c *cluster) readySince(t *testing.T, since time.Time, limit time.Duration, restarted ...string) time.Duration {
 	t.Helper()
-	err := eventually(c.slow*limit, func() error {
+	err := eventually(c.slow, limit, func() error {
 		out, err := c.kubectl("", "get", "nodes", "-o",
 			`jsonpath={range .items[*]}{.metadata.name}{" "}{.status.conditions[?(@.type=="Ready")].status}{" "}{.status.conditions[?(@.type=="Ready")].lastHeartbeatTime}{"\n"}{end}`)
 		if err != nil {

@@ -107,7 +107,7 @@ func fuseOverlayfsNode(t *testing.T, engine, image string, slow int) {
 	args := append(append(tier.KindRunArgs(engine, node), pass...), "--device", "/dev/fuse", image)
 	n := tier.RunNode(t, engine, name, args...)
 	units := []string{"containerd.service", "containerd-fuse-overlayfs.service"}
-	if err := eventually(time.Duration(slow)*3*time.Minute, func() error {
+	if err := eventually(time.Duration(slow), 3*time.Minute, func() error {
 		// one line a unit; it exits 0 only when all are active
 		out, err := n.ExecErr(append([]string{"systemctl", "is-active"}, units...)...)
 		if err != nil {
