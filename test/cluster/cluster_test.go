@@ -252,12 +252,14 @@ func createCluster(t *testing.T, s spec) *cluster {
 	// kind's --wait polls the control plane's Ready with `docker exec
 	// kubectl` back to back, with no pause between tries (tryUntil in its
 	// waitforready action). Under emulation each try costs seconds of CPU
-	// (with rootless podman, a podman process of its own as well), and for
-	// the 20 minutes it waited in the VM it starved the API server it was
-	// waiting for (rootless podman: probes timing out at a load of 20 to 30
-	// on 2 CPUs, run-20261203-193336). There the wait below, paced, is the
-	// only one, with kind's time added to its own: kind's own default is
-	// no wait at all.
+	// (with rootless podman, a podman process of its own as well). In the
+	// VM under rootless podman it ran for its whole 20 minutes beside an
+	// API server failing its probes at a load of 20 to 30 on 2 CPUs
+	// (run-20261203-193336); with the paced wait below as the only one,
+	// the next run passed (run-20261203-214717), its load no lower. One
+	// run each way: the likeliest cause, not a proven one. There the wait
+	// below gets kind's time added to its own: kind's own default is no
+	// wait at all.
 	wait, readyLimit := (c.slow * 5 * time.Minute).String(), 5*time.Minute
 	if c.slow > 1 {
 		wait, readyLimit = "0s", 10*time.Minute

@@ -74,9 +74,11 @@ watch_cluster() {
 # time (its cleanup, which exports the node logs and removes the cluster,
 # never ran), into DIR/leftover-NODE.txt: per node the engine's log, the
 # failed units, the kubelet's journal and the containers crictl lists, per
-# control plane the last lines of each etcd and API server container. Then
-# the nodes, their volumes and their network go, so that the next scenario
-# has the VM to itself. Each call has the CLI's 5-minute limit.
+# control plane the last lines of each etcd and API server container (the
+# Go test's cleanup, remove, collects the same when it runs). Then the
+# nodes, their volumes (Docker's anonymous ones with -v, podman's named
+# ones by prefix) and their network go, so that the next scenario has the
+# VM to itself. Each call has the CLI's 5-minute limit.
 leftover_cluster() {
   local cli=$1 dir=$2 n c id
   for n in $("$cli" ps -a --filter name=kind-ep-cl- --format '{{.Names}}' 2> /dev/null); do
@@ -99,7 +101,7 @@ leftover_cluster() {
         done
       fi
     } > "$dir/leftover-$n.txt" 2>&1
-    "$cli" rm -f "$n" > /dev/null 2>&1 || say "$cli rm -f $n failed"
+    "$cli" rm -f -v "$n" > /dev/null 2>&1 || say "$cli rm -f -v $n failed"
   done
   for n in $("$cli" volume ls --format '{{.Name}}' 2> /dev/null | grep -E '^kind-ep-cl-'); do
     "$cli" volume rm -f "$n" > /dev/null 2>&1 || say "$cli volume rm $n failed"
