@@ -49,7 +49,45 @@ const (
 // cli runs the cluster's container engine (docker, podman or nerdctl) the
 // same way.
 func (c *cluster) cli(timeout time.Duration, stdin []byte, args ...string) (string, error) {
+	timeout, err := c.within(timeout)
+	if err != nil {
+		return "", fmt.Errorf("%s %s: %w", c.engine, strings.Join(args, " "), err)
+	}
 	return tier.Run(timeout, stdin, c.engine, args...)
+}
+
+// logs runs the engine's logs, as cli runs the rest.
+func (c *cluster) logs(timeout time.Duration, args ...string) (string, error) {
+	timeout, err := c.within(timeout)
+	if err != nil {
+		return "", fmt.Errorf("%s logs %s: %w", c.engine, strings.Join(args, " "), err)
+	}
+	return tier.Logs(timeout, c.engine, args...)
+}
+
+// within is timeout, or less when c.end comes sooner; past c.end, an
+// error that says so.
+func (c *cluster) within(timeout time.Duration) (time.Duration, error) {
+	if c.end.IsZero() {
+		return timeout, nil
+	}
+	left := time.Until(c.end)
+	if left <= 0 {
+		return 0, errors.New("out of time: the rest of the test's -test.timeout is kept for its cleanup")
+	}
+	return min(timeout, left), nil
+}
+
+// setDeadline sets c.end and c.hardEnd from the test's deadline, if it has
+// one: remove gets the slow×2 minutes before the last 30 s to export the
+// logs and delete the cluster (each of its calls keeps to that, so a hung
+// one cannot take the rest), and the 30 s are the test binary's, to write
+// its output.
+func (c *cluster) setDeadline(t *testing.T) {
+	if d, ok := t.Deadline(); ok {
+		c.hardEnd = d.Add(-30 * time.Second)
+		c.end = c.hardEnd.Add(-c.slow * 2 * time.Minute)
+	}
 }
 
 func mustEnv(t *testing.T, key string) string {
@@ -129,6 +167,11 @@ type cluster struct {
 	prefix            string
 	env               []string
 	throwaways        int // containers made to hold old addresses
+	// end: when the test's own calls to the engine and kind stop (zero: no
+	// limit), so that remove, the cleanup, has its time before the test's
+	// -test.timeout, which would otherwise cut it off with the rest (no
+	// logs, the nodes left running); hardEnd: when remove's stop.
+	end, hardEnd time.Time
 	// createTime: from `kind create cluster` to every node Ready
 	createTime time.Duration
 	// staleKubeletConf: the node's script leaves the old address in the
@@ -208,6 +251,7 @@ func createCluster(t *testing.T, s spec) *cluster {
 		controlPlanes: max(s.controlPlanes, 1), family: cmp.Or(s.family, "ipv4"),
 		provider: cmp.Or(s.engine, "docker"), prefix: prefix}
 	c.engine = c.provider
+	c.setDeadline(t)
 	c.nodes = append(kindNodeNames(id, "control-plane", c.controlPlanes), kindNodeNames(id, "worker", s.workers)...)
 	if c.controlPlanes > 1 {
 		c.lb = id + "-external-load-balancer"
@@ -273,7 +317,7 @@ func createCluster(t *testing.T, s spec) *cluster {
 	}
 	// kind waits for the control plane (or not, above); a user waits for
 	// every node
-	if err := eventually(c.slow, readyLimit, c.nodesReady); err != nil {
+	if err := c.eventually(readyLimit, c.nodesReady); err != nil {
 		t.Fatalf("nodes after kind create cluster: %v", err)
 	}
 	c.createTime = time.Since(start)
@@ -282,6 +326,10 @@ func createCluster(t *testing.T, s spec) *cluster {
 }
 
 func (c *cluster) kindCmd(timeout time.Duration, args ...string) (string, error) {
+	timeout, err := c.within(timeout)
+	if err != nil {
+		return "", fmt.Errorf("kind %s: %w", args[0], err)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, c.kind, args...)
@@ -299,12 +347,13 @@ func (c *cluster) kindCmd(timeout time.Duration, args ...string) (string, error)
 // entrypoint's lines, the failed units and the kubelet's journal, and per
 // control plane the last lines of etcd and the API server.
 func (c *cluster) remove(t *testing.T) {
+	c.end = c.hardEnd
 	if t.Failed() {
 		dir := filepath.Join(c.logDir, c.name)
 		out, err := c.kindCmd(c.slow*5*time.Minute, "export", "logs", dir, "--name", c.name)
 		t.Logf("kind export logs %s: %v\n%s", dir, err, lastLines(out, 5))
 		for i, n := range c.nodes {
-			logs, _ := tier.Logs(time.Minute, c.engine, "--tail", "80", n)
+			logs, _ := c.logs(time.Minute, "--tail", "80", n)
 			t.Logf("=== %s: %s logs\n%s", n, c.engine, strings.ReplaceAll(logs, "\r", ""))
 			failed, _ := c.cli(time.Minute, nil, "exec", n, "systemctl", "--failed", "--no-pager")
 			t.Logf("=== %s: failed units\n%s", n, failed)
@@ -326,7 +375,7 @@ func (c *cluster) remove(t *testing.T) {
 			}
 		}
 		if c.lb != "" {
-			logs, _ := tier.Logs(time.Minute, c.engine, "--tail", "40", c.lb)
+			logs, _ := c.logs(time.Minute, "--tail", "40", c.lb)
 			t.Logf("=== %s: %s logs\n%s", c.lb, c.engine, logs)
 		}
 	}
@@ -393,13 +442,27 @@ func (c *cluster) kubectlWithin(limit time.Duration, stdin string, args func(lef
 // kubectl in a node, takes seconds of CPU itself, and tries back to back
 // starve the control plane they wait for.
 func eventually(slow, limit time.Duration, f func() error) error {
+	return eventuallyUntil(time.Time{}, slow, limit, f)
+}
+
+// eventually is eventually(c.slow, limit, f) that stops at c.end too.
+func (c *cluster) eventually(limit time.Duration, f func() error) error {
+	return eventuallyUntil(c.end, c.slow, limit, f)
+}
+
+// eventuallyUntil is eventually that stops at end too, if end is not zero.
+func eventuallyUntil(end time.Time, slow, limit time.Duration, f func() error) error {
 	deadline := time.Now().Add(slow * limit)
+	if !end.IsZero() && end.Before(deadline) {
+		deadline = end
+	}
 	for {
 		err := f()
-		if err == nil || time.Now().After(deadline) {
+		left := time.Until(deadline)
+		if err == nil || left <= 0 {
 			return err
 		}
-		time.Sleep(slow * 2 * time.Second)
+		time.Sleep(min(slow*2*time.Second, left))
 	}
 }
 
@@ -409,10 +472,10 @@ func eventually(slow, limit time.Duration, f func() error) error {
 func (c *cluster) checkAll(t *testing.T, stage string) {
 	t.Helper()
 	start := time.Now()
-	if err := eventually(c.slow, 5*time.Minute, c.nodesReady); err != nil {
+	if err := c.eventually(5*time.Minute, c.nodesReady); err != nil {
 		t.Fatalf("%s: nodes: %v", stage, err)
 	}
-	if err := eventually(c.slow, 5*time.Minute, c.systemPodsRunning); err != nil {
+	if err := c.eventually(5*time.Minute, c.systemPodsRunning); err != nil {
 		t.Fatalf("%s: kube-system pods: %v", stage, err)
 	}
 	t.Logf("%s: nodes Ready and kube-system pods Running after %v", stage, time.Since(start).Round(time.Second))
@@ -468,7 +531,7 @@ func (c *cluster) nodeContainerd(n, stage string, logf func(string, ...any)) err
 		return err
 	}
 	userns := strings.Join(strings.Fields(uidMap), " ") != "0 0 4294967295"
-	log, err := tier.Logs(c.slow*time.Minute, c.engine, n)
+	log, err := c.logs(c.slow*time.Minute, n)
 	if err != nil {
 		return err
 	}
@@ -639,7 +702,7 @@ func (c *cluster) checkTraffic(t *testing.T, stage string) {
 	}
 	for _, ch := range checks {
 		var out string
-		err := eventually(c.slow, time.Minute, func() error {
+		err := c.eventually(time.Minute, func() error {
 			var err error
 			out, err = c.kubectl("", append([]string{"exec", "probe-client", "--", "/podprobe"}, ch.args...)...)
 			for _, w := range ch.want {
@@ -756,7 +819,7 @@ func (c *cluster) restartWithNewIPs(t *testing.T) time.Time {
 	for _, n := range c.nodes {
 		for _, a := range now[n] {
 			record := fmt.Sprintf("/kind/old-ipv%d", int(familyOf(a)))
-			if err := eventually(c.slow, time.Minute, func() error {
+			if err := c.eventually(time.Minute, func() error {
 				rec, err := c.cli(time.Minute, nil, "exec", n, "cat", record)
 				if err == nil {
 					if got, perr := netip.ParseAddr(strings.TrimSpace(rec)); perr != nil || got != a {
@@ -810,11 +873,11 @@ func (c *cluster) restartWithNewIPs(t *testing.T) time.Time {
 				t.Errorf("%s: %s: old addresses %v still there, new %v missing", cp, f, stale, missing)
 			}
 		}
-		if err := eventually(c.slow, 2*time.Minute, func() error { return c.certHasIP(cp, primary) }); err != nil {
+		if err := c.eventually(2*time.Minute, func() error { return c.certHasIP(cp, primary) }); err != nil {
 			t.Errorf("%s: apiserver certificate: %v", cp, err)
 		}
 	}
-	logs, _ := tier.Logs(time.Minute, c.engine, c.cp())
+	logs, _ := c.logs(time.Minute, c.cp())
 	lines := tier.EntrypointLines(strings.ReplaceAll(logs, "\r", ""), "[certs]")
 	t.Logf("%s: entrypoint log after the restart:\n%s", c.cp(), strings.Join(lines, "\n"))
 	return started
@@ -899,7 +962,7 @@ func containsAddr(text string, a netip.Addr) bool {
 // nothing changed.
 func (c *cluster) readySince(t *testing.T, since time.Time, limit time.Duration, restarted ...string) time.Duration {
 	t.Helper()
-	err := eventually(c.slow, limit, func() error {
+	err := c.eventually(limit, func() error {
 		out, err := c.kubectl("", "get", "nodes", "-o",
 			`jsonpath={range .items[*]}{.metadata.name}{" "}{.status.conditions[?(@.type=="Ready")].status}{" "}{.status.conditions[?(@.type=="Ready")].lastHeartbeatTime}{"\n"}{end}`)
 		if err != nil {
@@ -999,5 +1062,43 @@ func TestContainsAddr(t *testing.T) {
 		if got := containsAddr(tc.text, netip.MustParseAddr(tc.addr)); got != tc.want {
 			t.Errorf("containsAddr(%q, %s) = %v, want %v", tc.text, tc.addr, got, tc.want)
 		}
+	}
+}
+
+// TestClusterOutOfTime: a cluster's calls keep to c.end, so that its
+// cleanup runs before the test's -test.timeout. A wait whose own limit is
+// an hour stops at c.end with the reason; past c.end, the engine and kind
+// are not run at all.
+func TestClusterOutOfTime(t *testing.T) {
+	c := &cluster{engine: "true", kind: "true", slow: 1}
+	if got, err := c.within(time.Hour); got != time.Hour || err != nil {
+		t.Errorf("no end: within(1h) = %v, %v; want 1h, nil", got, err)
+	}
+	c.end = time.Now().Add(time.Second)
+	if got, err := c.within(time.Hour); got > time.Second || err != nil {
+		t.Errorf("end in 1 s: within(1h) = %v, %v; want at most 1s, nil", got, err)
+	}
+	tries := 0
+	err := c.eventually(time.Hour, func() error {
+		tries++
+		if _, err := c.cli(time.Hour, nil); err != nil {
+			return err
+		}
+		return errors.New("not yet")
+	})
+	if err == nil || !strings.Contains(err.Error(), "out of time") {
+		t.Errorf("eventually(1h) past c.end = %v, want out of time", err)
+	}
+	if time.Now().Before(c.end) || time.Since(c.end) > time.Minute {
+		t.Errorf("eventually(1h) returned %v after c.end, want at c.end", time.Since(c.end))
+	}
+	if tries < 2 {
+		t.Errorf("eventually tried %d times, want the tries before c.end and one after", tries)
+	}
+	if out, err := c.kindCmd(time.Hour, "get", "clusters"); err == nil || !strings.Contains(err.Error(), "kind get: out of time") {
+		t.Errorf("kindCmd past c.end = %q, %v; want out of time", out, err)
+	}
+	if out, err := c.logs(time.Hour, "x"); err == nil || !strings.Contains(err.Error(), "out of time") {
+		t.Errorf("logs past c.end = %q, %v; want out of time", out, err)
 	}
 }

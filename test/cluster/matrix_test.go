@@ -406,7 +406,7 @@ func (c *cluster) checkDockerNames(t *testing.T, stage, dnsOnly string) {
 	for _, name := range []string{c.cp(), dnsOnly} {
 		want := c.nodeAddr(t, name, ipv6).String()
 		var out string
-		err := eventually(c.slow, time.Minute, func() error {
+		err := c.eventually(time.Minute, func() error {
 			var err error
 			out, err = c.kubectl("", "exec", pod, "--", "/podprobe", "resolve6", name)
 			if err == nil && !slices.Contains(strings.Fields(out), want) {
