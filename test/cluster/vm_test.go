@@ -60,12 +60,14 @@ func TestVMCluster(t *testing.T) {
 	r := newResult(sh, label)
 	t.Cleanup(func() { writeTable(t, []*result{r}) })
 	engine := cmp.Or(sh.engine, "docker")
-	runShape(t, spec{image: image, kind: mustEnv(t, envKind), family: sh.family, engine: sh.engine, workers: 1,
-		slow: slow, kubeadmPatches: vmKubeadmPatches(slow, kubeadmV1beta4(t, engine, image)),
-		mounts: map[string]string{staticPodPatches(t, slow): vmPatchDir}}, sh, r, 1)
+	// before the cluster: the cluster's cleanup has the end of the test's
+	// time to itself (cluster.setDeadline)
 	if label == "ours" && engineRootless(t, engine) {
 		t.Run("fuse-overlayfs-node", func(t *testing.T) { fuseOverlayfsNode(t, engine, image, slow) })
 	}
+	runShape(t, spec{image: image, kind: mustEnv(t, envKind), family: sh.family, engine: sh.engine, workers: 1,
+		slow: slow, kubeadmPatches: vmKubeadmPatches(slow, kubeadmV1beta4(t, engine, image)),
+		mounts: map[string]string{staticPodPatches(t, slow): vmPatchDir}}, sh, r, 1)
 }
 
 // engineRootless says whether engine (docker, as DOCKER_HOST names it, or
