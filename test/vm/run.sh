@@ -41,6 +41,9 @@
 # VM_PODMAN (0: without the rootless-podman scenario; default 1),
 # VM_GUEST (the VM's Debian release, bookworm or trixie; default bookworm
 # for the nodes suite, trixie for the cluster suite),
+# VM_STACK (nodes: 1 runs the suite on kind v0.33.0's node stack, the
+# image test/stack/run.sh --build-only builds, with that release's kind CLI
+# and its script as the differential's control; guest trixie by default),
 # VM_DEBIAN_MIRROR, VM_STATE_DIR (default /var/cache/kind-entrypoint-vm),
 # CLUSTER_VERSIONS (cluster: the cluster tier's versions file, default
 # test/cluster/versions; test/cluster/versions-stack-v2 is Kubernetes 1.37
@@ -54,6 +57,9 @@ tier_init vm "${VM_STATE_DIR:-/var/cache/kind-entrypoint-vm}"
 state=$(realpath -m "$state") # qcow2 backing paths are absolute
 log_root=$log_dir # each run's logs go into a directory of their own below it
 suite=${VM_SUITE:-nodes}
+stack=${VM_STACK:-0}
+[[ $stack == [01] ]] || die "VM_STACK=$stack: want 0 or 1"
+[[ $suite == nodes || $stack == 0 ]] || die "VM_STACK is the nodes suite's (the cluster suite's stack is CLUSTER_VERSIONS')"
 accel=${VM_ACCEL:-auto}
 cpus=${VM_CPUS:-2}
 boot_limit=${VM_BOOT_LIMIT:-180}
@@ -65,7 +71,11 @@ time_scale=${VM_TIME_SCALE:-4}
 # Every scenario the guest reports, in order: a missing one is a failure.
 case $suite in
   nodes)
-    guest=${VM_GUEST:-bookworm}
+    # the stack's nodes on the guest of today's engines, as the cluster
+    # suite's
+    guest=bookworm
+    ((stack)) && guest=trixie
+    guest=${VM_GUEST:-$guest}
     # 23 min seen with the machine loaded (load 5-12, another VM beside it)
     vm_timeout=${VM_TIMEOUT:-2400}
     cluster_limit=0
@@ -130,7 +140,13 @@ if [[ -n ${VM_NODE_IMAGE:-} ]]; then
 else
   # 9>&-: the e2e run must not inherit our lock
   case $suite in
-    nodes) node_image=$(bash test/e2e/run.sh --build-only 9>&-) || die "building the node image (test/e2e/run.sh --build-only) failed" ;;
+    nodes)
+      if ((stack)); then
+        node_image=$(bash test/stack/run.sh --build-only 9>&-) || die "building the stack's node image (test/stack/run.sh --build-only) failed"
+      else
+        node_image=$(bash test/e2e/run.sh --build-only 9>&-) || die "building the node image (test/e2e/run.sh --build-only) failed"
+      fi
+      ;;
     cluster)
       # it prints the cluster image first, then its control images
       images=$(bash test/cluster/run.sh --build-only 9>&-) || die "building the cluster node image (test/cluster/run.sh --build-only) failed"
@@ -155,13 +171,17 @@ if [[ ! -s $node_tar ]]; then
   find "$state" -maxdepth 1 -name 'node-*.tar' ! -path "$node_tar" -delete
 fi
 log "node image $node_image (${image_id:0:12})${reference_image:+ and control image $reference_image (${reference_id:0:12})} ready in $(since "$t")"
-# The kind CLI (static: it runs in the VM): v0.23.0 for the rootless-podman
-# scenario; for the cluster suite the release made for the image's
+# The kind CLI (static: it runs in the VM): v0.23.0 for the nodes suite's
+# rootless-podman scenario (with VM_STACK, the stack's release,
+# test/stack/versions' KIND, whose script is then the differential's
+# control); for the cluster suite the release made for the image's
 # Kubernetes (CLUSTER_VERSIONS' KIND), and the cluster tier's test, built for
 # the VM.
 kind_version=v0.23.0
 if [[ $suite == cluster ]]; then
   kind_version=$(sed -n 's/^KIND=//p' "${CLUSTER_VERSIONS:-test/cluster/versions}")
+elif ((stack)); then
+  kind_version=$(sed -n 's/^KIND=//p' test/stack/versions)
 fi
 kind_cli=$(bash test/kind-cli.sh "$kind_version") || die "building the kind CLI $kind_version (test/kind-cli.sh) failed"
 
@@ -221,16 +241,17 @@ cp test/vm/guest/scenarios.sh "test/vm/guest/$suite.sh" "$work/in/"
 if [[ $suite == nodes ]]; then
   # The suite's checks are test/e2e's: the VM's node tests (TestVM*, tag
   # vm) and the differential tier (TestDifferential), which runs from a copy
-  # of the paths it reads, against kind v0.23.0's scripts out of kind's Go
-  # module. The guest runs them from this compiled test binary.
+  # of the paths it reads, against the scripts of kind $kind_version (v0.23.0,
+  # or the stack's) out of kind's Go module. The guest runs them from this
+  # compiled test binary.
   CGO_ENABLED=0 go test -c -tags e2e,vm -trimpath -o "$work/in/e2e.test" ./test/e2e \
     || die "building the e2e test binary failed"
   mkdir -p "$work/in/repo/test/e2e/testdata" "$work/in/repo/docs"
   cp docs/differences.md "$work/in/repo/docs/"
   cp test/e2e/testdata/differential-normalize.txt "$work/in/repo/test/e2e/testdata/"
-  kind_mod=$(module_dir sigs.k8s.io/kind@v0.23.0) || die "go mod download sigs.k8s.io/kind@v0.23.0 failed"
+  kind_mod=$(module_dir "sigs.k8s.io/kind@$kind_version") || die "go mod download sigs.k8s.io/kind@$kind_version failed"
   for f in usr/local/bin/entrypoint kind/bin/create-kubelet-cgroup-v2.sh; do
-    install -D -m 0755 "$kind_mod/images/base/files/$f" "$work/in/kind-v0.23.0/images/base/files/$f"
+    install -D -m 0755 "$kind_mod/images/base/files/$f" "$work/in/kind-reference/images/base/files/$f"
   done
 fi
 cp "$kind_cli" "$work/in/kind"
@@ -238,8 +259,8 @@ if [[ $suite == cluster ]]; then
   CGO_ENABLED=0 go test -c -tags cluster,vm,matrix -trimpath -o "$work/in/cluster.test" ./test/cluster/ \
     || die "building the cluster test for the VM failed"
 fi
-printf 'SUITE=%q\nNODE_IMAGE=%q\nNODE_IMAGE_ID=%q\nREFERENCE_IMAGE=%q\nREFERENCE_IMAGE_ID=%q\nBOOT_LIMIT=%d\nEXIT_LIMIT=%d\nPODMAN=%d\nTIME_SCALE=%d\nVM_TIMEOUT=%d\nCLUSTERS=%q\nCLUSTER_LIMIT=%d\n' \
-  "$suite" "$node_image" "$image_id" "$reference_image" "$reference_id" "$boot_limit" "$exit_limit" "$vm_podman" "$time_scale" "$vm_timeout" "${clusters:-}" "$cluster_limit" > "$work/in/vm.env"
+printf 'SUITE=%q\nNODE_IMAGE=%q\nNODE_IMAGE_ID=%q\nREFERENCE_IMAGE=%q\nREFERENCE_IMAGE_ID=%q\nBOOT_LIMIT=%d\nEXIT_LIMIT=%d\nPODMAN=%d\nTIME_SCALE=%d\nVM_TIMEOUT=%d\nCLUSTERS=%q\nCLUSTER_LIMIT=%d\nKIND_VERSION=%q\n' \
+  "$suite" "$node_image" "$image_id" "$reference_image" "$reference_id" "$boot_limit" "$exit_limit" "$vm_podman" "$time_scale" "$vm_timeout" "${clusters:-}" "$cluster_limit" "$kind_version" > "$work/in/vm.env"
 in_mib=$(( $(du -sm "$work/in" | cut -f1) + 64 ))
 truncate -s "${in_mib}M" "$work/in.img"
 mkfs.ext4 -q -F -L kindvm-in -d "$work/in" "$work/in.img"

@@ -101,11 +101,12 @@ if ((ready)); then
   dk rm --force --volumes "$node" > /dev/null
 
   # --- 2b. the script and ours, diffed ---------------------------------------------
-  # The differential tier (TestDifferential): kind v0.23.0's script and our
+  # The differential tier (TestDifferential): kind's script (v0.23.0's, or
+  # with VM_STACK the stack's release's: KIND_VERSION) and our
   # binary in the same node image, their states diffed after the
   # normalisations docs/differences.md documents. The test picks the
   # scenarios of this host (cgroup v2, root or rootless Docker).
-  e2e_scenario differential TestDifferential E2E_DIFF_KIND="$in/kind-v0.23.0"
+  e2e_scenario differential TestDifferential E2E_DIFF_KIND="$in/kind-reference" E2E_DIFF_KIND_VERSION="$KIND_VERSION"
 else
   skip_all "the host setup failed" default-node kubelet-cgroup restart differential
 fi
@@ -117,15 +118,16 @@ node=kind-vm-rootless
 if ((rootless_ready)); then
   node_scenario rootless-node TestVMRootlessNode
   dk rm --force --volumes "$node" > /dev/null
-  e2e_scenario rootless-differential TestDifferential E2E_DIFF_KIND="$in/kind-v0.23.0"
+  e2e_scenario rootless-differential TestDifferential E2E_DIFF_KIND="$in/kind-reference" E2E_DIFF_KIND_VERSION="$KIND_VERSION"
 else
   skip_all "rootless Docker is not ready" rootless-node rootless-differential
 fi
 
 # --- 4. rootless podman: kind's podman provider --------------------------------------
-# The kind CLI (v0.23.0, from the data disk) with KIND_EXPERIMENTAL_PROVIDER=
-# podman, run by the rootless user against Debian's podman 4.3 (netavark,
-# aardvark-dns, slirp4netns; cgroup v2, the systemd cgroup manager through
+# The kind CLI (KIND_VERSION: v0.23.0, or the stack's release; from the data
+# disk) with KIND_EXPERIMENTAL_PROVIDER=podman, run by the rootless user
+# against the guest's podman (bookworm's 4.3 with slirp4netns, trixie's 5.4
+# with pasta; netavark, aardvark-dns; cgroup v2, the systemd cgroup manager through
 # the user's manager), in TestVMRootlessPodman. The image has no kubeadm:
 # creation must get through "Preparing nodes" and "Writing configuration"
 # and stop at kubeadm init. This script loads the image into the user's
