@@ -236,10 +236,12 @@ func TestVMRootlessPodman(t *testing.T) {
 		t.Fatal(err)
 	}
 	// runc and crun word the missing kubeadm differently (Debian's podman
-	// picks crun): exit 127 and podman's own words.
+	// picks crun): exit 127 and podman's own words. kind v0.23.0 runs
+	// `kubeadm init --skip-phases=preflight --config=...`, v0.33.0
+	// `kubeadm init --config=...` (VM_STACK).
 	tier.KindCreateWithoutKubeadm(t, kind, append(os.Environ(), "KIND_EXPERIMENTAL_PROVIDER=podman"),
 		[]string{"--name", cluster, "--image", nodeImage, "--config", config, "--retain", "--wait", "0s"},
-		"kubeadm init --skip-phases=preflight", "failed with error: exit status 127",
+		"kubeadm init --", "failed with error: exit status 127",
 		"OCI runtime attempted to invoke a command that was not found")
 	cp, worker := cluster+"-control-plane", cluster+"-worker"
 	for _, pair := range [][2]string{{cp, worker}, {worker, cp}} {
