@@ -73,7 +73,7 @@ func (c *cluster) within(timeout time.Duration) (time.Duration, error) {
 	}
 	left := time.Until(c.end)
 	if left <= 0 {
-		return 0, errors.New("out of time: the rest of the test's -test.timeout is kept for its cleanup")
+		return 0, errors.New("out of time: the test's last minutes before -test.timeout are its cleanup's")
 	}
 	return min(timeout, left), nil
 }
@@ -1100,5 +1100,25 @@ func TestClusterOutOfTime(t *testing.T) {
 	}
 	if out, err := c.logs(time.Hour, "x"); err == nil || !strings.Contains(err.Error(), "out of time") {
 		t.Errorf("logs past c.end = %q, %v; want out of time", out, err)
+	}
+	// past c.end, remove still has until c.hardEnd: kind delete, the
+	// throwaways' listing and the network's removal run (and pass: both
+	// commands are true), where c.end alone would fail them
+	c.hardEnd = time.Now().Add(time.Minute)
+	c.remove(t)
+
+	// setDeadline: the test's deadline less 30 s for remove's calls, less
+	// slow×2 min more for the test's own
+	d := &cluster{slow: 4}
+	d.setDeadline(t)
+	if deadline, ok := t.Deadline(); ok {
+		if want := deadline.Add(-30 * time.Second); !d.hardEnd.Equal(want) {
+			t.Errorf("hardEnd = %v, want %v", d.hardEnd, want)
+		}
+		if want := deadline.Add(-30*time.Second - 8*time.Minute); !d.end.Equal(want) {
+			t.Errorf("end = %v, want %v", d.end, want)
+		}
+	} else if !d.end.IsZero() || !d.hardEnd.IsZero() {
+		t.Errorf("no deadline: end %v, hardEnd %v; want both zero", d.end, d.hardEnd)
 	}
 }
