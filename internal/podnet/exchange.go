@@ -7,6 +7,7 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"io"
 	"net"
 	"net/netip"
 	"strings"
@@ -82,7 +83,7 @@ func exchange(ctx context.Context, listenNS, dialNS int, listenAddr netip.Addr, 
 	if _, err := fmt.Fprintf(c, "ping %s\n", token); err != nil {
 		return local, fmt.Errorf("send to %s: %w", to, err)
 	}
-	reply, err := bufio.NewReader(c).ReadString('\n')
+	reply, err := readLine(c)
 	if err != nil {
 		return local, fmt.Errorf("read the reply from %s: %w", to, err)
 	}
@@ -108,7 +109,7 @@ func serve(ln *net.TCPListener, deadline time.Time, rst bool) error {
 	if err := c.SetDeadline(deadline); err != nil {
 		return err
 	}
-	line, err := bufio.NewReader(c).ReadString('\n')
+	line, err := readLine(c)
 	if err != nil {
 		return fmt.Errorf("read: %w", err)
 	}
@@ -118,4 +119,19 @@ func serve(ln *net.TCPListener, deadline time.Time, rst bool) error {
 	}
 	_, err = fmt.Fprintf(c, "pong %s\n", token)
 	return err
+}
+
+// maxLine bounds a line of the exchange: "ping " or "pong ", a token of 16
+// hex digits, and the newline, with room to spare. The listener's port can
+// be reached by anything that can route to its address until the deadline;
+// whatever connects first gets this much of our memory, not more.
+const maxLine = 64
+
+// readLine reads one newline-terminated line of at most maxLine bytes.
+func readLine(r io.Reader) (string, error) {
+	line, err := bufio.NewReaderSize(io.LimitReader(r, maxLine), maxLine).ReadString('\n')
+	if err == io.EOF && len(line) == maxLine {
+		return line, fmt.Errorf("no newline in the first %d bytes", maxLine)
+	}
+	return line, err
 }
