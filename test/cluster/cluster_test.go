@@ -437,8 +437,8 @@ func (c *cluster) kubectlWithin(limit time.Duration, stdin string, args func(lef
 }
 
 // eventually retries f until it succeeds or slow×limit passes (slow is a
-// factor: spec.slow), and returns its last error. It pauses slow×2 s
-// between tries: under emulation (the VM, slow 4) one try, an exec of
+// factor: spec.slow), and returns its last error. Between tries it pauses
+// (see pause): under emulation (the VM, slow 4) one try, an exec of
 // kubectl in a node, takes seconds of CPU itself, and tries back to back
 // starve the control plane they wait for.
 func eventually(slow, limit time.Duration, f func() error) error {
@@ -457,13 +457,25 @@ func eventuallyUntil(end time.Time, slow, limit time.Duration, f func() error) e
 		deadline = end
 	}
 	for {
+		start := time.Now()
 		err := f()
+		took := time.Since(start)
 		left := time.Until(deadline)
 		if err == nil || left <= 0 {
 			return err
 		}
-		time.Sleep(min(slow*2*time.Second, left))
+		time.Sleep(pause(slow, took, left))
 	}
+}
+
+// pause is how long eventually waits after a try that took took, with left
+// until its deadline: slow×2 s, or as long as the try itself took if that
+// was longer, and never past the deadline. A try that is slow because the
+// node is starved (rootless podman in the VM, where each try is a podman
+// exec of kubectl) thus takes at most about half of the time it polls, and
+// the control plane it waits for keeps the rest.
+func pause(slow, took, left time.Duration) time.Duration {
+	return min(max(slow*2*time.Second, took), left)
 }
 
 // checkAll: every node Ready, every kube-system pod Running and ready, then
@@ -1061,6 +1073,25 @@ func TestContainsAddr(t *testing.T) {
 	} {
 		if got := containsAddr(tc.text, netip.MustParseAddr(tc.addr)); got != tc.want {
 			t.Errorf("containsAddr(%q, %s) = %v, want %v", tc.text, tc.addr, got, tc.want)
+		}
+	}
+}
+
+// TestPause: eventually's pause is slow×2 s after a quick try, as long as
+// the try after a slow one, and never past the deadline.
+func TestPause(t *testing.T) {
+	for _, tc := range []struct {
+		slow, took, left, want time.Duration
+	}{
+		{1, time.Second, time.Hour, 2 * time.Second},
+		{4, time.Second, time.Hour, 8 * time.Second},
+		{4, 8 * time.Second, time.Hour, 8 * time.Second},
+		{4, 30 * time.Second, time.Hour, 30 * time.Second},
+		{4, 30 * time.Second, 5 * time.Second, 5 * time.Second},
+		{1, 0, time.Second, time.Second},
+	} {
+		if got := pause(tc.slow, tc.took, tc.left); got != tc.want {
+			t.Errorf("pause(slow %d, took %v, left %v) = %v, want %v", tc.slow, tc.took, tc.left, got, tc.want)
 		}
 	}
 }
