@@ -665,12 +665,15 @@ func TestEditErrors(t *testing.T) {
 	}
 }
 
+// TestEditHugeFile: a config at its size cap, of runtime handlers with
+// long names (some 1000, under maxKeyParts), is edited where it should be
+// and nowhere else.
 func TestEditHugeFile(t *testing.T) {
 	var b strings.Builder
 	b.Write(readTestdata(t, "kind-v2.toml"))
-	for i := 0; b.Len() < maxConfigSize-200; i++ {
+	for i := 0; b.Len() < maxConfigSize-300; i++ {
 		b.WriteString("\n# a runtime handler\n[plugins.\"io.containerd.grpc.v1.cri\".containerd.runtimes.\"handler-")
-		b.WriteString(strings.Repeat("x", i%50))
+		b.WriteString(strings.Repeat("x", 100+i%50))
 		b.WriteString(string(rune('a'+i%26)) + "-" + strconv.Itoa(i))
 		b.WriteString("\"]\n  runtime_type = \"io.containerd.runc.v2\"\n  snapshotter = \"overlayfs\"\n")
 	}

@@ -6,6 +6,7 @@ package containerd
 import (
 	"bytes"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -55,7 +56,13 @@ func (sc *scan) findValue(path []string) (raw unstable.Range, found, inline bool
 		if kv.value.kind == unstable.Invalid {
 			continue
 		}
-		if raw, found, in := findIn(kv.path, &kv.value, path); found || in {
+		// findIn finds path only at or under kv's own path: the path is
+		// put together for the few kvs on the way.
+		table := sc.sections[kv.section].path
+		if !startsWith(path, table, kv.key) {
+			continue
+		}
+		if raw, found, in := findIn(slices.Concat(table, kv.key), &kv.value, path); found || in {
 			return raw, found, in
 		}
 	}
@@ -110,7 +117,10 @@ func (sc *scan) dottedTable(parent []string) (at int, indent, eol string, rel []
 	for i := len(sc.kvs) - 1; i >= 0; i-- {
 		kv := sc.kvs[i]
 		s := sc.sections[kv.section]
-		if s.array || len(s.path) >= len(parent) || len(kv.path) <= len(parent) || !hasPrefix(kv.path, parent) {
+		// kv's path, s.path and then kv.key, is longer than parent and
+		// starts with it, s.path a proper prefix of parent.
+		if s.array || len(s.path) >= len(parent) || len(s.path)+len(kv.key) <= len(parent) ||
+			!hasPrefix(parent, s.path) || !hasPrefix(kv.key, parent[len(s.path):]) {
 			continue
 		}
 		// Reuse the document's own spelling of the shared key prefix.

@@ -44,8 +44,11 @@ type section struct {
 
 type keyValue struct {
 	section int
-	path    []string // absolute: section path + dotted key
-	rawKey  []string // the key's parts as written, quotes included
+	// key is the dotted key's parts, relative to the section: its path is
+	// the section's path and then key (kept apart, so that a deep header
+	// is not copied once for each of its keys).
+	key     []string
+	rawKey  []string // key's parts as written, quotes included
 	start   int
 	lineEnd int
 	value   valueRef // kind Invalid unless the value is a string, boolean or inline table
@@ -102,13 +105,11 @@ func scanDocument(data []byte) (*scan, error) {
 			cur := len(sc.sections) - 1
 			key := expr.Key()
 			from := len(sc.parts)
-			sc.parts = append(sc.parts, sc.sections[cur].path...)
 			raw, _, _ := sc.keyPath(&key, true)
-			path := sc.parts[from:len(sc.parts):len(sc.parts)]
 			start := int(expr.Raw.Offset)
 			sc.kvs = append(sc.kvs, keyValue{
 				section: cur,
-				path:    path,
+				key:     sc.parts[from:len(sc.parts):len(sc.parts)],
 				rawKey:  raw,
 				start:   start,
 				lineEnd: lineEnd(data, start+int(expr.Raw.Length)),
@@ -217,8 +218,8 @@ func newValueRef(n *unstable.Node) valueRef {
 // where that is, and without a position otherwise.
 func (sc *scan) errorAt(path []string, format string, args ...any) error {
 	msg := fmt.Sprintf(format, args...)
-	for _, kv := range sc.kvs {
-		if equalPath(kv.path, path) {
+	for i := range sc.kvs {
+		if kv := &sc.kvs[i]; sc.isPath(kv, path) {
 			line, col := position(sc.data, kv.start)
 			return &positionError{line: line, column: col, msg: msg}
 		}
@@ -230,4 +231,15 @@ func (sc *scan) errorAt(path []string, format string, args ...any) error {
 		}
 	}
 	return errors.New(msg)
+}
+
+// isPath reports whether kv's path (its section's, then its key) is path.
+func (sc *scan) isPath(kv *keyValue, path []string) bool {
+	table := sc.sections[kv.section].path
+	return len(table)+len(kv.key) == len(path) && startsWith(path, table, kv.key)
+}
+
+// startsWith reports whether path starts with first and then second.
+func startsWith(path, first, second []string) bool {
+	return hasPrefix(path, first) && hasPrefix(path[len(first):], second)
 }
