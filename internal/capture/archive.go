@@ -64,10 +64,12 @@ type Item struct {
 //   - read (ReadFile): the file as read, except private keys (*.key, or
 //     PEM "PRIVATE KEY" content), archived empty: that they exist is all a
 //     plan uses. Proxy credentials in the systemd proxy drop-in are
-//     redacted, as they are in .host/environ. etcd's database (which
-//     holds the cluster's Secrets) is archived as a file of the same
-//     format holding only its members' names and peer URLs
-//     (etcdpeers.MembershipOnly), all that step 10 reads of it.
+//     redacted, as they are in .host/environ; more than 64 of them, in
+//     the environment and the drop-in, are an error, never archived
+//     unredacted. etcd's database (which holds the cluster's Secrets) is
+//     archived as a file of the same format holding only its members'
+//     names and peer URLs (etcdpeers.MembershipOnly), all that step 10
+//     reads of it.
 //   - only stat'ed: an empty file with the mode and owner (the mount
 //     binaries: their content is never read).
 //   - lstat'ed or readlink'ed symlinks: the link itself. Symlinks met
@@ -86,7 +88,9 @@ func Archive(w io.Writer, rec *Recorder, o Options) ([]Item, error) {
 	// file, and the plan that quotes the drop-in, is redacted of them.
 	for _, v := range rec.Probes().Env {
 		if v != nil {
-			b.addCredentials(*v)
+			if err := b.addCredentials(*v); err != nil {
+				return nil, fmt.Errorf("the environment: %w", err)
+			}
 		}
 	}
 	paths := rec.Paths()
@@ -135,7 +139,7 @@ type builder struct {
 	keys [][]byte
 	// credentials are the proxy passwords of the environment and of the
 	// drop-in, each in every form an archived file can quote it in.
-	credentials []string
+	credentials credentialSet
 	// secretForms caches secrets.
 	secretForms [][]byte
 	// resolved memoizes resolveDir of a directory reached without a

@@ -2,14 +2,10 @@ package capture
 
 import (
 	"bytes"
-	"encoding/json"
 	"io"
 	"regexp"
-	"slices"
 	"strconv"
 	"strings"
-
-	"github.com/kind-entrypoint/entrypoint/internal/proxy"
 )
 
 // scrub removes private keys and URL credentials from an extra file (the
@@ -40,13 +36,16 @@ func (b *builder) needsScrub(data []byte) bool {
 			return true
 		}
 	}
+	if b.credentials.in(data) {
+		return true
+	}
 	return bytes.Contains(data, []byte("://")) && bytes.Contains(data, []byte("@"))
 }
 
-// secrets are what needsScrub looks for besides URL userinfo: each
-// private key read, as it is and quoted, and each credential with the "@"
-// after it. Made once, when the first extra file is scrubbed: every path
-// is read by then, and a stream asks for them on every line.
+// secrets are what needsScrub looks for besides URL userinfo and the
+// credentials: each private key read, as it is and quoted. Made once,
+// when the first extra file is scrubbed: every path is read by then, and
+// a stream asks for them on every line.
 func (b *builder) secrets() [][]byte {
 	if b.secretForms != nil {
 		return b.secretForms
@@ -58,9 +57,6 @@ func (b *builder) secrets() [][]byte {
 		}
 		quoted := strconv.Quote(string(k))
 		b.secretForms = append(b.secretForms, k, []byte(quoted[1:len(quoted)-1]))
-	}
-	for _, c := range b.credentials {
-		b.secretForms = append(b.secretForms, []byte(c+"@"))
 	}
 	return b.secretForms
 }
@@ -124,36 +120,20 @@ func (s *scrubber) flush() error {
 	return s.emit(s.line)
 }
 
-// addCredentials records the user and password of a proxy setting, in
-// the forms the archive can hold it in: as it is (.host/environ), quoted
-// for systemd (the drop-in), and each of those quoted again as Go and
-// JSON strings (the plan shows the drop-in's content, check.json rows).
-func (b *builder) addCredentials(value string) {
+// addCredentials records the user and password of a proxy setting, for
+// redact (see credentialSet.add); an error past maxCredentials.
+func (b *builder) addCredentials(value string) error {
 	u := proxyUserinfo(value)
 	if u == "" {
-		return
+		return nil
 	}
-	inner := func(q string) string { return q[1 : len(q)-1] }
-	forSystemd := inner(proxy.Quote(u))
-	for _, f := range []string{u, forSystemd} {
-		j, _ := json.Marshal(f)
-		for _, form := range []string{f, inner(strconv.Quote(f)), inner(string(j))} {
-			if !slices.Contains(b.credentials, form) {
-				b.credentials = append(b.credentials, form)
-			}
-		}
-	}
-	// Longest first: a form may hold a shorter one.
-	slices.SortStableFunc(b.credentials, func(x, y string) int { return len(y) - len(x) })
+	return b.credentials.add(u)
 }
 
 // redact replaces every recorded credential, where it stands before the
 // "@" of its host, and whatever else looks like a URL's user and password.
 func (b *builder) redact(s string) string {
-	for _, c := range b.credentials {
-		s = strings.ReplaceAll(s, c+"@", "REDACTED@")
-	}
-	return RedactURLCredentials(s)
+	return RedactURLCredentials(b.credentials.redact(s))
 }
 
 // proxyUserinfo is the user and password of a proxy setting: "user:pass"

@@ -39,10 +39,14 @@ func (b *builder) write(w io.Writer) error {
 	for _, p := range names {
 		e := b.entries[p]
 		// A probe file's directory (.host/, .host/run/) has no entry of
-		// its own: make one.
+		// its own: make one. Only up to the first directory known:
+		// names are sorted, so an ancestor's entry came first and made
+		// the directories above it, as a directory made here had those
+		// above it made in the same walk. (A walk to the root for each
+		// entry was quadratic in the depth.)
 		for d := path.Dir(strings.TrimSuffix(e.hdr.Name, "/")); d != "."; d = path.Dir(d) {
 			if _, ok := b.entries["/"+d]; ok || dirs[d] {
-				continue
+				break
 			}
 			dirs[d] = true
 			if err := tw.WriteHeader(&tar.Header{Name: d + "/", Typeflag: tar.TypeDir, Mode: 0o755, ModTime: b.mtime, Format: tar.FormatPAX}); err != nil {

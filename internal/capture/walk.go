@@ -2,6 +2,7 @@ package capture
 
 import (
 	"archive/tar"
+	"fmt"
 	"io/fs"
 	"path"
 	"strings"
@@ -168,7 +169,9 @@ func (b *builder) add(p string, a Access, limit, hops int) error {
 			return nil
 		case p == proxy.DropIn:
 			for _, v := range proxy.Values(data) {
-				b.addCredentials(v)
+				if err := b.addCredentials(v); err != nil {
+					return fmt.Errorf("%s: %w", p, err)
+				}
 			}
 			if red := b.redact(string(data)); red != string(data) {
 				data = []byte(red)
