@@ -210,40 +210,46 @@ func (b *boltFile) bucket(v []byte, fn func(kv) error) error {
 	return leafElements(v[bucketHdrSz:], fn)
 }
 
-// readBuckets returns the key/value pairs of the named top-level buckets
-// (a missing bucket has none). Nested buckets are not read.
-func readBuckets(data []byte, names ...string) (map[string][]kv, error) {
+// readBuckets calls fn with each key and value of the named top-level
+// buckets, one bucket after the other in the order named (a missing
+// bucket has none), and stops at fn's first error. Nothing is gathered
+// on the way: what fn keeps is all the read holds. Nested buckets are
+// not read.
+func readBuckets(data []byte, names []string, fn func(bucket string, e kv) error) error {
 	b, root, err := openBolt(data)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	values := map[string][]byte{}
+	values := make([][]byte, len(names))
 	err = b.each(root, 0, func(e kv) error {
-		for _, n := range names {
+		for i, n := range names {
 			if string(e.key) == n && e.flags&bucketLeaf != 0 {
-				values[n] = e.value
+				values[i] = e.value
 			}
 		}
 		return nil
 	})
 	if err != nil {
-		return nil, err
+		return err
 	}
-	out := map[string][]kv{}
-	for _, n := range names {
-		v, ok := values[n]
-		if !ok {
+	for i, n := range names {
+		if values[i] == nil {
 			continue
 		}
-		err := b.bucket(v, func(e kv) error {
-			if e.flags&bucketLeaf == 0 {
-				out[n] = append(out[n], e)
+		var stopped error // fn's own error: passed on as it is
+		err := b.bucket(values[i], func(e kv) error {
+			if e.flags&bucketLeaf != 0 {
+				return nil
 			}
-			return nil
+			stopped = fn(n, e)
+			return stopped
 		})
-		if err != nil {
-			return nil, fmt.Errorf("bucket %s: %w", n, err)
+		switch {
+		case stopped != nil:
+			return stopped
+		case err != nil:
+			return fmt.Errorf("bucket %s: %w", n, err)
 		}
 	}
-	return out, nil
+	return nil
 }

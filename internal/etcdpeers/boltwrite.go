@@ -29,12 +29,19 @@ func MembersDB(members []Member) []byte {
 		recs = append(recs, kv{key: []byte(strconv.FormatUint(m.ID, 16)), value: v})
 	}
 	slices.SortFunc(recs, func(a, b kv) int { return slices.Compare(a.key, b.key) })
+	return membershipFile(recs, nil)
+}
+
+// membershipFile is a bbolt file whose "members" and "members_removed"
+// buckets hold the elements given, as they are, each bucket inline in
+// the root bucket's page.
+func membershipFile(members, removed []kv) []byte {
 	inline := func(items []kv) []byte {
 		return append(make([]byte, bucketHdrSz), leaf(0, items)...)
 	}
 	root := leaf(3, []kv{
-		{key: []byte(membersBucket), value: inline(recs), flags: bucketLeaf},
-		{key: []byte(removedBucket), value: inline(nil), flags: bucketLeaf},
+		{key: []byte(membersBucket), value: inline(members), flags: bucketLeaf},
+		{key: []byte(removedBucket), value: inline(removed), flags: bucketLeaf},
 	})
 	pages := (len(root) + writePageSize - 1) / writePageSize
 	le.PutUint32(root[12:], uint32(pages-1)) // overflow

@@ -17,8 +17,17 @@ import (
 
 // Limits of the membership read: etcd refuses clusters far smaller, and
 // a member's record is a few hundred bytes.
+//
+// maxRemoved bounds members_removed, where etcd keeps the ID of every
+// member ever removed, for good. A kind cluster adds none by restarting
+// (a node keeps its data directory, so its member ID); one is added each
+// time someone replaces a control plane by hand, so 16384 is one a day
+// for forty years, in a set of about half a MiB. Past it the read
+// fails, naming the cap: an ID left out of the set would make a removed
+// member a peer to redirect to.
 const (
 	MaxMembers    = 64
+	maxRemoved    = 1 << 14
 	maxRecord     = 16 << 10
 	maxPeerURLs   = 8
 	membersBucket = "members"
@@ -90,36 +99,45 @@ func validName(s string) bool {
 }
 
 // ReadMembers reads the current members of etcd's backend file (its
-// bytes), sorted by name then ID: members_removed are left out.
+// bytes), sorted by name then ID: members_removed are left out. Each
+// record is handled as the walk reaches it, so that what the read holds
+// is bounded by MaxMembers and maxRemoved, not by the file's size.
 func ReadMembers(db []byte) ([]Member, error) {
-	buckets, err := readBuckets(db, membersBucket, removedBucket)
-	if err != nil {
-		return nil, err
-	}
 	removed := map[uint64]bool{}
-	for _, e := range buckets[removedBucket] {
-		if id, err := strconv.ParseUint(string(e.key), 16, 64); err == nil {
-			removed[id] = true
-		}
-	}
 	var out []Member
-	for _, e := range buckets[membersBucket] {
+	// members_removed first: a member is counted only once it is known
+	// not to be one of them.
+	err := readBuckets(db, []string{removedBucket, membersBucket}, func(bucket string, e kv) error {
 		id, err := strconv.ParseUint(string(e.key), 16, 64)
+		if bucket == removedBucket {
+			if err != nil || removed[id] {
+				return nil
+			}
+			if len(removed) == maxRemoved {
+				return fmt.Errorf("more than %d removed member IDs", maxRemoved)
+			}
+			removed[id] = true
+			return nil
+		}
 		if err != nil {
-			return nil, fmt.Errorf("member key %q: not a hex member ID", clip(e.key))
+			return fmt.Errorf("member key %q: not a hex member ID", clip(e.key))
 		}
 		if removed[id] {
-			continue
+			return nil
 		}
 		if len(out) == MaxMembers {
-			return nil, fmt.Errorf("more than %d members", MaxMembers)
+			return fmt.Errorf("more than %d members", MaxMembers)
 		}
 		m, err := parseMember(e.value)
 		if err != nil {
-			return nil, fmt.Errorf("member %x: %w", id, err)
+			return fmt.Errorf("member %x: %w", id, err)
 		}
 		m.ID = id
 		out = append(out, m)
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	slices.SortFunc(out, func(a, b Member) int {
 		if c := strings.Compare(a.Name, b.Name); c != 0 {

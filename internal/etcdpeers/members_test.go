@@ -5,6 +5,8 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -76,6 +78,74 @@ func TestManyMembers(t *testing.T) {
 	}
 	if _, err := ReadMembers(MembersDB(append(got, cp(1, "one-more", "https://10.9.9.9:2380")))); err == nil {
 		t.Error("65 members read, want an error")
+	}
+}
+
+// TestMembersStopAtCap: the 65th member is an error as soon as the walk
+// reaches it, before the rest of the bucket (an element beyond its page,
+// which 64 members and the same element show to be an error) is read.
+func TestMembersStopAtCap(t *testing.T) {
+	file := func(members int) []byte {
+		var recs []kv
+		for i := range members {
+			recs = append(recs, kv{key: []byte(strconv.FormatUint(uint64(i+1), 16)), value: []byte(`{"peerURLs":[]}`)})
+		}
+		db := membershipFile(append(recs, kv{key: []byte("ffff")}), nil)
+		e := 3*writePageSize + pageHeaderSize // the members bucket's element in the root page
+		page := e + int(le.Uint32(db[e+4:])+le.Uint32(db[e+8:])) + bucketHdrSz
+		last := page + pageHeaderSize + members*elementSize
+		le.PutUint32(db[last+12:], 1<<30) // its value's size
+		return db
+	}
+	if _, err := ReadMembers(file(MaxMembers)); !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("%d members and a broken element: error %v, want ErrCorrupt", MaxMembers, err)
+	}
+	if _, err := ReadMembers(file(MaxMembers + 1)); err == nil || err.Error() != "more than 64 members" {
+		t.Fatalf("%d members and a broken element: error %v, want more than 64 members", MaxMembers+1, err)
+	}
+}
+
+// TestRemovedCap: members_removed is read up to maxRemoved IDs; one more
+// is an error that names the cap, rather than a set that may have lost
+// the ID of a member still in "members".
+func TestRemovedCap(t *testing.T) {
+	members := []kv{
+		{key: []byte("1"), value: []byte(`{"name":"a","peerURLs":[]}`)},
+		{key: []byte("2"), value: []byte(`{"name":"b","peerURLs":[]}`)},
+	}
+	var removed []kv
+	for i := range maxRemoved {
+		removed = append(removed, kv{key: []byte(strconv.FormatUint(uint64(i+2), 16)), value: []byte("removed")})
+	}
+	got, err := ReadMembers(membershipFile(members, removed))
+	if err != nil || len(got) != 1 || got[0].Name != "a" {
+		t.Fatalf("at the cap: %+v, %v; want member a only", got, err)
+	}
+	removed = append(removed, kv{key: []byte("ffffff"), value: []byte("removed")})
+	if _, err := ReadMembers(membershipFile(members, removed)); err == nil || !strings.Contains(err.Error(), "more than 16384 removed member IDs") {
+		t.Fatalf("error %v, want one naming the cap", err)
+	}
+}
+
+// TestMembersMemory: a members bucket of n elements, all of one removed
+// ID (16 bytes and a key each, as many as a 128 MiB file holds 8
+// million), costs the reader no more for 2n than for n: nothing is
+// gathered per element.
+func TestMembersMemory(t *testing.T) {
+	file := func(n int) []byte {
+		return membershipFile(slices.Repeat([]kv{{key: []byte("1")}}, n), []kv{{key: []byte("1"), value: []byte("removed")}})
+	}
+	cost := func(db []byte) uint64 {
+		return bytesPerRun(5, func() {
+			if ms, err := ReadMembers(db); err != nil || len(ms) != 0 {
+				t.Fatalf("%v, %v", ms, err)
+			}
+		})
+	}
+	const n = 30000
+	small, large := cost(file(n)), cost(file(2*n))
+	if large > small+1024 {
+		t.Errorf("%d elements: %d bytes allocated, %d elements: %d; want no more than 1 KiB apart", n, small, 2*n, large)
 	}
 }
 
@@ -169,18 +239,7 @@ func TestPageLoop(t *testing.T) {
 // MembersDBRaw is a membership file of one raw record.
 func MembersDBRaw(t testing.TB, key, record string) []byte {
 	t.Helper()
-	inline := append(make([]byte, bucketHdrSz), leaf(0, []kv{{key: []byte(key), value: []byte(record)}})...)
-	b := MembersDB(nil)
-	root := leaf(3, []kv{{key: []byte(membersBucket), value: inline, flags: bucketLeaf}})
-	pages := (len(root) + writePageSize - 1) / writePageSize
-	le.PutUint32(root[12:], uint32(pages-1))
-	out := make([]byte, (3+pages)*writePageSize)
-	copy(out, b[:3*writePageSize])
-	for i := range 2 {
-		writeMeta(out[i*writePageSize:], uint64(i), uint64(3+pages))
-	}
-	copy(out[3*writePageSize:], root)
-	return out
+	return membershipFile([]kv{{key: []byte(key), value: []byte(record)}}, nil)
 }
 
 func TestPeerAddrs(t *testing.T) {

@@ -10,7 +10,6 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
-	"slices"
 	"strings"
 	"time"
 
@@ -218,9 +217,21 @@ func (w *Watcher) ProbeJumps(ctx context.Context) {
 	for _, v6 := range []bool{false, true} {
 		out, _, err := w.sys.Run(ctx, []string{saveCommand(w.cfg.Iptables, v6), "-t", "nat"}, nil, RestoreTimeout)
 		if err == nil {
-			w.jumped[v6] = slices.Contains(strings.Split(string(out), "\n"), "-A OUTPUT -j "+Chain)
+			w.jumped[v6] = hasLine(out, "-A OUTPUT -j "+Chain)
 		}
 	}
+}
+
+// hasLine reports whether one of text's lines is line, looking at them
+// in place: the output of a save may be tens of MiB, in a unit that has
+// 64 MiB in all.
+func hasLine(text []byte, line string) bool {
+	for l := range bytes.Lines(text) {
+		if string(bytes.TrimSuffix(l, []byte("\n"))) == line {
+			return true
+		}
+	}
+	return false
 }
 
 func restoreCommand(mode string, v6 bool) string { return tool(v6) + "-" + mode + "-restore" }

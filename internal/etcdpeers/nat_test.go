@@ -155,3 +155,57 @@ func TestReadConfigRefuses(t *testing.T) {
 		}
 	}
 }
+
+// savedRules is a System whose every command prints out, the same bytes
+// each time: nothing of the fake's own to count.
+type savedRules struct {
+	system.System
+	out []byte
+}
+
+func (s savedRules) Run(context.Context, []string, []byte, time.Duration) ([]byte, []byte, error) {
+	return s.out, nil, nil
+}
+
+// TestProbeJumpsLines: the jump is found as a whole line, anywhere.
+func TestProbeJumpsLines(t *testing.T) {
+	for out, want := range map[string]bool{
+		"":                                           false,
+		"-A OUTPUT -j KIND-ETCD-PEERS":               true,
+		"*nat\n-A OUTPUT -j KIND-ETCD-PEERS":         true,
+		"-A OUTPUT -j KIND-ETCD-PEERS\nCOMMIT\n":     true,
+		"\n\n-A OUTPUT -j KIND-ETCD-PEERS\n\n":       true,
+		"-A OUTPUT -j KIND-ETCD-PEERS\r\n":           false,
+		"-A OUTPUT -j KIND-ETCD-PEERS2\n":            false,
+		"x-A OUTPUT -j KIND-ETCD-PEERS\n":            false,
+		"-A OUTPUT -j KIND-ETCD-PEERS -m comment\n":  false,
+		"-A PREROUTING -j KIND-ETCD-PEERS\nCOMMIT\n": false,
+	} {
+		w, _ := NewWatcher(savedRules{out: []byte(out)}, cfg3)
+		w.ProbeJumps(context.Background())
+		if w.jumped[false] != want || w.jumped[true] != want {
+			t.Errorf("%q: jumped %v, want %v", out, w.jumped, want)
+		}
+	}
+}
+
+// TestProbeJumpsMemory: a save of n lines, the jump last, costs no more
+// to probe than one of 2n: the lines are read in place (the unit has
+// 64 MiB, a save may print as much).
+func TestProbeJumpsMemory(t *testing.T) {
+	cost := func(lines int) uint64 {
+		out := []byte(strings.Repeat("-A KUBE-SERVICES -j KUBE-NODEPORTS\n", lines) + "-A OUTPUT -j " + Chain + "\n")
+		w, _ := NewWatcher(savedRules{out: out}, cfg3)
+		return bytesPerRun(5, func() {
+			w.ProbeJumps(context.Background())
+			if !w.jumped[false] || !w.jumped[true] {
+				t.Fatal("jump not found")
+			}
+		})
+	}
+	const n = 50000
+	small, large := cost(n), cost(2*n)
+	if large > small+1024 {
+		t.Errorf("%d lines: %d bytes allocated, %d lines: %d; want no more than 1 KiB apart", n, small, 2*n, large)
+	}
+}

@@ -1,0 +1,18 @@
+package etcdpeers
+
+import "runtime"
+
+// bytesPerRun is testing.AllocsPerRun in bytes: what one call of f
+// allocates, on average over runs calls after a warm-up one. Memory
+// bounds are tested with it, never with a clock.
+func bytesPerRun(runs int, f func()) uint64 {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+	f()
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	for range runs {
+		f()
+	}
+	runtime.ReadMemStats(&after)
+	return (after.TotalAlloc - before.TotalAlloc) / uint64(runs)
+}
