@@ -16,6 +16,7 @@ import (
 
 	"github.com/kind-entrypoint/entrypoint/internal/cgroupfix"
 	"github.com/kind-entrypoint/entrypoint/internal/network"
+	"github.com/kind-entrypoint/entrypoint/internal/proxy"
 	"github.com/kind-entrypoint/entrypoint/internal/system"
 	"github.com/kind-entrypoint/entrypoint/internal/system/hosttest"
 )
@@ -48,6 +49,34 @@ func capInputs(tb testing.TB) map[string]map[string]string {
 	for i := 0; keys.Len() < 256<<10-16; i++ {
 		fmt.Fprintf(&keys, "k%d = 1\n", i)
 	}
+	// containerd's config at its 256 KiB: tables [tN] of one key each
+	// (go-toml looks up each header among every table before it), and one
+	// header 60k parts deep over 2000 keys (the scan copied the header for
+	// each key), both refused (over 8192 key parts); and the costliest
+	// the config's limits admit: a header deep enough that with 2048 keys
+	// under it the config has 8192 parts.
+	var tables strings.Builder
+	tables.WriteString("version = 2\n")
+	for i := 0; tables.Len() < 256<<10-16; i++ {
+		fmt.Fprintf(&tables, "[t%d]\n", i)
+	}
+	deepHeader := func(parts, keys int) string {
+		var b strings.Builder
+		b.WriteString("version = 2\n[" + strings.Repeat("a.", parts-1) + "a]\n")
+		for i := range keys {
+			fmt.Fprintf(&b, "k%d = 1\n", i)
+		}
+		return b.String()
+	}
+	// The proxy drop-in at its 1 MiB of credentials "uN@": capture
+	// refuses more than 64 (each was searched for on every line
+	// archived, and the list re-sorted for each one added).
+	var creds strings.Builder
+	creds.WriteString("[Manager]\nDefaultEnvironment=")
+	for i := 0; creds.Len() < system.LimitConfig-32; i++ {
+		fmt.Fprintf(&creds, " a=u%d@", i)
+	}
+	creds.WriteString("\n")
 	base, err := os.ReadFile(filepath.Join(scenarioDir, "root", system.MountinfoPath))
 	if err != nil {
 		tb.Fatal(err)
@@ -131,12 +160,16 @@ func capInputs(tb testing.TB) map[string]map[string]string {
 		"mount table a mount point 32k names deep": {
 			system.MountinfoPath[1:]: string(base) + "5000 1047 0:29 / " + deepest + " rw,nosuid,nodev,noexec,relatime master:10 - cgroup cgroup rw,cpu,cpuacct\n",
 		},
-		"proc self cgroup":   {"proc/self/cgroup": line("1:name=systemd:/\n", (system.LimitConfig-1)/17)},
-		"cgroup controllers": {"sys/fs/cgroup/cgroup.controllers": line("cpu ", system.LimitValue/4-1)},
-		"resolv.conf":        {"etc/resolv.conf": line("nameserver 127.0.0.11\n", system.LimitConfig/22)},
-		"environ and PATH":   {".host/environ": "PATH=" + line("/usr/bin:", (system.LimitConfig-64)/9) + "\nHOSTNAME=kind-control-plane\n"},
-		"hosts answers":      {".host/hosts": hosts.String() + "\n"},
-		"containerd config":  {"etc/containerd/config.toml": keys.String()},
+		"proc self cgroup":                       {"proc/self/cgroup": line("1:name=systemd:/\n", (system.LimitConfig-1)/17)},
+		"cgroup controllers":                     {"sys/fs/cgroup/cgroup.controllers": line("cpu ", system.LimitValue/4-1)},
+		"resolv.conf":                            {"etc/resolv.conf": line("nameserver 127.0.0.11\n", system.LimitConfig/22)},
+		"environ and PATH":                       {".host/environ": "PATH=" + line("/usr/bin:", (system.LimitConfig-64)/9) + "\nHOSTNAME=kind-control-plane\n"},
+		"hosts answers":                          {".host/hosts": hosts.String() + "\n"},
+		"containerd config":                      {"etc/containerd/config.toml": keys.String()},
+		"containerd config many tables":          {"etc/containerd/config.toml": tables.String()},
+		"containerd config a deep header":        {"etc/containerd/config.toml": deepHeader(60000, 2000)},
+		"containerd config at its key parts cap": {"etc/containerd/config.toml": deepHeader(8192-1-2048, 2048)},
+		"proxy drop-in credentials":              {proxy.DropIn[1:]: creds.String()},
 		// The mount table: cgroup v1 mounts (134k: fix_cgroup refuses
 		// more than cgroupfix.MaxV1Mounts), nested cpuset mounts (54k),
 		// plain mounts as the kernel prints them (350k) and the
@@ -148,6 +181,9 @@ func capInputs(tb testing.TB) map[string]map[string]string {
 		"mount table nested cpuset mounts": table(nestedCpuset),
 		"mount table plain mounts":         table(tmpfs),
 		"mount table shortest lines":       table(func(int) string { return "1 1 0:1 / /m r - t t r\n" }),
+		// the same, the last line one the library refuses (no "-"): the
+		// library read the whole table, to name the line
+		"mount table shortest lines, the last one bad": badLast(table(func(int) string { return "1 1 0:1 / /m r - t t r\n" })),
 		"mount table cgroup mounts at their cap": table(func(i int) string {
 			if i < cgroupfix.MaxV1Mounts-cgroups {
 				return nestedCpuset(i)
@@ -165,6 +201,13 @@ func capInputs(tb testing.TB) map[string]map[string]string {
 		}),
 		"mount table deep plain mounts": table(deepTmpfs),
 	}
+}
+
+// badLast is a mount table input with its last line, "1 1 0:1 / /m r - t
+// t r", made one without the "-" the library wants.
+func badLast(files map[string]string) map[string]string {
+	t := files[system.MountinfoPath[1:]]
+	return map[string]string{system.MountinfoPath[1:]: strings.TrimSuffix(t, "1 1 0:1 / /m r - t t r\n") + "1 1 0:1 / /m r x t t r\n"}
 }
 
 // commands are every command the budget holds for, on root.

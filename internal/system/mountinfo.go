@@ -2,7 +2,6 @@ package system
 
 import (
 	"bufio"
-	"bytes"
 	"errors"
 	"fmt"
 	"path"
@@ -56,17 +55,14 @@ func ParseMountinfoFile(b []byte) ([]*mountinfo.Info, error) {
 // as every other table parser of the steps skips one; the library refuses
 // it as a line of too few fields.
 func ParseMountinfo(b []byte) ([]*mountinfo.Info, error) {
-	return parseMountinfoText(string(b), b)
+	return parseMountinfoText(string(b))
 }
 
-// parseMountinfoText is ParseMountinfo of text, which holds b.
-func parseMountinfoText(text string, b []byte) ([]*mountinfo.Info, error) {
-	mi, ok := parseMountinfoLines(text)
-	if !ok {
-		var err error
-		if mi, err = mountinfo.GetMountsFromReader(bytes.NewReader(withoutBlankLines(b)), nil); err != nil {
-			return nil, mountinfoLineError(b, err)
-		}
+// parseMountinfoText is ParseMountinfo of text.
+func parseMountinfoText(text string) ([]*mountinfo.Info, error) {
+	mi, err := parseMountinfoLines(text)
+	if err != nil {
+		return nil, err
 	}
 	if len(mi) == 0 {
 		return nil, errors.New("no mounts")
@@ -95,10 +91,12 @@ func parseMountinfoText(text string, b []byte) ([]*mountinfo.Info, error) {
 // it (the fuzzer compares them), with one allocation for all its mounts
 // instead of three or four for each: its strings are text's own, escapes
 // aside. A table at its 16 MiB cap holds 350k short mounts; the library's
-// parse allocated 780 bytes each, 270 MiB. ok is false when a line is one
-// the library refuses, or is too long for its scanner: the library then
-// parses the table, and its error names the line.
-func parseMountinfoLines(text string) (mi []*mountinfo.Info, ok bool) {
+// parse allocated 780 bytes each, 270 MiB. A line this parse does not
+// read (one the library refuses, or one too long for this parse's
+// reckoning of the library's scanner) goes to the library on its own: its
+// mount, or the error that names the line. The library never reads the
+// whole table, which a bad last line made it do before.
+func parseMountinfoLines(text string) ([]*mountinfo.Info, error) {
 	n := 0 // lines that are not blank: a table of blank lines holds none
 	for line := range strings.Lines(text) {
 		if len(strings.TrimSpace(line)) != 0 {
@@ -107,60 +105,77 @@ func parseMountinfoLines(text string) (mi []*mountinfo.Info, ok bool) {
 	}
 	infos := make([]mountinfo.Info, 0, n)
 	var fields []string // one line's, reused
+	lineNo := 0
 	for line := range strings.Lines(text) {
-		if len(line) >= bufio.MaxScanTokenSize {
-			return nil, false
-		}
+		lineNo++
 		if len(strings.TrimSpace(line)) == 0 {
 			continue
 		}
-		// The scanner's line: without its newline and one CR before it.
-		line = strings.TrimSuffix(strings.TrimSuffix(line, "\n"), "\r")
-		// Split at each space, a byte at a time: most lines are short,
-		// and a call per field (strings.Cut) was a third of the parse.
-		fields = fields[:0]
-		start := 0
-		for i := 0; i < len(line); i++ {
-			if line[i] == ' ' {
-				fields = append(fields, line[start:i])
-				start = i + 1
-			}
+		var info mountinfo.Info
+		if len(line) < bufio.MaxScanTokenSize && parseMountinfoLine(line, &fields, &info) {
+			infos = append(infos, info)
+			continue
 		}
-		fields = append(fields, line[start:])
-		// Six fields, the optional ones, "-", then three (the last one
-		// may hold spaces, as old kernels printed a cifs source).
-		if len(fields) < 10 {
-			return nil, false
+		m, err := mountinfo.GetMountsFromReader(strings.NewReader(line), nil)
+		if err != nil || len(m) != 1 {
+			return nil, mountinfoLineError(line, lineNo, err)
 		}
-		sep := len(fields) - 4
-		for fields[sep] != "-" {
-			if sep--; sep == 5 {
-				return nil, false
-			}
-		}
-		major, minor, found := strings.Cut(fields[2], ":")
-		if !found {
-			return nil, false
-		}
-		infos = append(infos, mountinfo.Info{
-			ID:         atoiOrZero(fields[0]),
-			Parent:     atoiOrZero(fields[1]),
-			Major:      atoiOrZero(major),
-			Minor:      atoiOrZero(minor),
-			Root:       unescapeOctal(fields[3]),
-			Mountpoint: unescapeOctal(fields[4]),
-			Options:    fields[5],
-			Optional:   strings.Join(fields[6:sep], " "),
-			FSType:     unescapeOctal(fields[sep+1]),
-			Source:     unescapeOctal(fields[sep+2]),
-			VFSOptions: fields[sep+3],
-		})
+		infos = append(infos, *m[0])
 	}
-	mi = make([]*mountinfo.Info, len(infos))
+	mi := make([]*mountinfo.Info, len(infos))
 	for i := range infos {
 		mi[i] = &infos[i]
 	}
-	return mi, true
+	return mi, nil
+}
+
+// parseMountinfoLine reads one line of a mount table, not blank, into
+// info, and is false when the library would refuse it. fields is the
+// split's buffer, reused from line to line.
+func parseMountinfoLine(line string, fields *[]string, info *mountinfo.Info) bool {
+	// The scanner's line: without its newline and one CR before it.
+	line = strings.TrimSuffix(strings.TrimSuffix(line, "\n"), "\r")
+	// Split at each space, a byte at a time: most lines are short, and a
+	// call per field (strings.Cut) was a third of the parse.
+	f := (*fields)[:0]
+	start := 0
+	for i := 0; i < len(line); i++ {
+		if line[i] == ' ' {
+			f = append(f, line[start:i])
+			start = i + 1
+		}
+	}
+	f = append(f, line[start:])
+	*fields = f
+	// Six fields, the optional ones, "-", then three (the last one may
+	// hold spaces, as old kernels printed a cifs source).
+	if len(f) < 10 {
+		return false
+	}
+	sep := len(f) - 4
+	for f[sep] != "-" {
+		if sep--; sep == 5 {
+			return false
+		}
+	}
+	major, minor, found := strings.Cut(f[2], ":")
+	if !found {
+		return false
+	}
+	*info = mountinfo.Info{
+		ID:         atoiOrZero(f[0]),
+		Parent:     atoiOrZero(f[1]),
+		Major:      atoiOrZero(major),
+		Minor:      atoiOrZero(minor),
+		Root:       unescapeOctal(f[3]),
+		Mountpoint: unescapeOctal(f[4]),
+		Options:    f[5],
+		Optional:   strings.Join(f[6:sep], " "),
+		FSType:     unescapeOctal(f[sep+1]),
+		Source:     unescapeOctal(f[sep+2]),
+		VFSOptions: f[sep+3],
+	}
+	return true
 }
 
 // atoiOrZero is s as a decimal number, 0 if it is not one (as the library
@@ -195,11 +210,14 @@ func isOctal(c byte) bool { return '0' <= c && c <= '7' }
 // shared is the last mount table parsed for reading only, and its text:
 // the steps' MountTable and a Tree's lookups (FSType) read the same table,
 // which at its 16 MiB cap parses to some 70 MiB. One parse of
-// it is kept, whoever reads it; a table that changed is parsed again.
+// it is kept, whoever reads it; a table that changed is parsed again. A
+// table refused keeps its error: check's rows each read the table, and
+// parsed a bad one again each time (a bad last line costs a whole parse).
 var shared struct {
 	mu   sync.Mutex
 	text string
 	mi   []*mountinfo.Info
+	err  error
 }
 
 // parseShared is ParseMountinfoFile for reading only: what it returns is
@@ -207,16 +225,17 @@ var shared struct {
 func parseShared(b []byte) ([]*mountinfo.Info, error) {
 	shared.mu.Lock()
 	defer shared.mu.Unlock()
-	if shared.mi != nil && string(b) == shared.text {
-		return shared.mi, nil
+	if (shared.mi != nil || shared.err != nil) && string(b) == shared.text {
+		return shared.mi, shared.err
 	}
 	text := string(b)
-	mi, err := parseMountinfoText(text, b)
+	mi, err := parseMountinfoText(text)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", MountinfoPath, err)
+		err = fmt.Errorf("%s: %w", MountinfoPath, err)
+		mi = nil
 	}
-	shared.text, shared.mi = text, mi
-	return mi, nil
+	shared.text, shared.mi, shared.err = text, mi, err
+	return mi, err
 }
 
 // sharedIfSame is the shared parse when the regular file open at fd holds
@@ -244,27 +263,6 @@ func sharedIfSame(fd int) ([]*mountinfo.Info, bool) {
 		off += n
 	}
 }
-
-// withoutBlankLines is b without its blank lines (nothing but blanks and
-// line ends); b itself, not a copy, when it has none.
-func withoutBlankLines(b []byte) []byte {
-	blank := false
-	for line := range bytes.Lines(b) {
-		blank = blank || isBlankLine(line)
-	}
-	if !blank {
-		return b
-	}
-	out := make([]byte, 0, len(b))
-	for line := range bytes.Lines(b) {
-		if !isBlankLine(line) {
-			out = append(out, line...)
-		}
-	}
-	return out
-}
-
-func isBlankLine(line []byte) bool { return len(bytes.TrimSpace(line)) == 0 }
 
 // withoutLeadingUps is root without its leading "/.." components.
 func withoutLeadingUps(root string) string {
@@ -310,34 +308,26 @@ func cleanAbs(p string) bool {
 	return true
 }
 
-// mountinfoLineError finds the line the parser refused by parsing each
-// line on its own (only on this error path), and words its error.
-func mountinfoLineError(b []byte, err error) error {
-	n := 0
-	for line := range bytes.Lines(b) {
-		n++
-		if isBlankLine(line) {
-			continue
-		}
-		_, lerr := mountinfo.GetMountsFromReader(bytes.NewReader(line), nil)
-		if lerr == nil {
-			continue
-		}
-		if errors.Is(lerr, bufio.ErrTooLong) {
-			return fmt.Errorf("line %d: longer than %d bytes", n, bufio.MaxScanTokenSize)
-		}
-		// The scanner drops the newline and a CR before it.
-		text := string(bytes.TrimSuffix(bytes.TrimSuffix(line, []byte("\n")), []byte("\r")))
-		why := lerr.Error()
-		if rest, ok := strings.CutPrefix(why, "parsing '"+text+"' failed: "); ok {
-			why = rest
-		}
-		// The library's reason may quote a field of the line too.
-		const maxWhy = 160
-		if len(why) > maxWhy {
-			why = why[:maxWhy] + "..."
-		}
-		return fmt.Errorf("line %d: %s: %s", n, logline.QuoteClipped(text), logline.Escape(why))
+// mountinfoLineError words the library's error for line, number n of
+// the table, read on its own.
+func mountinfoLineError(line string, n int, err error) error {
+	if err == nil {
+		// a line is one mount or an error; say so if it ever is not
+		err = errors.New("not one mount")
 	}
-	return err
+	if errors.Is(err, bufio.ErrTooLong) {
+		return fmt.Errorf("line %d: longer than %d bytes", n, bufio.MaxScanTokenSize)
+	}
+	// The scanner drops the newline and a CR before it.
+	text := strings.TrimSuffix(strings.TrimSuffix(line, "\n"), "\r")
+	why := err.Error()
+	if rest, ok := strings.CutPrefix(why, "parsing '"+text+"' failed: "); ok {
+		why = rest
+	}
+	// The library's reason may quote a field of the line too.
+	const maxWhy = 160
+	if len(why) > maxWhy {
+		why = why[:maxWhy] + "..."
+	}
+	return fmt.Errorf("line %d: %s: %s", n, logline.QuoteClipped(text), logline.Escape(why))
 }

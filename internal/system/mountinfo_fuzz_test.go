@@ -80,3 +80,24 @@ func FuzzParseMountinfo(f *testing.F) {
 		}
 	})
 }
+
+// withoutBlankLines is b without its blank lines (nothing but blanks and
+// line ends); b itself, not a copy, when it has none.
+func withoutBlankLines(b []byte) []byte {
+	blank := false
+	for line := range bytes.Lines(b) {
+		blank = blank || isBlankLine(line)
+	}
+	if !blank {
+		return b
+	}
+	out := make([]byte, 0, len(b))
+	for line := range bytes.Lines(b) {
+		if !isBlankLine(line) {
+			out = append(out, line...)
+		}
+	}
+	return out
+}
+
+func isBlankLine(line []byte) bool { return len(bytes.TrimSpace(line)) == 0 }
