@@ -379,8 +379,16 @@ func (c *cluster) remove(t *testing.T) {
 			t.Logf("=== %s: %s logs\n%s", c.lb, c.engine, logs)
 		}
 	}
-	if out, err := c.kindCmd(c.slow*5*time.Minute, "delete", "cluster", "--name", c.name); err != nil {
-		t.Errorf("kind delete cluster: %v\n%s", err, out)
+	var out string
+	del := func() error {
+		var err error
+		out, err = c.kindCmd(c.slow*5*time.Minute, "delete", "cluster", "--name", c.name)
+		return err
+	}
+	if err := del(); err != nil {
+		if err := c.thawAndRetry(t, c.nodes, err, del); err != nil {
+			t.Errorf("kind delete cluster: %v\n%s", err, out)
+		}
 	}
 	if ids, _ := c.cli(time.Minute, nil, "ps", "-aq", "--filter", "label="+c.prefix+"throwaway="+c.name); strings.TrimSpace(ids) != "" {
 		args := append([]string{"rm", "-f", "-v"}, strings.Fields(ids)...)
@@ -712,6 +720,7 @@ func (c *cluster) checkTraffic(t *testing.T, stage string) {
 			t.Errorf("%s: pod %s has addresses %q, want one per family %v", stage, name, ips, c.families())
 		}
 	}
+	recorded := false
 	for _, ch := range checks {
 		var out string
 		err := c.eventually(time.Minute, func() error {
@@ -726,10 +735,49 @@ func (c *cluster) checkTraffic(t *testing.T, stage string) {
 		})
 		if err != nil {
 			t.Errorf("%s: %s: podprobe %s: %v", stage, ch.what, strings.Join(ch.args, " "), err)
+			if !recorded {
+				c.recordTraffic(t, stage, client)
+				recorded = true
+			}
 		} else {
 			t.Logf("%s: %s: podprobe %s: %s", stage, ch.what, strings.Join(ch.args, " "), strings.TrimSpace(out))
 		}
 	}
+}
+
+// recordTraffic keeps, when a traffic check failed, what names its cause
+// and what a restart would lose (the export after it keeps only the logs of
+// the pods' last run): the services' endpoints, the client node's
+// resolv.conf and NAT rules (kube-proxy's service rules, the DNS rules step
+// 10 wrote), and the logs of kube-proxy on that node and of CoreDNS. They go
+// to the log dir as NAME-STAGE-traffic.txt.
+func (c *cluster) recordTraffic(t *testing.T, stage, node string) {
+	t.Helper()
+	var b strings.Builder
+	add := func(what, out string, err error) {
+		fmt.Fprintf(&b, "$ %s (error: %v)\n%s\n", what, err, out)
+	}
+	out, err := c.kubectl("", "get", "endpointslices", "-A", "-o", "wide")
+	add("kubectl get endpointslices -A -o wide", out, err)
+	for _, args := range [][]string{{"cat", "/etc/resolv.conf"}, {"iptables-save", "-t", "nat"}, {"ip6tables-save", "-t", "nat"}} {
+		out, err := c.cli(time.Minute, nil, append([]string{"exec", node}, args...)...)
+		add(node+": "+strings.Join(args, " "), out, err)
+	}
+	proxy, err := c.kubectl("", "get", "pods", "-n", "kube-system", "-l", "k8s-app=kube-proxy",
+		"--field-selector", "spec.nodeName="+node, "-o", "name")
+	add("kube-proxy pod on "+node, proxy, err)
+	for _, pod := range strings.Fields(proxy) {
+		out, err := c.kubectl("", "logs", "-n", "kube-system", pod, "--tail", "200")
+		add("kubectl logs "+pod, out, err)
+	}
+	out, err = c.kubectl("", "logs", "-n", "kube-system", "-l", "k8s-app=kube-dns", "--prefix", "--tail", "100")
+	add("kubectl logs -l k8s-app=kube-dns", out, err)
+	file := filepath.Join(c.logDir, c.name+"-"+stage+"-traffic.txt")
+	if err := os.WriteFile(file, []byte(b.String()), 0o644); err != nil {
+		t.Error(err)
+		return
+	}
+	t.Logf("%s: the failed traffic check's state: %s", stage, file)
 }
 
 // dockerDNSFamilies: the families in which a pod can have a node container's
@@ -906,8 +954,14 @@ func (c *cluster) stopAndHold(t *testing.T, containers []string) map[string][]ne
 	for _, n := range containers {
 		old[n] = c.addrs(t, n)
 	}
-	if _, err := c.cli(c.slow*3*time.Minute, nil, append([]string{"stop"}, containers...)...); err != nil {
-		t.Fatal(err)
+	stop := func() error {
+		_, err := c.cli(c.slow*3*time.Minute, nil, append([]string{"stop"}, containers...)...)
+		return err
+	}
+	if err := stop(); err != nil {
+		if err := c.thawAndRetry(t, containers, err, stop); err != nil {
+			t.Fatal(err)
+		}
 	}
 	for range containers {
 		if _, err := c.cli(c.slow*time.Minute, nil, "run", "-d", "--name", fmt.Sprintf("%s-throwaway%d", c.name, c.throwaways),
@@ -1151,5 +1205,42 @@ func TestClusterOutOfTime(t *testing.T) {
 		}
 	} else if !d.end.IsZero() || !d.hardEnd.IsZero() {
 		t.Errorf("no deadline: end %v, hardEnd %v; want both zero", d.end, d.hardEnd)
+	}
+}
+
+// TestRecordTraffic: a failed traffic check leaves, in the log dir, each
+// thing recordTraffic names, from the client node and through kubectl, with
+// kube-proxy's log from the pod on that node (the engine names it only when
+// asked for that node's). The engine is a script that
+// answers like one.
+func TestRecordTraffic(t *testing.T) {
+	dir := t.TempDir()
+	engine := filepath.Join(dir, "engine")
+	script := `#!/bin/sh
+case "$*" in
+*"get pods -n kube-system -l k8s-app=kube-proxy --field-selector spec.nodeName=c1-worker -o name") echo pod/kube-proxy-abcde ;;
+*) echo "ran: $*" ;;
+esac
+`
+	if err := os.WriteFile(engine, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	c := &cluster{engine: engine, slow: 1, name: "c1", logDir: dir, nodes: []string{"c1-control-plane", "c1-worker"}}
+	c.recordTraffic(t, "before-restart", "c1-worker")
+	b, err := os.ReadFile(filepath.Join(dir, "c1-before-restart-traffic.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"ran: exec c1-control-plane kubectl --kubeconfig=/etc/kubernetes/admin.conf get endpointslices -A -o wide",
+		"ran: exec c1-worker cat /etc/resolv.conf",
+		"ran: exec c1-worker iptables-save -t nat",
+		"ran: exec c1-worker ip6tables-save -t nat",
+		"ran: exec c1-control-plane kubectl --kubeconfig=/etc/kubernetes/admin.conf logs -n kube-system pod/kube-proxy-abcde --tail 200",
+		"logs -n kube-system -l k8s-app=kube-dns --prefix --tail 100",
+	} {
+		if !strings.Contains(string(b), want) {
+			t.Errorf("the record has no %q:\n%s", want, b)
+		}
 	}
 }
