@@ -419,8 +419,9 @@ func (c *cluster) waitReady(limit time.Duration, objs ...string) (string, error)
 // kubectlWithin runs kubectl with args(time left) until limit passes. An
 // API server under emulation can let a TLS handshake time out while it
 // serves the rest ("Unable to connect to the server: net/http: TLS
-// handshake timeout", kubectl wait, cgroup v2 VM). On "Unable to connect
-// to the server" the call is made again, 5 s later, with the time left:
+// handshake timeout", kubectl wait, cgroup v2 VM). When kubectl could not
+// reach the server (apiUnreachable) the call is made again, 5 s later,
+// with the time left:
 // the tier's calls are reads, waits, applies and deletes, which a repeat
 // does not change (a delete that did land before the connection broke
 // fails its repeat with NotFound, which the caller then reports). Any
@@ -437,11 +438,21 @@ func (c *cluster) kubectlWithin(limit time.Duration, stdin string, args func(lef
 	for {
 		left := time.Until(deadline).Round(time.Second)
 		out, err := c.cli(left+time.Minute, in, append(argv, args(left)...)...)
-		if err == nil || !strings.Contains(err.Error(), "Unable to connect to the server") || time.Until(deadline) < 10*time.Second {
+		if err == nil || !apiUnreachable(err) || time.Until(deadline) < 10*time.Second {
 			return out, err
 		}
 		time.Sleep(5 * time.Second)
 	}
+}
+
+// apiUnreachable: kubectl failed because it could not reach the API
+// server: "Unable to connect to the server", or an apply's validation that
+// could not download the OpenAPI schema, so the apply was never sent (a
+// TLS handshake timeout there failed a dual-stack run's probe pods in the
+// cgroup v2 VM, run-20261204-214838).
+func apiUnreachable(err error) bool {
+	s := err.Error()
+	return strings.Contains(s, "Unable to connect to the server") || strings.Contains(s, "failed to download openapi")
 }
 
 // eventually retries f until it succeeds or slow×limit passes (slow is a
@@ -1241,6 +1252,25 @@ esac
 	} {
 		if !strings.Contains(string(b), want) {
 			t.Errorf("the record has no %q:\n%s", want, b)
+		}
+	}
+}
+
+// TestAPIUnreachable: the failures kubectl reports when its request never
+// reached the API server are made again; a refusal by the server, or a
+// probe's own failure inside an exec, is not.
+func TestAPIUnreachable(t *testing.T) {
+	for _, tc := range []struct {
+		err  string
+		want bool
+	}{
+		{"exit status 1: Unable to connect to the server: net/http: TLS handshake timeout", true},
+		{`exit status 1: error: error validating "STDIN": error validating data: failed to download openapi: Get "https://kind-ep-cl-dual-ours-21166-control-plane:6443/openapi/v2?timeout=32s": net/http: TLS handshake timeout; if you choose to ignore these errors, turn validation off with --validate=false`, true},
+		{`exit status 1: Error from server (NotFound): pods "probe-client" not found`, false},
+		{"exit status 1: podprobe: lookup kubernetes.default.svc.cluster.local on 10.96.0.10:53: dial udp 10.96.0.10:53: i/o timeout", false},
+	} {
+		if got := apiUnreachable(errors.New(tc.err)); got != tc.want {
+			t.Errorf("apiUnreachable(%q) = %v, want %v", tc.err, got, tc.want)
 		}
 	}
 }
