@@ -1221,9 +1221,9 @@ func TestClusterOutOfTime(t *testing.T) {
 
 // TestRecordTraffic: a failed traffic check leaves, in the log dir, each
 // thing recordTraffic names, from the client node and through kubectl, with
-// kube-proxy's log from the pod on that node (the engine names it only when
-// asked for that node's). The engine is a script that
-// answers like one.
+// kube-proxy's log from the pod on that node. The engine is a script that
+// answers like one; it names a kube-proxy pod only when asked for that
+// node's.
 func TestRecordTraffic(t *testing.T) {
 	dir := t.TempDir()
 	engine := filepath.Join(dir, "engine")

@@ -17,9 +17,10 @@ import (
 
 // A node's stop or removal can fail with "tried to kill container, but did
 // not receive an exit event" (test/cluster/README.md, "The matrix"): a
-// process of one of its pods sits in a cgroup the node's runc left frozen
-// (runc freezes a container's cgroup while it sets its limits; the node's
-// stop can kill runc between its freeze and its thaw). A frozen process
+// process of one of its pods sits in a cgroup the node's runc left frozen.
+// How it was left so is not proven; likely: runc freezes a container's
+// cgroup while it sets its limits, and a stop of the node that kills runc
+// between its freeze and its thaw leaves it frozen. A frozen process
 // cannot die, so the node cannot stop. Seen on the cgroup v1 host with
 // bookworm's runc 1.1.5, on our image and kind's script alike: a fault of
 // the host and the node's runtime, not of the entrypoint. The harness thaws
