@@ -31,10 +31,11 @@ const cgroupRoot = "/sys/fs/cgroup"
 
 // thawFrozen thaws every frozen cgroup at or below a directory under root
 // whose name holds one of ids (a container's cgroup is named after its full
-// id by each engine and driver: docker/ID, docker-ID.scope, libpod-ID.scope).
+// id by each engine and driver: docker/ID, docker-ID.scope, libpod-ID.scope),
+// that is every cgroup whose path holds one (an id has no '/').
 // cgroup v1: freezer.state FROZEN or FREEZING becomes THAWED; cgroup v2:
 // cgroup.freeze 1 becomes 0. It returns the cgroups it thawed, as paths
-// under root. Each directory is visited once.
+// under root.
 func thawFrozen(root string, ids []string) ([]string, error) {
 	var thawed []string
 	var errs []error
@@ -45,27 +46,16 @@ func thawFrozen(root string, ids []string) ([]string, error) {
 			}
 			return nil // a cgroup removed while we walk
 		}
-		if !d.IsDir() {
+		rel, _ := filepath.Rel(root, path)
+		if !d.IsDir() || !slices.ContainsFunc(ids, func(id string) bool { return id != "" && strings.Contains(rel, id) }) {
 			return nil
 		}
-		if !slices.ContainsFunc(ids, func(id string) bool { return id != "" && strings.Contains(d.Name(), id) }) {
-			return nil
+		did, err := thawOne(path)
+		if did {
+			thawed = append(thawed, rel)
 		}
-		// the container's cgroup: thaw it and everything below, then go on
-		// past it (its subtree is done)
-		errs = append(errs, filepath.WalkDir(path, func(p string, e fs.DirEntry, err error) error {
-			if err != nil || !e.IsDir() {
-				return nil
-			}
-			did, err := thawOne(p)
-			if did {
-				rel, _ := filepath.Rel(root, p)
-				thawed = append(thawed, rel)
-			}
-			errs = append(errs, err)
-			return nil
-		}))
-		return fs.SkipDir
+		errs = append(errs, err)
+		return nil
 	})
 	return thawed, errors.Join(append(errs, err)...)
 }
