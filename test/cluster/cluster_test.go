@@ -22,6 +22,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kind-entrypoint/entrypoint/internal/network"
 	"github.com/kind-entrypoint/entrypoint/test/tier"
 )
 
@@ -747,7 +748,7 @@ func (c *cluster) checkTraffic(t *testing.T, stage string) {
 		if err != nil {
 			t.Errorf("%s: %s: podprobe %s: %v", stage, ch.what, strings.Join(ch.args, " "), err)
 			if !recorded {
-				c.recordTraffic(t, stage, client)
+				c.recordTraffic(t, stage, "traffic", client)
 				recorded = true
 			}
 		} else {
@@ -756,13 +757,14 @@ func (c *cluster) checkTraffic(t *testing.T, stage string) {
 	}
 }
 
-// recordTraffic keeps, when a traffic check failed, what names its cause
-// and what a restart would lose (the export after it keeps only the logs of
-// the pods' last run): the services' endpoints, the client node's
-// resolv.conf and NAT rules (kube-proxy's service rules, the DNS rules step
-// 10 wrote), and the logs of kube-proxy on that node and of CoreDNS. They go
-// to the log dir as NAME-STAGE-traffic.txt.
-func (c *cluster) recordTraffic(t *testing.T, stage, node string) {
+// recordTraffic keeps, when a traffic or names check failed, what names
+// its cause and what a restart would lose (the export after it keeps only
+// the logs of the pods' last run): the services' endpoints, the client
+// node's resolv.conf and NAT rules (kube-proxy's service rules, the DNS
+// rules step 10 wrote), the journal of our DNS forwarder there (empty on a
+// node that runs none), and the logs of kube-proxy on that node and of
+// CoreDNS. They go to the log dir as NAME-STAGE-CHECK.txt.
+func (c *cluster) recordTraffic(t *testing.T, stage, check, node string) {
 	t.Helper()
 	var b strings.Builder
 	add := func(what, out string, err error) {
@@ -770,7 +772,8 @@ func (c *cluster) recordTraffic(t *testing.T, stage, node string) {
 	}
 	out, err := c.kubectl("", "get", "endpointslices", "-A", "-o", "wide")
 	add("kubectl get endpointslices -A -o wide", out, err)
-	for _, args := range [][]string{{"cat", "/etc/resolv.conf"}, {"iptables-save", "-t", "nat"}, {"ip6tables-save", "-t", "nat"}} {
+	for _, args := range [][]string{{"cat", "/etc/resolv.conf"}, {"iptables-save", "-t", "nat"}, {"ip6tables-save", "-t", "nat"},
+		{"journalctl", "--no-pager", "-n", "100", "-u", network.ForwarderUnitName}} {
 		out, err := c.cli(time.Minute, nil, append([]string{"exec", node}, args...)...)
 		add(node+": "+strings.Join(args, " "), out, err)
 	}
@@ -783,12 +786,12 @@ func (c *cluster) recordTraffic(t *testing.T, stage, node string) {
 	}
 	out, err = c.kubectl("", "logs", "-n", "kube-system", "-l", "k8s-app=kube-dns", "--prefix", "--tail", "100")
 	add("kubectl logs -l k8s-app=kube-dns", out, err)
-	file := filepath.Join(c.logDir, c.name+"-"+stage+"-traffic.txt")
+	file := filepath.Join(c.logDir, c.name+"-"+stage+"-"+check+".txt")
 	if err := os.WriteFile(file, []byte(b.String()), 0o644); err != nil {
 		t.Error(err)
 		return
 	}
-	t.Logf("%s: the failed traffic check's state: %s", stage, file)
+	t.Logf("%s: the failed %s check's state: %s", stage, check, file)
 }
 
 // dockerDNSFamilies: the families in which a pod can have a node container's
@@ -1237,8 +1240,8 @@ esac
 		t.Fatal(err)
 	}
 	c := &cluster{engine: engine, slow: 1, name: "c1", logDir: dir, nodes: []string{"c1-control-plane", "c1-worker"}}
-	c.recordTraffic(t, "before-restart", "c1-worker")
-	b, err := os.ReadFile(filepath.Join(dir, "c1-before-restart-traffic.txt"))
+	c.recordTraffic(t, "before-restart", "names", "c1-worker")
+	b, err := os.ReadFile(filepath.Join(dir, "c1-before-restart-names.txt"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -1247,6 +1250,7 @@ esac
 		"ran: exec c1-worker cat /etc/resolv.conf",
 		"ran: exec c1-worker iptables-save -t nat",
 		"ran: exec c1-worker ip6tables-save -t nat",
+		"ran: exec c1-worker journalctl --no-pager -n 100 -u kind-dns-forwarder.service",
 		"ran: exec c1-control-plane kubectl --kubeconfig=/etc/kubernetes/admin.conf logs -n kube-system pod/kube-proxy-abcde --tail 200",
 		"logs -n kube-system -l k8s-app=kube-dns --prefix --tail 100",
 	} {

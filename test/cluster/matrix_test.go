@@ -403,6 +403,7 @@ func (c *cluster) checkDockerNames(t *testing.T, stage, dnsOnly string) {
 	if out, err := c.waitReady(c.slow*3*time.Minute, "pod/"+pod); err != nil {
 		t.Fatalf("%s: %s not Ready: %v\n%s", stage, pod, err, out)
 	}
+	recorded := false
 	for _, name := range []string{c.cp(), dnsOnly} {
 		want := c.nodeAddr(t, name, ipv6).String()
 		var out string
@@ -416,6 +417,10 @@ func (c *cluster) checkDockerNames(t *testing.T, stage, dnsOnly string) {
 		})
 		if err != nil {
 			t.Errorf("%s: %s's AAAA through CoreDNS and Docker's DNS: %v", stage, name, err)
+			if !recorded {
+				c.recordTraffic(t, stage, "names", client)
+				recorded = true
+			}
 		} else {
 			t.Logf("%s: %s's AAAA through CoreDNS and Docker's DNS: %s", stage, name, strings.TrimSpace(out))
 		}
