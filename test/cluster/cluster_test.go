@@ -447,13 +447,24 @@ func (c *cluster) kubectlWithin(limit time.Duration, stdin string, args func(lef
 }
 
 // apiUnreachable: kubectl failed because it could not reach the API
-// server: "Unable to connect to the server", or an apply's validation that
+// server: "Unable to connect to the server"; an apply's validation that
 // could not download the OpenAPI schema, so the apply was never sent (a
 // TLS handshake timeout there failed a dual-stack run's probe pods in the
-// cgroup v2 VM, run-20261204-214838).
+// cgroup v2 VM, run-20261204-214838); or a request to the server's https
+// URL (the admin kubeconfig's; a probe's requests are plain http) refused
+// or reset, as kubectl 1.37 words it while the API server restarts
+// (`error: Get "https://...:6443/...": dial tcp ...: connect: connection
+// refused`, run-20261205-004339), or older kubectl ("The connection to the
+// server ... was refused").
 func apiUnreachable(err error) bool {
 	s := err.Error()
-	return strings.Contains(s, "Unable to connect to the server") || strings.Contains(s, "failed to download openapi")
+	switch {
+	case strings.Contains(s, "Unable to connect to the server"), strings.Contains(s, "failed to download openapi"),
+		strings.Contains(s, "The connection to the server") && strings.Contains(s, "was refused"):
+		return true
+	}
+	return strings.Contains(s, `"https://`) &&
+		(strings.Contains(s, "connect: connection refused") || strings.Contains(s, "connection reset by peer"))
 }
 
 // eventually retries f until it succeeds or slow×limit passes (slow is a
@@ -1222,11 +1233,11 @@ func TestClusterOutOfTime(t *testing.T) {
 	}
 }
 
-// TestRecordTraffic: a failed traffic check leaves, in the log dir, each
-// thing recordTraffic names, from the client node and through kubectl, with
-// kube-proxy's log from the pod on that node. The engine is a script that
-// answers like one; it names a kube-proxy pod only when asked for that
-// node's.
+// TestRecordTraffic: a failed check (here the names check) leaves, in the
+// log dir as NAME-STAGE-CHECK.txt, each thing recordTraffic names, from the
+// client node and through kubectl, with kube-proxy's log from the pod on
+// that node. The engine is a script that answers like one; it names a
+// kube-proxy pod only when asked for that node's.
 func TestRecordTraffic(t *testing.T) {
 	dir := t.TempDir()
 	engine := filepath.Join(dir, "engine")
@@ -1272,6 +1283,9 @@ func TestAPIUnreachable(t *testing.T) {
 		{`exit status 1: error: error validating "STDIN": error validating data: failed to download openapi: Get "https://kind-ep-cl-dual-ours-21166-control-plane:6443/openapi/v2?timeout=32s": net/http: TLS handshake timeout; if you choose to ignore these errors, turn validation off with --validate=false`, true},
 		{`exit status 1: Error from server (NotFound): pods "probe-client" not found`, false},
 		{"exit status 1: podprobe: lookup kubernetes.default.svc.cluster.local on 10.96.0.10:53: dial udp 10.96.0.10:53: i/o timeout", false},
+		{`exit status 1: error: Get "https://kind-ep-cl-dual-ours-31647-control-plane:6443/api/v1/namespaces/kube-system/pods?limit=500": dial tcp 172.19.0.3:6443: connect: connection refused - error from a previous attempt: read tcp 172.19.0.3:53954->172.19.0.3:6443: read: connection reset by peer`, true},
+		{"exit status 1: The connection to the server kind-control-plane:6443 was refused - did you specify the right host or port?", true},
+		{`exit status 1: podprobe: Get "http://10.244.0.2:8080/": dial tcp 10.244.0.2:8080: connect: connection refused`, false},
 	} {
 		if got := apiUnreachable(errors.New(tc.err)); got != tc.want {
 			t.Errorf("apiUnreachable(%q) = %v, want %v", tc.err, got, tc.want)
