@@ -253,9 +253,22 @@ func vmKubeadmPatches(slow int, v1beta4 bool) []string {
 	// `kubectl apply` of the default storage class failed with "etcdserver:
 	// request timed out". One member: a longer election timeout (with the
 	// heartbeat at its usual tenth of it) changes nothing else.
+	//
+	// etcd also stops syncing its writes to disk (unsafe-no-fsync, as CI
+	// jobs on kind commonly run it), so that a write waits on no
+	// fdatasync of the emulated disk. Some limits of the control plane
+	// cannot be stretched: kube-apiserver 1.37 exits when its
+	// rbac/bootstrap-roles hook has not listed and reconciled the roles
+	// after 30 s of polling (a try under way finishes first), and in
+	// run-20261205-004339 it did so after the restart ("unable to
+	// initialize roles: timed out waiting for the condition"); each new
+	// start of the API server costs the VM minutes of CPU. Writes that
+	// were not synced are lost only if the guest's kernel stops; stopping
+	// and starting a node, the restart the tests make, keeps them.
 	patch += "etcd:\n  local:\n    extraArgs:\n" +
 		arg("      ", "heartbeat-interval", strconv.Itoa(100*slow)) +
-		arg("      ", "election-timeout", strconv.Itoa(1000*slow))
+		arg("      ", "election-timeout", strconv.Itoa(1000*slow)) +
+		arg("      ", "unsafe-no-fsync", "true")
 	// The kubelet cancels a runtime call after 2m. The node image imports
 	// its images without unpacking them (kind-preload-images.service), so
 	// the first container of an image unpacks it inside CreateContainer
