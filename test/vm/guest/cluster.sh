@@ -50,6 +50,17 @@ watch_cluster() {
         pods=$(awk '$4 != "Running" {print $2 ":" $4} END {print NR " pods"}' <<< "$pods" | paste -sd' ' -)
       else
         pods="no API server answer"
+        # An API server that exits (its post-start hooks' fixed limits) is
+        # seen by nothing above while it is down: the last lines of its
+        # exited container (the kubelet keeps the last one), from the
+        # node's runtime, where a fatal line is the last. Not --latest:
+        # crictl then names the newest container whatever its state.
+        pod=$("$cli" exec "$n" crictl ps -a -q --name '^kube-apiserver$' --state exited 2> /dev/null | head -n 1)
+        if [[ -n $pod && -z ${seen[$pod]:-} ]]; then
+          seen[$pod]=1
+          line=$("$cli" exec "$n" crictl logs --tail 2 "$pod" 2>&1 | cut -c1-300 | paste -sd'|' -)
+          say "    kube-apiserver, exited container ${pod:0:13}'s last lines: $line"
+        fi
       fi
       say "  $n: import, kubelet: $units; $(cut -c1-200 <<< "$pods")"
       while IFS= read -r line; do
