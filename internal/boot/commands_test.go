@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"io/fs"
 	"path"
 	"path/filepath"
 	"slices"
@@ -77,11 +76,14 @@ func fakeCommands(tree *system.Tree) func(ctx context.Context, argv []string, st
 			return nil, w.WriteFile("/"+system.ProbeDir+"/run/"+save, stdin, 0o644)
 		case name == "kubeadm":
 			return fakeKubeadm(tree, argv)
+		case name == "nft" && slices.Equal(argv[1:], network.NftApplyArgv[1:]):
+			return nil, fakeNftApply(tree, stdin)
 		}
 		if b, err := readFile(probe(name), system.LimitOutput); err == nil {
 			return b, nil
 		}
-		return nil, &fs.PathError{Op: "exec", Path: argv[0], Err: fs.ErrNotExist}
+		// As system.Linux says it of a program not on PATH.
+		return nil, &system.NotInstalledError{Name: argv[0]}
 	}
 }
 

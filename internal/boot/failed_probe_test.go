@@ -38,7 +38,7 @@ func TestUnstartableSaveIsSaid(t *testing.T) {
 		t.Errorf("want the WARN naming the failed save before step 9's mode line")
 	}
 	errLine := live[strings.LastIndex(live, "ERROR: "):]
-	if !regexp.MustCompile(`^ERROR: enable_network_magic: .*\(likely cause: ` + save + cause).MatchString(errLine) {
+	if !regexp.MustCompile(`^ERROR: enable_network_magic: .*\(looked at: .*; likely cause: ` + save + cause).MatchString(errLine) {
 		t.Errorf("step 10's ERROR does not name the failed save as the likely cause: %s", errLine)
 	}
 	if strings.Contains(errLine, "other backend") {

@@ -3,6 +3,7 @@ package boot
 import (
 	"bytes"
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"slices"
@@ -10,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/kind-entrypoint/entrypoint/internal/logline"
+	"github.com/kind-entrypoint/entrypoint/internal/network"
 	"github.com/kind-entrypoint/entrypoint/internal/plan"
 	"github.com/kind-entrypoint/entrypoint/internal/system"
 	"github.com/kind-entrypoint/entrypoint/internal/system/hosttest"
@@ -126,6 +128,13 @@ func TestHosts(t *testing.T) {
 					}
 				}
 			}
+			// nft lists the ruleset once the saves are in and hold
+			// none of Docker's rules: a step that fails before
+			// select_iptables may end the run before it starts.
+			var se *StepError
+			if errors.As(err, &se) && se.Code < stepCode(t, "select_iptables") {
+				ran = slices.DeleteFunc(ran, func(c string) bool { return c == strings.Join(network.NftListArgv, " ") })
+			}
 			if len(ran) > 0 {
 				slices.Sort(ran)
 				changes.WriteString("--- commands\n" + strings.Join(ran, "\n") + "\n")
@@ -146,4 +155,16 @@ func TestHosts(t *testing.T) {
 			}
 		})
 	}
+}
+
+// stepCode is the exit code of the step named name.
+func stepCode(t *testing.T, name string) int {
+	t.Helper()
+	for _, s := range Steps() {
+		if s.Name == name {
+			return s.Code
+		}
+	}
+	t.Fatalf("no step %s", name)
+	return 0
 }

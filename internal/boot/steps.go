@@ -197,6 +197,11 @@ func selectIptables(ctx context.Context, h *Host, ipt *network.IptablesFacts) (P
 		{"legacy", f.Describe(network.Legacy)},
 		{"nft", f.Describe(network.NFT)},
 	}
+	if f.Native.NotRun == "" {
+		// Only when asked: an iptables backend holds Docker's rules
+		// on every other node.
+		facts = append(facts, Fact{"native nftables", f.Native.Describe()})
+	}
 	for _, name := range network.Alternatives {
 		link := f.Links[name]
 		if link == "" {

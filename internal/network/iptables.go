@@ -102,6 +102,9 @@ type IptablesFacts struct {
 	Saves []Save
 	// Links are the alternatives' current targets ("" when unset).
 	Links map[string]string
+	// Native is the native nftables ruleset, read when no save holds
+	// Docker's DNS rules.
+	Native NativeFacts
 }
 
 // saveCommands are the probes, in the order they are reported. tables,
@@ -133,7 +136,7 @@ func (p *Probes) DetectIptables(ctx context.Context) (IptablesFacts, error) {
 		f.Links[name], _ = p.sys.Readlink(AlternativesDir + "/" + name)
 	}
 	var err error
-	f.Saves, err = p.waitSaves(ctx)
+	f.Saves, f.Native, err = p.waitSaves(ctx)
 	return f, err
 }
 
@@ -168,6 +171,23 @@ func (s Save) failure() string {
 	return fmt.Sprintf("%s: %v", s.Command, s.Err)
 }
 
+// LookedAt lists every place looked in for Docker's DNS rules: each
+// save, with its count or failure, and the native ruleset.
+func (f IptablesFacts) LookedAt() string {
+	var parts []string
+	for _, s := range f.Saves {
+		switch {
+		case s.NotRun != "":
+			parts = append(parts, fmt.Sprintf("%s not run (%s)", s.Command, s.NotRun))
+		case s.Err != nil:
+			parts = append(parts, s.Command+" failed")
+		default:
+			parts = append(parts, fmt.Sprintf("%s %d rules", s.Command, s.Rules))
+		}
+	}
+	return strings.Join(append(parts, "native nftables: "+f.Native.Describe()), ", ")
+}
+
 // Counts sums the rule lines of each backend; a failed save counts 0.
 func (f IptablesFacts) Counts() (legacy, nft int) {
 	for _, s := range f.Saves {
@@ -183,10 +203,12 @@ func (f IptablesFacts) Counts() (legacy, nft int) {
 
 // Mode is the backend the host uses: the one holding more rules (the host's
 // Docker, kube-proxy and firewall write to one of them); legacy on a tie, as
-// kubernetes-sigs/iptables-wrappers decides.
+// kubernetes-sigs/iptables-wrappers decides, unless Docker's DNS redirect
+// is native nftables: that engine writes nftables, so nft breaks the tie
+// and kube-proxy's rules share the kernel's nftables with Docker's.
 func (f IptablesFacts) Mode() Mode {
 	legacy, nft := f.Counts()
-	if legacy >= nft {
+	if _, native := f.Native.Docker(); legacy > nft || (legacy == nft && !native) {
 		return Legacy
 	}
 	return NFT
@@ -224,6 +246,11 @@ func PlanIptables(f IptablesFacts) []plan.Action {
 	// says so, where step 10's error can be traced to it.
 	for _, failed := range f.Failed() {
 		actions = append(actions, plan.Warning(failed+" (its rules count as 0)"))
+	}
+	if legacy, nft := f.Counts(); legacy == nft && mode == NFT {
+		d, _ := f.Native.Docker()
+		actions = append(actions, plan.Info(fmt.Sprintf(
+			"Docker's DNS redirect is native nftables (table ip %s): the tie of %d rules goes to nft, where Docker's rules are", d.Table, nft)))
 	}
 	actions = append(actions, plan.Info("setting iptables to detected mode: "+string(mode)))
 	for _, name := range Alternatives {

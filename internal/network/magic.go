@@ -73,6 +73,11 @@ type MagicFacts struct {
 	// FailedSaves are the iptables-saves of select_iptables that failed
 	// (IptablesFacts.Failed): a likely cause when Rules lack Docker's.
 	FailedSaves []string
+	// Native is the native nftables ruleset select_iptables read
+	// (IptablesFacts.Native), and LookedAt every place it looked for
+	// Docker's DNS rules (IptablesFacts.LookedAt).
+	Native   NativeFacts
+	LookedAt string
 
 	// Resolv is /etc/resolv.conf, nil when it does not exist.
 	Resolv         *File
@@ -151,6 +156,9 @@ func (f MagicFacts) Describe() [][2]string {
 		out = append(out, [2]string{"iptables rules", fmt.Sprintf("%s failed: %v", f.Mode.SaveCommand(), f.RulesErr)})
 	} else {
 		out = append(out, [2]string{"iptables rules", fmt.Sprintf("%d (%s)", CountRules(f.Rules), f.Mode.SaveCommand())})
+	}
+	if d, ok := f.Native.Docker(); ok {
+		out = append(out, [2]string{"Docker's DNS", fmt.Sprintf("native nftables, table ip %s (udp %s, tcp %s)", d.Table, portOrNone(d.UDPPort), portOrNone(d.TCPPort))})
 	}
 	search := "unset"
 	if f.Search != nil {

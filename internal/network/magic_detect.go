@@ -37,6 +37,7 @@ func (p *Probes) detectMagic(ctx context.Context, lookupEnv func(string) (string
 		wg.Go(func() { f.Rules, _, f.RulesErr = runSave(ctx, p.sys, mode.SaveCommand(), p.timeout) })
 	}
 	f.FailedSaves = ipt.Failed()
+	f.Native, f.LookedAt = ipt.Native, ipt.LookedAt()
 	err := f.readFiles(p.sys)
 	wg.Wait()
 	n := p.waitNames(ctx)
@@ -62,14 +63,26 @@ func (p *Probes) detectMagic(ctx context.Context, lookupEnv func(string) (string
 }
 
 // backendHint is the likely cause of rules of the chosen backend that
-// send nothing to Docker's DNS while resolv.conf names it: a save that
-// failed (counted as no rules, so the other backend may have been
-// chosen), or else Docker's rules being in the other backend.
+// send nothing to Docker's DNS while resolv.conf names it, after what was
+// looked at: a save that failed (counted as no rules, so the other backend
+// may have been chosen); nft, which shows Docker 29's native redirect,
+// missing or failing; else no place holds Docker's rules.
 func (f MagicFacts) backendHint() string {
-	if len(f.FailedSaves) > 0 {
-		return fmt.Sprintf("likely cause: %s, counted as no rules when the backend was chosen", strings.Join(f.FailedSaves, "; "))
+	looked := ""
+	if f.LookedAt != "" {
+		looked = "looked at: " + f.LookedAt + "; "
 	}
-	return "are Docker's rules in the other backend?"
+	switch {
+	case len(f.FailedSaves) > 0:
+		return looked + fmt.Sprintf("likely cause: %s, counted as no rules when the backend was chosen", strings.Join(f.FailedSaves, "; "))
+	case system.NotInstalled(f.Native.Err):
+		return looked + "likely cause: Docker's nftables firewall backend (Docker 29+) writes the redirect as a native nftables table, and the node image has no nft to read it (install Debian's nftables package)"
+	case f.Native.Err != nil:
+		return looked + "likely cause: Docker's nftables firewall backend (Docker 29+) writes the redirect as a native nftables table, and nft could not list it"
+	case f.Native.NotRun != "":
+		return looked + "are Docker's rules in the other backend?"
+	}
+	return looked + "likely cause: the node is not on Docker's embedded DNS (a custom resolv.conf naming 127.0.0.11), or Docker writes its redirect somewhere this binary does not know"
 }
 
 // ErrDockerHostNotNeeded is MagicFacts.DockerHostErr on a node with

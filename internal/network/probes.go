@@ -32,6 +32,8 @@ type Probes struct {
 	savesDone chan struct{}
 	saves     []Save
 	savesErr  error
+	// native is what nft showed, read once the saves are in.
+	native NativeFacts
 
 	namesOnce sync.Once
 	namesDone chan struct{} // the hostname and the node's own addresses
@@ -66,6 +68,8 @@ func NewProbes(sys system.System, timeout time.Duration) *Probes {
 // StartSaves runs the four saves concurrently in the background (ctx
 // bounds them), each killed after the timeout: a hung nft-save, seen with
 // mismatched kernel and userspace nftables, must not hold up the boot.
+// When none of them holds Docker's DNS rules, nft lists the native
+// ruleset after them (NativeFacts).
 func (p *Probes) StartSaves(ctx context.Context) {
 	p.savesOnce.Do(func() {
 		p.running.Add(1)
@@ -85,6 +89,13 @@ func (p *Probes) StartSaves(ctx context.Context) {
 		}
 		go func() {
 			wg.Wait()
+			// Docker writes its DNS redirect to one place: nft is
+			// asked only when no iptables backend holds it.
+			if cmd, ok := savesHoldDNS(p.saves); ok {
+				p.native = NativeFacts{NotRun: cmd + " holds Docker's DNS rules"}
+			} else if ctx.Err() == nil {
+				p.native = readNative(ctx, p.sys, p.timeout)
+			}
 			p.savesErr = ctx.Err()
 			close(p.savesDone)
 			p.running.Done()
@@ -145,10 +156,10 @@ func (p *Probes) StartNames(ctx context.Context) {
 func (p *Probes) Wait() { p.running.Wait() }
 
 // waitSaves starts the saves if they are not running and waits for them.
-func (p *Probes) waitSaves(ctx context.Context) ([]Save, error) {
+func (p *Probes) waitSaves(ctx context.Context) ([]Save, NativeFacts, error) {
 	p.StartSaves(ctx)
 	<-p.savesDone
-	return p.saves, p.savesErr
+	return p.saves, p.native, p.savesErr
 }
 
 // waitNames starts the name probes if they are not running and waits for

@@ -196,9 +196,10 @@ func (a Action) Creating(paths ...string) Action {
 	return a.withExtra(func(e *Extra) { e.Creates = paths })
 }
 
-// ShownWhole makes --dry-run print a write's whole content, not its size
-// and hash past 200 bytes: for short text a user must be able to read
-// before it is written (a runtime unit).
+// ShownWhole makes --dry-run print a write's whole content (or a run's
+// whole stdin), not its size and hash past 200 bytes: for short text a
+// user must be able to read before it is written (a runtime unit, an nft
+// table).
 func (a Action) ShownWhole() Action { return a.withExtra(func(e *Extra) { e.Whole = true }) }
 
 // OrIgnore makes a failure of a silent.

@@ -63,7 +63,11 @@ func (a Action) String() string {
 			b.WriteString(shellQuote(arg))
 		}
 		if x.Stdin != nil {
-			fmt.Fprintf(&b, " < %s", content(x.Stdin))
+			c := content(x.Stdin)
+			if x.Whole {
+				c = strconv.Quote(string(x.Stdin))
+			}
+			fmt.Fprintf(&b, " < %s", c)
 		}
 		if x.DropStdout {
 			b.WriteString(" >/dev/null")
