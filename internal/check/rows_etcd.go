@@ -7,20 +7,14 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/kind-entrypoint/entrypoint/internal/boot"
 	"github.com/kind-entrypoint/entrypoint/internal/etcdpeers"
-	"github.com/kind-entrypoint/entrypoint/internal/network"
 )
 
 // etcdPeers is the row of the membership step 10 reads, none on a node
 // without etcd data (a worker, a control plane before kubeadm).
 func (c *checker) etcdPeers() []Row {
-	m, err := boot.FactsOf[network.MagicFacts](c.results, "enable_network_magic")
-	if err != nil {
-		return nil
-	}
-	f := etcdpeers.Detect(c.sys, m.Hostname)
-	if !f.Present {
+	f, err := c.st.Peers.Get()
+	if err != nil || !f.Present {
 		return nil
 	}
 	const name = "etcd-peers"
