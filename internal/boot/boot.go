@@ -25,10 +25,9 @@ type Host struct {
 	// LookupEnv reads the entrypoint's environment (unset and empty differ:
 	// KIND_DNS_SEARCH).
 	LookupEnv func(string) (string, bool)
-	// UserNS: running in a user namespace (rootless).
-	UserNS bool
-	// CgroupV2: the unified hierarchy is mounted at /sys/fs/cgroup.
-	CgroupV2 bool
+	// State is what Detect and the steps of the last Run or DryRun on h
+	// detected.
+	State State
 	// Rand is what new identities (machine-id, product_uuid) are drawn
 	// from; nil means crypto/rand. Tests pass a fixed stream so that plans
 	// are stable.
@@ -88,6 +87,7 @@ func beginRun(ctx context.Context, h *Host, steps []Step, apply bool) {
 	// Nothing changes the mount table in a dry run: one read serves
 	// every step (and check's rows).
 	h.probes, h.mounts, h.ahead = nil, &system.MountTable{Fixed: !apply}, nil
+	h.State = h.State.newRun()
 	for _, s := range steps {
 		if s.Prefetch != nil {
 			s.Prefetch(ctx, h)
@@ -152,14 +152,12 @@ type Step struct {
 }
 
 // Planned is what a step's Plan found and decided: the facts a dry run
-// shows, the actions, and what its Detect returned, typed
-// (containerd.Facts, cgroupfix.V1Facts, network.IptablesFacts, ...; nil
-// when the step detected nothing), which check builds its rows from. A Plan
-// that fails returns the actions that come before the failure.
+// shows and the actions (what its Detect returned, typed, is in
+// Host.State). A Plan that fails returns the actions that come before the
+// failure.
 type Planned struct {
-	Facts    []Fact
-	Actions  []plan.Action
-	Detected any
+	Facts   []Fact
+	Actions []plan.Action
 }
 
 // StepError is a fatal failure of one step.
@@ -182,7 +180,7 @@ func Detect(sys system.System, lookupEnv func(string) (string, bool)) (*Host, er
 	if err != nil {
 		return nil, err
 	}
-	h := &Host{Sys: sys, LookupEnv: lookupEnv, UserNS: in, CgroupV2: v2}
+	h := &Host{Sys: sys, LookupEnv: lookupEnv, State: State{UserNS: in, CgroupV2: v2}}
 	// A replayed host (system.Tree) may fix its randomness, so that its
 	// plan shows the same new identities every time.
 	if r, ok := sys.(interface{ Rand() (io.Reader, error) }); ok {
@@ -204,7 +202,7 @@ func Run(ctx context.Context, h *Host, steps []Step, log *logline.Logger) error 
 		// A plan that fails returns the actions that come before the
 		// failure (its log lines): they are applied, then the step stops.
 		p, err := s.Plan(ctx, h)
-		if applyErr := plan.Apply(ctx, h.applySys(s), slog, p.Actions, h.UserNS); err == nil {
+		if applyErr := plan.Apply(ctx, h.applySys(s), slog, p.Actions, h.State.UserNS); err == nil {
 			err = applyErr
 		}
 		if err != nil {
@@ -221,11 +219,6 @@ type Result struct {
 	Facts   []Fact
 	Actions []plan.Action
 	Err     error
-	// Detected is what the step's Detect returned, typed
-	// (containerd.Facts, cgroupfix.V1Facts, network.IptablesFacts, ...);
-	// nil when the step detected nothing or its Detect failed (then Err
-	// says why). check builds its rows from it.
-	Detected any
 }
 
 // DryRun detects and plans every step, changing nothing. It stops at the
@@ -247,7 +240,7 @@ func dryRun(ctx context.Context, h *Host, steps []Step, every bool) ([]Result, e
 			// What the apply would stop at, the dry run says.
 			err = plan.Preflight(h.Sys, p.Actions)
 		}
-		results = append(results, Result{Step: s.Name, Facts: p.Facts, Actions: p.Actions, Err: err, Detected: p.Detected})
+		results = append(results, Result{Step: s.Name, Facts: p.Facts, Actions: p.Actions, Err: err})
 		if err != nil && first == nil {
 			first = &StepError{Step: s.Name, Code: s.Code, Err: err}
 		}
@@ -308,32 +301,13 @@ func (d Dry) Render(w io.Writer) error { return Render(w, d.Host, d.Shown()) }
 // JSONReport is JSONReport of Shown.
 func (d Dry) JSONReport() any { return JSONReport(d.Host, d.Shown()) }
 
-// FactsOf is what the step named step detected, as a T, or the error of
-// a step whose Detect failed, or that did not run.
-func FactsOf[T any](results []Result, step string) (T, error) {
-	var zero T
-	for _, r := range results {
-		if r.Step != step {
-			continue
-		}
-		if f, ok := r.Detected.(T); ok {
-			return f, nil
-		}
-		if r.Err != nil {
-			return zero, r.Err
-		}
-		return zero, fmt.Errorf("%s detected no %T", step, zero)
-	}
-	return zero, fmt.Errorf("%s did not run", step)
-}
-
 // Render prints a dry run: the shared facts, then each step with its facts
 // and its actions, one per line.
 func Render(w io.Writer, h *Host, results []Result) error {
 	// Buffered, not built whole: the plan of a host of 50k cgroup mounts
 	// is hundreds of MiB of text to hold.
 	b := bufio.NewWriterSize(w, 64<<10)
-	fmt.Fprintf(b, "facts:\n  user namespace: %t\n  cgroup: %s\n", h.UserNS, cgroupName(h.CgroupV2))
+	fmt.Fprintf(b, "facts:\n  user namespace: %t\n  cgroup: %s\n", h.State.UserNS, cgroupName(h.State.CgroupV2))
 	for i, r := range results {
 		fmt.Fprintf(b, "step %d %s:\n", i+1, r.Step)
 		for _, f := range r.Facts {
@@ -395,7 +369,7 @@ func JSONReport(h *Host, results []Result) any {
 		UserNS bool   `json:"user_namespace"`
 		Cgroup string `json:"cgroup"`
 		Steps  []step `json:"steps"`
-	}{UserNS: h.UserNS, Cgroup: cgroupName(h.CgroupV2)}
+	}{UserNS: h.State.UserNS, Cgroup: cgroupName(h.State.CgroupV2)}
 	for _, r := range results {
 		s := step{Step: r.Step, Facts: r.Facts, Actions: r.Actions}
 		if s.Actions == nil {

@@ -7,11 +7,8 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/kind-entrypoint/entrypoint/internal/containerd"
-	"github.com/kind-entrypoint/entrypoint/internal/network"
 	"github.com/kind-entrypoint/entrypoint/internal/system"
 	"github.com/kind-entrypoint/entrypoint/internal/system/hosttest"
-	"github.com/kind-entrypoint/entrypoint/internal/userns"
 )
 
 // TestDryRunEvery: a dry run that goes on past a fatal step (check's)
@@ -44,19 +41,20 @@ func TestDryRunEvery(t *testing.T) {
 		t.Errorf("error %v (exit %d), want validate_userns's, as %v", every.Err, ExitCode(every.Err), stop.Err)
 	}
 	// Step 1 detected, then its plan failed: its facts are there.
-	if f, err := FactsOf[userns.Facts](every.Results, "validate_userns"); err != nil || f.NofileHard == 0 {
+	st := every.Host.State
+	if f, err := st.Rootless.Get(); err != nil || f.NofileHard == 0 {
 		t.Errorf("validate_userns facts %+v, %v", f, err)
 	}
-	if _, err := FactsOf[containerd.Facts](every.Results, "configure_containerd"); err != nil {
+	if _, err := st.Containerd.Get(); err != nil {
 		t.Errorf("configure_containerd: %v", err)
 	}
-	if f, err := FactsOf[network.IptablesFacts](every.Results, "select_iptables"); err != nil || len(f.Saves) == 0 {
+	if f, err := st.Iptables.Get(); err != nil || len(f.Saves) == 0 {
 		t.Errorf("select_iptables facts %+v, %v", f, err)
 	}
-	if _, err := FactsOf[containerd.Facts](every.Results, "select_iptables"); err == nil {
-		t.Error("FactsOf of the wrong type: no error")
+	if _, err := st.CgroupV1.Get(); err == nil {
+		t.Error("fix_cgroup's v1 facts on cgroup v2: no error")
 	}
-	if _, err := FactsOf[containerd.Facts](stop.Results, "configure_containerd"); err == nil {
-		t.Error("FactsOf of a step the run did not reach: no error")
+	if f, err := stop.Host.State.Containerd.Get(); err == nil {
+		t.Errorf("facts of a step the run did not reach: %+v, no error", f)
 	}
 }

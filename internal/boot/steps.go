@@ -23,11 +23,8 @@ import (
 // matters (configure* first, so nothing reads the configs half-made;
 // select_iptables before enable_network_magic, which edits the rules of
 // the backend it chose). A step's exit code is 10 + its position (1-based).
+// Each step records what it detected in its field of Host.State.
 func Steps() []Step {
-	// What select_iptables found, for enable_network_magic: the backend
-	// it chose (in a dry run the alternatives are never switched, so it
-	// cannot be read back from them) and that backend's rules.
-	var ipt network.IptablesFacts
 	steps := []Step{
 		{Name: "validate_userns", Plan: validateUserNS},
 		{Name: "configure_containerd", Plan: configureContainerd},
@@ -37,12 +34,10 @@ func Steps() []Step {
 		{Name: "fix_machine_id", Plan: fixMachineID},
 		{Name: "fix_product_name", Plan: fixProductName},
 		{Name: "fix_product_uuid", Plan: fixProductUUID},
-		{Name: "select_iptables", Plan: func(ctx context.Context, h *Host) (Planned, error) {
-			return selectIptables(ctx, h, &ipt)
-		}, Prefetch: func(ctx context.Context, h *Host) { h.netProbes().StartSaves(ctx) }},
-		{Name: "enable_network_magic", Plan: func(ctx context.Context, h *Host) (Planned, error) {
-			return enableNetworkMagic(ctx, h, ipt)
-		}, Prefetch: func(ctx context.Context, h *Host) { h.netProbes().StartNames(ctx) },
+		{Name: "select_iptables", Plan: selectIptables,
+			Prefetch: func(ctx context.Context, h *Host) { h.netProbes().StartSaves(ctx) }},
+		{Name: "enable_network_magic", Plan: enableNetworkMagic,
+			Prefetch: func(ctx context.Context, h *Host) { h.netProbes().StartNames(ctx) },
 			Ahead: func(ctx context.Context, h *Host) (plan.Action, bool) {
 				return h.netProbes().DNSRestoreAhead(ctx, h.LookupEnv)
 			}},
@@ -54,28 +49,28 @@ func Steps() []Step {
 }
 
 func validateUserNS(_ context.Context, h *Host) (Planned, error) {
-	if !h.UserNS {
+	if !h.State.UserNS {
 		return Planned{}, nil
 	}
 	var controllers func() (string, error)
-	if h.CgroupV2 {
+	if h.State.CgroupV2 {
 		controllers = func() (string, error) { return cgroupfix.ReadControllers(h.Sys) }
 	}
 	f, err := userns.Detect(h.Sys, controllers)
-	if err != nil {
+	if h.State.Rootless = found(f, err); err != nil {
 		return Planned{}, err
 	}
 	facts := []Fact{{"RLIMIT_NOFILE hard", strconv.FormatUint(f.NofileHard, 10)}}
-	if h.CgroupV2 {
+	if h.State.CgroupV2 {
 		facts = append(facts, Fact{"cgroup controllers", f.Controllers})
 	}
 	actions, err := userns.Plan(f)
-	return Planned{facts, actions, f}, err
+	return Planned{facts, actions}, err
 }
 
 func configureContainerd(_ context.Context, h *Host) (Planned, error) {
-	f, err := containerd.Detect(h.Sys, h.Getenv, h.UserNS)
-	if err != nil {
+	f, err := containerd.Detect(h.Sys, h.Getenv, h.State.UserNS)
+	if h.State.Containerd = found(f, err); err != nil {
 		return Planned{}, err
 	}
 	facts := []Fact{
@@ -83,21 +78,21 @@ func configureContainerd(_ context.Context, h *Host) (Planned, error) {
 		{"snapshotter", strings.TrimSpace(f.Snapshotter + " (" + f.SnapshotterSource + ")")},
 	}
 	actions, err := containerd.Plan(f)
-	return Planned{facts, actions, f}, err
+	return Planned{facts, actions}, err
 }
 
 func configureProxy(_ context.Context, h *Host) (Planned, error) {
 	f, err := proxy.Detect(h.Sys, h.LookupEnv)
-	if err != nil {
+	if h.State.Proxy = found(f, err); err != nil {
 		return Planned{}, err
 	}
 	actions, err := proxy.Plan(f)
-	return Planned{nil, actions, f}, err
+	return Planned{nil, actions}, err
 }
 
 func fixMount(_ context.Context, h *Host) (Planned, error) {
 	f, err := mounts.Detect(h.Sys, h.Getenv("PATH"), h.mounts)
-	if err != nil {
+	if h.State.Mounts = found(f, err); err != nil {
 		return Planned{}, err
 	}
 	sys := "nothing mounted"
@@ -105,20 +100,20 @@ func fixMount(_ context.Context, h *Host) (Planned, error) {
 		sys = f.Sys.Options
 	}
 	facts := []Fact{{"mount binaries", f.Describe()}, {"/sys", sys}}
-	return Planned{facts, mounts.Plan(f), f}, nil
+	return Planned{facts, mounts.Plan(f)}, nil
 }
 
 func fixCgroup(_ context.Context, h *Host) (Planned, error) {
-	if h.CgroupV2 {
+	if h.State.CgroupV2 {
 		return Planned{Actions: cgroupfix.PlanV2()}, nil
 	}
 	f, err := cgroupfix.DetectV1(h.Sys, h.mounts)
-	if err != nil {
+	if h.State.CgroupV1 = found(f, err); err != nil {
 		return Planned{Actions: []plan.Action{cgroupfix.DetectedV1()}}, err
 	}
 	facts := []Fact{{"current cgroup", f.Current}, {"cgroupns", strconv.FormatBool(f.Current == "/")}}
 	actions, err := cgroupfix.PlanV1(f)
-	return Planned{facts, actions, f}, err
+	return Planned{facts, actions}, err
 }
 
 // random is h.Rand, or crypto/rand.
@@ -139,27 +134,27 @@ func (h *Host) probeTimeout() time.Duration {
 
 func fixMachineID(_ context.Context, h *Host) (Planned, error) {
 	f, err := identity.DetectMachineID(h.Sys, h.random())
-	if err != nil {
+	if h.State.MachineID = found(f, err); err != nil {
 		return Planned{}, err
 	}
 	dbus := f.DBus
 	if f.DBusLink != "" {
 		dbus += " -> " + f.DBusLink
 	}
-	return Planned{[]Fact{{identity.DBusMachineID, dbus}}, identity.PlanMachineID(f), f}, nil
+	return Planned{[]Fact{{identity.DBusMachineID, dbus}}, identity.PlanMachineID(f)}, nil
 }
 
 func fixProductName(_ context.Context, h *Host) (Planned, error) {
 	f, err := identity.DetectProductName(h.Sys, h.mounts)
-	if err != nil {
+	if h.State.ProductName = found(f, err); err != nil {
 		return Planned{}, err
 	}
-	return Planned{[]Fact{dmiFact(f.DMI)}, identity.PlanProductName(f), f}, nil
+	return Planned{[]Fact{dmiFact(f.DMI)}, identity.PlanProductName(f)}, nil
 }
 
 func fixProductUUID(_ context.Context, h *Host) (Planned, error) {
 	f, err := identity.DetectProductUUID(h.Sys, h.random(), h.mounts)
-	if err != nil {
+	if h.State.ProductUUID = found(f, err); err != nil {
 		return Planned{}, err
 	}
 	current := "missing"
@@ -170,7 +165,7 @@ func fixProductUUID(_ context.Context, h *Host) (Planned, error) {
 	for _, d := range f.DMI {
 		facts = append(facts, dmiFact(d))
 	}
-	return Planned{facts, identity.PlanProductUUID(f), f}, nil
+	return Planned{facts, identity.PlanProductUUID(f)}, nil
 }
 
 func dmiFact(d identity.DMIFile) Fact {
@@ -187,12 +182,11 @@ func dmiFact(d identity.DMIFile) Fact {
 	return Fact{d.Path, v}
 }
 
-func selectIptables(ctx context.Context, h *Host, ipt *network.IptablesFacts) (Planned, error) {
+func selectIptables(ctx context.Context, h *Host) (Planned, error) {
 	f, err := h.netProbes().DetectIptables(ctx)
-	if err != nil {
+	if h.State.Iptables = found(f, err); err != nil {
 		return Planned{}, err
 	}
-	*ipt = f
 	facts := []Fact{
 		{"legacy", f.Describe(network.Legacy)},
 		{"nft", f.Describe(network.NFT)},
@@ -209,31 +203,42 @@ func selectIptables(ctx context.Context, h *Host, ipt *network.IptablesFacts) (P
 		}
 		facts = append(facts, Fact{"alternative " + name, link})
 	}
-	return Planned{facts, network.PlanIptables(f), f}, nil
+	return Planned{facts, network.PlanIptables(f)}, nil
 }
 
-func enableNetworkMagic(ctx context.Context, h *Host, ipt network.IptablesFacts) (Planned, error) {
+// enableNetworkMagic plans from the backend select_iptables chose (in a
+// dry run the alternatives are never switched, so it cannot be read back
+// from them) and that backend's rules.
+func enableNetworkMagic(ctx context.Context, h *Host) (Planned, error) {
+	ipt := h.State.Iptables.Facts
 	f, err := h.netProbes().DetectMagic(ctx, h.LookupEnv, ipt)
 	if err != nil {
+		h.State.Magic = found(f, err)
 		return Planned{}, err
-	}
-	var facts []Fact
-	for _, d := range f.Describe() {
-		facts = append(facts, Fact{d[0], d[1]})
 	}
 	// The forwarder's unit runs this binary, as etcd-peer-nat's does.
 	f.Executable = h.executable()
-	actions, err := network.PlanMagic(f)
-	if err != nil {
-		return Planned{facts, actions, f}, err
-	}
+	h.State.Magic = found(f, nil)
 	// kind#1689: etcd's data is closed until the kubelet starts it.
 	peers := etcdpeers.Detect(h.Sys, f.Hostname)
-	for _, d := range peers.Describe(h.executable()) {
+	h.State.Peers = found(peers, nil)
+	facts := described(f.Describe())
+	actions, err := network.PlanMagic(f)
+	if err != nil {
+		return Planned{facts, actions}, err
+	}
+	facts = append(facts, described(peers.Describe(h.executable()))...)
+	actions = append(actions, etcdpeers.Plan(peers, string(ipt.Mode()), h.executable())...)
+	return Planned{facts, actions}, nil
+}
+
+// described is a package's Describe pairs (name, value) as facts.
+func described(pairs [][2]string) []Fact {
+	var facts []Fact
+	for _, d := range pairs {
 		facts = append(facts, Fact{d[0], d[1]})
 	}
-	actions = append(actions, etcdpeers.Plan(peers, string(ipt.Mode()), h.executable())...)
-	return Planned{facts, actions, f}, nil
+	return facts
 }
 
 // executable is h.Executable, or where kind's image has the binary.

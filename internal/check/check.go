@@ -104,8 +104,8 @@ func Run(ctx context.Context, o Options) Report {
 		}
 		return rep
 	}
-	c.h, c.results = rep.Dry.Host, rep.Dry.Results
-	c.mi, c.miErr = c.h.MountTable()
+	c.st, c.results = &rep.Dry.Host.State, rep.Dry.Results
+	c.mi, c.miErr = rep.Dry.Host.MountTable()
 	c.kind = c.exists("/kind")
 	comm, _ := c.sys.ReadFile("/proc/1/comm", system.LimitValue)
 	c.booted = c.kind && strings.TrimSpace(string(comm)) == "systemd"
@@ -127,10 +127,12 @@ func Run(ctx context.Context, o Options) Report {
 
 type checker struct {
 	sys     system.System
-	h       *boot.Host
-	results []boot.Result
 	live    bool
 	timeout time.Duration
+	// st is what the dry run detected, which the rows show; results,
+	// what its steps planned.
+	st      *boot.State
+	results []boot.Result
 	mi      []*mountinfo.Info
 	miErr   error
 	// kind: /kind exists (a node image); booted: and systemd is PID 1,

@@ -8,47 +8,56 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kind-entrypoint/entrypoint/internal/etcdpeers"
 	"github.com/kind-entrypoint/entrypoint/internal/system"
 )
 
-// counting is a host that counts the reads of its mount table; the Tree
-// under it logs every command run (Ran).
+// counting is a host that counts the reads of each file; the Tree under
+// it logs every command run (Ran).
 type counting struct {
 	system.System
-	mu        sync.Mutex
-	mountinfo int
+	mu    sync.Mutex
+	reads map[string]int
 }
 
 func (c *counting) ReadFile(p string, limit int) ([]byte, error) {
-	if p == system.MountinfoPath {
-		c.mu.Lock()
-		c.mountinfo++
-		c.mu.Unlock()
-	}
+	c.mu.Lock()
+	c.reads[p]++
+	c.mu.Unlock()
 	return c.System.ReadFile(p, limit)
 }
 
 // TestDetectsOnce: check builds its rows from its one dry run; it never
 // detects again what a step detected. No memo stands between check and
-// the host here, so a second read of the mount table or a second run of
-// an iptables save (the probes every row used to repeat) is counted.
+// the host here, so a second read of the mount table or of etcd's
+// database, or a second run of an iptables save (the probes every row
+// used to repeat) is counted.
 func TestDetectsOnce(t *testing.T) {
 	for _, name := range []string{
 		"docker-v1-no-cgroupns",        // fix_cgroup and the identity steps read the table too
 		"docker-v2-cgroupns",           //
 		"rootless-v2-missing-cpu-pids", // step 1 fatal: every later step still planned, once
 		"net-legacy-wins",              // both backends hold rules
+		"net-ha-restart",               // etcd's membership: the plan and the etcd-peers row
 	} {
 		t.Run(name, func(t *testing.T) {
 			tree := system.NewTree(host(t, name, nil))
 			env, _ := tree.Environ()
-			sys := &counting{System: tree}
+			sys := &counting{System: tree, reads: map[string]int{}}
 			rep := Run(context.Background(), Options{Sys: sys, LookupEnv: env, ProbeTimeout: 100 * time.Millisecond})
 			if _, ok := rowNamed(rep.Rows, "iptables-mode"); !ok {
 				t.Fatalf("no iptables-mode row: %v", rep.Rows)
 			}
-			if sys.mountinfo != 1 {
-				t.Errorf("%s read %d times, want once", system.MountinfoPath, sys.mountinfo)
+			if n := sys.reads[system.MountinfoPath]; n != 1 {
+				t.Errorf("%s read %d times, want once", system.MountinfoPath, n)
+			}
+			for p, n := range sys.reads {
+				if etcdpeers.IsBackend(p) && n != 1 {
+					t.Errorf("%s read %d times, want once", p, n)
+				}
+			}
+			if _, ok := rowNamed(rep.Rows, "etcd-peers"); ok != (name == "net-ha-restart") {
+				t.Errorf("etcd-peers row: %t, want it only on the control plane with etcd data", ok)
 			}
 			saves := map[string]int{}
 			for _, argv := range tree.Ran() {

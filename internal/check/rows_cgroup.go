@@ -10,14 +10,13 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/kind-entrypoint/entrypoint/internal/boot"
 	"github.com/kind-entrypoint/entrypoint/internal/cgroupfix"
 	"github.com/kind-entrypoint/entrypoint/internal/system"
 	"github.com/kind-entrypoint/entrypoint/internal/userns"
 )
 
 func (c *checker) userNS() Row {
-	if !c.h.UserNS {
+	if !c.st.UserNS {
 		return Row{"user-namespace", Pass, "no (uid_map is the full identity map)", ""}
 	}
 	m, _ := c.sys.ReadFile("/proc/self/uid_map", system.LimitConfig)
@@ -26,7 +25,7 @@ func (c *checker) userNS() Row {
 }
 
 func (c *checker) cgroupVersion() Row {
-	if c.h.CgroupV2 {
+	if c.st.CgroupV2 {
 		return Row{"cgroup-version", Pass, "v2 (unified)", ""}
 	}
 	obs := "v1 (legacy)"
@@ -39,7 +38,7 @@ func (c *checker) cgroupVersion() Row {
 
 func (c *checker) cgroupNS() Row {
 	const name = "cgroupns"
-	if c.h.CgroupV2 {
+	if c.st.CgroupV2 {
 		m, r, ok := c.mountAt(name, cgroupfix.Root, "run the node --privileged (kind does)")
 		switch {
 		case !ok:
@@ -56,7 +55,7 @@ func (c *checker) cgroupNS() Row {
 		return Row{name, Warn, "no: " + cgroupfix.Root + " shows the host's hierarchy at " + m.Root,
 			"create the node with --cgroupns=private (kind v0.20+ does)"}
 	}
-	f, err := boot.FactsOf[cgroupfix.V1Facts](c.results, "fix_cgroup")
+	f, err := c.st.CgroupV1.Get()
 	if many := (*cgroupfix.TooManyMountsError)(nil); errors.As(err, &many) {
 		return Row{name, Fail, err.Error(), fmt.Sprintf("the mount table, not the cgroup namespace: the entrypoint stops (exit 15) at more than %d cgroup mounts, "+
 			"before it looks at the container's cgroup; a v1 node has under a hundred, so something mounts cgroup hierarchies over and over "+
@@ -97,7 +96,7 @@ func (c *checker) cgroupV1Controllers() []string {
 func (c *checker) controllers() Row {
 	const name = "cgroup-controllers"
 	var have []string
-	if c.h.CgroupV2 {
+	if c.st.CgroupV2 {
 		controllers, err := cgroupfix.ReadControllers(c.sys)
 		if err != nil {
 			return Row{name, Fail, err.Error(), "run the node --privileged (kind does)"}
@@ -113,12 +112,12 @@ func (c *checker) controllers() Row {
 	if obs == "" {
 		obs = "none"
 	}
-	if c.h.UserNS && c.h.CgroupV2 {
+	if c.st.UserNS && c.st.CgroupV2 {
 		obs += " (delegated to this user namespace)"
 	}
 	if missing := userns.Missing(strings.Join(have, " ")); len(missing) > 0 {
 		hint := "the kubelet needs the cpu, memory and pids controllers"
-		if c.h.UserNS {
+		if c.st.UserNS {
 			hint = "delegate them to the user: a systemd drop-in for user@.service with Delegate=cpu cpuset io memory pids (kind's rootless guide); the entrypoint stops with \"" +
 				userns.MissingError(missing).Error() + "\""
 		}

@@ -10,17 +10,16 @@ import (
 	"net/netip"
 	"time"
 
-	"github.com/kind-entrypoint/entrypoint/internal/boot"
 	"github.com/kind-entrypoint/entrypoint/internal/network"
 )
 
 const dnsForwarderRow = "dns-forwarder"
 
 func (c *checker) dnsForwarder(ctx context.Context, probe func(context.Context, netip.AddrPort, string) (time.Duration, error)) Row {
-	if _, err := boot.FactsOf[network.IptablesFacts](c.results, "select_iptables"); err != nil {
+	if _, err := c.st.Iptables.Get(); err != nil {
 		return Row{dnsForwarderRow, Fail, fmt.Sprintf("not looked at: %v", err), "see iptables-mode"}
 	}
-	f, err := boot.FactsOf[network.MagicFacts](c.results, "enable_network_magic")
+	f, err := c.st.Magic.Get()
 	if err != nil {
 		return Row{dnsForwarderRow, Fail, err.Error(), unreadableHint}
 	}
@@ -56,8 +55,8 @@ func (c *checker) dnsForwarder(ctx context.Context, probe func(context.Context, 
 // its unit is there already (a booted node's plan writes none).
 func (c *checker) forwarderPlanned() bool {
 	for _, r := range c.results {
-		if r.Step == "enable_network_magic" {
-			return network.ForwarderPlanned(r.Actions)
+		if network.ForwarderPlanned(r.Actions) {
+			return true
 		}
 	}
 	return false

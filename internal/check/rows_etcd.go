@@ -7,20 +7,14 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/kind-entrypoint/entrypoint/internal/boot"
 	"github.com/kind-entrypoint/entrypoint/internal/etcdpeers"
-	"github.com/kind-entrypoint/entrypoint/internal/network"
 )
 
 // etcdPeers is the row of the membership step 10 reads, none on a node
 // without etcd data (a worker, a control plane before kubeadm).
 func (c *checker) etcdPeers() []Row {
-	m, err := boot.FactsOf[network.MagicFacts](c.results, "enable_network_magic")
-	if err != nil {
-		return nil
-	}
-	f := etcdpeers.Detect(c.sys, m.Hostname)
-	if !f.Present {
+	f, err := c.st.Peers.Get()
+	if err != nil || !f.Present {
 		return nil
 	}
 	const name = "etcd-peers"
@@ -33,12 +27,27 @@ func (c *checker) etcdPeers() []Row {
 		names = append(names, mb.Name)
 	}
 	obs := fmt.Sprintf("%d members (%s)", len(f.Members), strings.Join(names, ", "))
+	// What the plan makes of the membership (the backend does not matter
+	// here): the row says what the plan does.
+	cfg, notes := etcdpeers.Redirect(f, "")
+	var left []string
+	for _, a := range notes {
+		left = append(left, string(a.Data))
+	}
+	why := strings.Join(left[:min(len(left), maxListed)], "; ") + clippedCount(len(left), maxListed)
 	switch {
 	case len(f.Members) < 2:
 		return []Row{{name, Pass, obs + ": a single member dials no peer", ""}}
+	case len(cfg.Peers) == 0:
+		return []Row{{name, Warn, obs + ": " + why,
+			"after a restart with new addresses, this control plane's etcd will dial its peers at the old ones: the entrypoint redirects them only when a member is named as this node is (its hostname) and the others have names a resolver can look up"}}
 	case c.booted && f.Installed.Unit == nil:
 		return []Row{{name, Warn, obs + ": " + etcdpeers.UnitPath + " is missing",
 			"the entrypoint installs it at every boot of an HA control plane; without it, a restart that moves the peers' addresses leaves etcd without a leader (journalctl -u " + etcdpeers.UnitName + ")"}}
 	}
-	return []Row{{name, Pass, obs + ": " + etcdpeers.UnitName + " redirects the peers' recorded addresses to their current ones", ""}}
+	obs += ": " + etcdpeers.UnitName + " redirects the peers' recorded addresses to their current ones"
+	if why != "" {
+		obs += "; " + why
+	}
+	return []Row{{name, Pass, obs, ""}}
 }

@@ -7,17 +7,16 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/kind-entrypoint/entrypoint/internal/boot"
 	"github.com/kind-entrypoint/entrypoint/internal/identity"
 )
 
 func (c *checker) dmi() Row {
 	const name = "dmi"
-	pn, err := boot.FactsOf[identity.ProductNameFacts](c.results, "fix_product_name")
+	pn, err := c.st.ProductName.Get()
 	if err != nil {
 		return Row{name, Fail, err.Error(), unreadableHint}
 	}
-	pu, err := boot.FactsOf[identity.ProductUUIDFacts](c.results, "fix_product_uuid")
+	pu, err := c.st.ProductUUID.Get()
 	if err != nil {
 		return Row{name, Fail, err.Error(), unreadableHint}
 	}

@@ -9,14 +9,13 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/kind-entrypoint/entrypoint/internal/boot"
 	"github.com/kind-entrypoint/entrypoint/internal/network"
 	"github.com/kind-entrypoint/entrypoint/internal/system"
 )
 
 // iptables is a row per backend and one for the mode chosen.
 func (c *checker) iptables() []Row {
-	f, err := boot.FactsOf[network.IptablesFacts](c.results, "select_iptables")
+	f, err := c.st.Iptables.Get()
 	if err != nil {
 		return failRows(err, unreadableHint, "iptables-legacy", "iptables-nft", "iptables-mode")
 	}
@@ -85,11 +84,11 @@ func timedOut(err error) bool {
 // node's own name, the default gateway.
 func (c *checker) names() []Row {
 	names := []string{"host-docker-internal", "node-name", "default-gateway"}
-	if _, err := boot.FactsOf[network.IptablesFacts](c.results, "select_iptables"); err != nil {
+	if _, err := c.st.Iptables.Get(); err != nil {
 		// enable_network_magic decides from its answers.
 		return failRows(fmt.Errorf("not looked at: %w", err), "see iptables-mode", names...)
 	}
-	f, err := boot.FactsOf[network.MagicFacts](c.results, "enable_network_magic")
+	f, err := c.st.Magic.Get()
 	if err != nil {
 		return failRows(err, unreadableHint, names...)
 	}

@@ -8,7 +8,6 @@ import (
 	"io/fs"
 	"path"
 
-	"github.com/kind-entrypoint/entrypoint/internal/boot"
 	"github.com/kind-entrypoint/entrypoint/internal/containerd"
 	"github.com/kind-entrypoint/entrypoint/internal/system"
 )
@@ -16,7 +15,7 @@ import (
 // storage is the rows of /kind's and containerd's filesystems, the
 // snapshotter that follows, overlay, and /dev/fuse.
 func (c *checker) storage() []Row {
-	cf, err := boot.FactsOf[containerd.Facts](c.results, "configure_containerd")
+	cf, err := c.st.Containerd.Get()
 	if err != nil {
 		rows := failRows(err, unreadableHint, "fs-kind", "fs-containerd")
 		rows = append(rows, failRows(err, "configure_containerd cannot choose a snapshotter", "snapshotter")...)

@@ -95,7 +95,7 @@ const ProcCgroups = "/proc/cgroups"
 // it hid the misc controller from systemd, but the kubelet and cAdvisor
 // must see the real file.
 func undoMountHacks(_ context.Context, h *boot.Host) ([]boot.Fact, []plan.Action, error) {
-	if h.CgroupV2 {
+	if h.State.CgroupV2 {
 		return []boot.Fact{{Name: "cgroup", Value: "v2: nothing was bound"}}, nil, nil
 	}
 	bound := true // when the mount table cannot be read, try anyway
@@ -110,7 +110,7 @@ func undoMountHacks(_ context.Context, h *boot.Host) ([]boot.Fact, []plan.Action
 }
 
 func createKubeletCgroupV2(_ context.Context, h *boot.Host) ([]boot.Fact, []plan.Action, error) {
-	if !h.CgroupV2 {
+	if !h.State.CgroupV2 {
 		return nil, nil, errors.New("this node has cgroup v1 (no " + cgroupfix.ControllersFile + "): create-kubelet-cgroup-v2 is for cgroup v2 only")
 	}
 	f, err := cgroupfix.DetectKubeletCgroup(h.Sys)

@@ -68,31 +68,7 @@ func nameOf(m Member) string {
 // before kubeadm) it plans nothing. iptables is step 9's backend, exe
 // the binary the unit runs.
 func Plan(f Facts, iptables, exe string) []plan.Action {
-	if !f.Present {
-		return nil
-	}
-	if f.Err != nil {
-		return []plan.Action{plan.Warning(fmt.Sprintf("not redirecting etcd's peers after a restart: %v", f.Err))}
-	}
-	if len(f.Members) < 2 {
-		return nil
-	}
-	cfg := Config{Iptables: iptables, Self: f.Hostname}
-	var out []plan.Action
-	self := false
-	for _, m := range f.Members {
-		switch {
-		case m.Name == f.Hostname:
-			self = true
-		case !validName(m.Name):
-			out = append(out, plan.Info(fmt.Sprintf("etcd member %s (%s) has no name a resolver can look up: not redirected", nameOf(m), strings.Join(m.PeerURLs, ","))))
-		default:
-			cfg.Peers = append(cfg.Peers, Peer{Name: m.Name, PeerURLs: m.PeerURLs})
-		}
-	}
-	if !self {
-		return append(out, plan.Warning(fmt.Sprintf("not redirecting etcd's peers after a restart: no member of %s is named %q, this node", f.DB, f.Hostname)))
-	}
+	cfg, out := Redirect(f, iptables)
 	if len(cfg.Peers) == 0 {
 		return out
 	}
@@ -108,4 +84,38 @@ func Plan(f Facts, iptables, exe string) []plan.Action {
 		out = append(out, plan.WriteFile(PeersFile, peers, 0o644).Because("etcd's peers as recorded, for "+UnitName).OrWarn("failed to write "+PeersFile))
 	}
 	return append(out, Unit(exe).Install(f.Installed, why)...)
+}
+
+// Redirect is what Plan makes of f's membership: the peers file, whose
+// Peers the unit redirects (none: Plan installs no unit), and the log
+// lines Plan says of what it leaves out (a membership it cannot read,
+// members without a name to look up, this node not a member). check's
+// etcd-peers row reads it too, so that the row says what the plan does.
+func Redirect(f Facts, iptables string) (Config, []plan.Action) {
+	cfg := Config{Iptables: iptables, Self: f.Hostname}
+	switch {
+	case !f.Present:
+		return cfg, nil
+	case f.Err != nil:
+		return cfg, []plan.Action{plan.Warning(fmt.Sprintf("not redirecting etcd's peers after a restart: %v", f.Err))}
+	case len(f.Members) < 2:
+		return cfg, nil
+	}
+	var out []plan.Action
+	self := false
+	for _, m := range f.Members {
+		switch {
+		case m.Name == f.Hostname:
+			self = true
+		case !validName(m.Name):
+			out = append(out, plan.Info(fmt.Sprintf("etcd member %s (%s) has no name a resolver can look up: not redirected", nameOf(m), strings.Join(m.PeerURLs, ","))))
+		default:
+			cfg.Peers = append(cfg.Peers, Peer{Name: m.Name, PeerURLs: m.PeerURLs})
+		}
+	}
+	if !self {
+		cfg.Peers = nil
+		return cfg, append(out, plan.Warning(fmt.Sprintf("not redirecting etcd's peers after a restart: no member of %s is named %q, this node", f.DB, f.Hostname)))
+	}
+	return cfg, out
 }
