@@ -108,7 +108,7 @@ func rowNamed(rows []Row, name string) (Row, bool) {
 var rowNames = []string{
 	"user-namespace", "cgroup-version", "cgroupns", "cgroup-controllers", "cgroup-mounts", "nofile",
 	"fs-kind", "fs-containerd", "snapshotter", "overlay", "dev-fuse", "sys", "mount-propagation",
-	"iptables-legacy", "iptables-nft", "iptables-mode", "host-docker-internal", "node-name", "default-gateway",
+	"iptables-legacy", "iptables-nft", "iptables-mode", "docker-dns", "host-docker-internal", "node-name", "default-gateway",
 	"dns-forwarder", "dmi", "lib-modules", "plan",
 }
 
@@ -277,6 +277,31 @@ func TestRows(t *testing.T) {
 			name: "hanging nft-save", host: "net-nft-hang",
 			want: map[string]string{"iptables-nft": "warn:timed out", "iptables-legacy": "pass", "iptables-mode": "pass:legacy"},
 			exit: ExitWarn,
+		},
+		{
+			name: "Docker's DNS in native nftables", host: "net-native-dns",
+			want: map[string]string{"docker-dns": "pass:native nftables: table ip docker-dns \\(udp 39499, tcp 43261\\)", "iptables-mode": "pass:nft"},
+			exit: ExitPass,
+		},
+		{
+			name: "Docker's DNS in iptables", host: "net-nft-wins",
+			want: map[string]string{"docker-dns": "pass:iptables: iptables-nft-save holds"},
+			exit: ExitPass,
+		},
+		{
+			name: "native nftables, nft missing", host: "net-native-nft-missing",
+			want: map[string]string{"docker-dns": "fail:nft is not installed"},
+			exit: ExitFail,
+		},
+		{
+			name: "native nftables, nft failing", host: "net-native-nft-fails",
+			want: map[string]string{"docker-dns": "fail:nft failed"},
+			exit: ExitFail,
+		},
+		{
+			name: "no redirect anywhere", host: "net-native-empty",
+			want: map[string]string{"docker-dns": "fail:nowhere"},
+			exit: ExitFail,
 		},
 		{
 			name: "rules in both backends", host: "docker-v2-cgroupns",

@@ -17,7 +17,7 @@ import (
 func (c *checker) iptables() []Row {
 	f, err := c.st.Iptables.Get()
 	if err != nil {
-		return failRows(err, unreadableHint, "iptables-legacy", "iptables-nft", "iptables-mode")
+		return failRows(err, unreadableHint, "iptables-legacy", "iptables-nft", "iptables-mode", "docker-dns")
 	}
 	var rows []Row
 	works := false
@@ -73,7 +73,38 @@ func (c *checker) iptables() []Row {
 	default:
 		rows = append(rows, Row{"iptables-mode", Pass, obs, ""})
 	}
-	return rows
+	return append(rows, c.dockerDNS(f))
+}
+
+// dockerDNS is the row of where Docker's embedded-DNS redirect lives: an
+// iptables backend, or a native nftables table (Docker 29's nftables
+// firewall backend).
+func (c *checker) dockerDNS(f network.IptablesFacts) Row {
+	const name = "docker-dns"
+	n := f.Native
+	if n.NotRun != "" {
+		return Row{name, Pass, "iptables: " + n.NotRun, ""}
+	}
+	if d, ok := n.Docker(); ok {
+		return Row{name, Pass, fmt.Sprintf("native nftables: table ip %s (udp %d, tcp %d); table ip %s serves it at the host IP",
+			d.Table, d.UDPPort, d.TCPPort, network.NativeTable), ""}
+	}
+	uses := false
+	if m, err := c.st.Magic.Get(); err == nil {
+		uses = m.NamesEmbeddedDNS()
+	}
+	switch {
+	case !uses:
+		return Row{name, Pass, "none: the node does not use Docker's embedded DNS", ""}
+	case system.NotInstalled(n.Err):
+		return Row{name, Fail, "no iptables backend holds its rules, and nft is not installed: a native nftables redirect cannot be seen",
+			"install Debian's nftables package in the node image: Docker's nftables firewall backend (Docker 29+) writes the redirect there"}
+	case n.Err != nil:
+		return Row{name, Fail, "no iptables backend holds its rules, and nft failed: " + n.Err.Error(),
+			"a native nftables redirect (Docker 29's nftables firewall backend) cannot be seen"}
+	}
+	return Row{name, Fail, "nowhere: no iptables backend nor the native ruleset sends to 127.0.0.11, which " + network.ResolvConf + " names",
+		"the node and its pods cannot use Docker's DNS: see the node's log (step enable_network_magic)"}
 }
 
 func timedOut(err error) bool {

@@ -111,6 +111,12 @@ func dnatsToEmbeddedDNS(save []byte) bool {
 	return false
 }
 
+// NamesEmbeddedDNS reports whether resolv.conf names Docker's embedded
+// DNS (before the step rewrote it).
+func (f MagicFacts) NamesEmbeddedDNS() bool {
+	return f.Resolv != nil && namesEmbeddedDNS(f.Resolv.Data)
+}
+
 // namesEmbeddedDNS reports whether resolv.conf has a nameserver line for
 // Docker's embedded DNS server: a line the rewrite points at the host IP
 // (see resolvFields), and no other. strings.Fields also split at blanks
