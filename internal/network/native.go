@@ -133,7 +133,7 @@ func (d DockerRedirect) ports() []protoPort {
 func nativeScript(rules []NatRule) []byte {
 	var b strings.Builder
 	fmt.Fprintf(&b, "table ip %s\ndelete table ip %s\ntable ip %s {\n", NativeTable, NativeTable, NativeTable)
-	for _, c := range []struct{ hook, prio string }{{"output", "dstnat"}, {"prerouting", "dstnat"}, {"postrouting", "srcnat"}} {
+	for _, c := range []struct{ hook, prio string }{{"output", "-100"}, {"prerouting", "-100"}, {"postrouting", "100"}} {
 		fmt.Fprintf(&b, "\tchain %s {\n\t\ttype nat hook %s priority %s; policy accept;\n", c.hook, c.hook, c.prio)
 		for _, r := range rules {
 			if r.Chain == c.hook {
