@@ -179,3 +179,19 @@ func FuzzParseRuleset(f *testing.F) {
 		}
 	})
 }
+
+// BenchmarkParseRuleset reads the hostile golden host's ruleset (156 KB,
+// 400 ordinary rules and every look-alike of Docker's redirect).
+func BenchmarkParseRuleset(b *testing.B) {
+	in, err := os.ReadFile("../../testdata/hosts/net-native-hostile/root/.host/run/nft")
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.SetBytes(int64(len(in)))
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := ParseRuleset(in); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
