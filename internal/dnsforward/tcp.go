@@ -126,6 +126,10 @@ func (f *Forwarder) query(tc *tconn, n int) bool {
 // msg is still whole: it is sent once more on a new connection.
 func (f *Forwarder) tcpExchange(tc *tconn, msg, buf []byte) ([]byte, error) {
 	deadline := time.Now().Add(f.lim.QueryTimeout)
+	if tc.up != nil && !clean(tc.up) {
+		// A late copy of an answer, or the upstream's end.
+		tc.closeUpstream()
+	}
 	if tc.up != nil {
 		reply, sent, err := f.exchangeOn(tc.up, deadline, msg, buf)
 		if err == nil || sent {
@@ -150,30 +154,37 @@ func (f *Forwarder) tcpExchange(tc *tconn, msg, buf []byte) ([]byte, error) {
 	return reply, err
 }
 
-// exchangeOn is one query on the upstream connection up. sent says that
-// the reply had begun to arrive (into buf, over msg) when it failed.
+// exchangeOn is one query on the upstream connection up; replies that do
+// not answer it (Answers) are skipped. sent says that a reply had begun
+// to arrive (into buf, over msg) when it failed.
 func (f *Forwarder) exchangeOn(up net.Conn, deadline time.Time, msg, buf []byte) (reply []byte, sent bool, err error) {
 	if err := up.SetDeadline(deadline); err != nil {
 		return nil, false, err
 	}
-	id := ID(msg)
+	var qh [queryHead]byte
+	query := head(&qh, msg)
 	var prefix [2]byte
 	prefix[0], prefix[1] = byte(len(msg)>>8), byte(len(msg))
 	bufs := net.Buffers{prefix[:], msg}
 	if _, err := bufs.WriteTo(up); err != nil {
 		return nil, false, err
 	}
-	n, err := ReadLength(up)
-	if err != nil {
-		return nil, false, err
+	for first := true; ; first = false {
+		n, err := ReadLength(up)
+		if err != nil {
+			return nil, !first, err
+		}
+		if reply, err = ReadMessage(up, n, buf); err != nil {
+			return nil, true, err
+		}
+		if Answers(reply, query) {
+			return reply, true, nil
+		}
+		// A late copy of an earlier answer that came after the
+		// check (clean): the answer is behind it, or the deadline
+		// ends the wait.
+		f.st.garbage.Add(1)
 	}
-	if reply, err = ReadMessage(up, n, buf); err != nil {
-		return nil, true, err
-	}
-	if !IsReplyTo(reply, id) {
-		return nil, true, errors.New("the upstream's reply does not answer the query (ID or QR bit)")
-	}
-	return reply, true, nil
 }
 
 func isTimeout(err error) bool {
