@@ -14,10 +14,12 @@
 //
 // Everything it holds is bounded (Limits): the size of a message, the
 // queries in flight (one slot each, shared by UDP and TCP), the TCP
-// connections (at the cap, the one idle the longest is closed for a new
-// one, so half-open connections cannot lock clients out), and the time
-// each query and each idle connection may take. Its memory is therefore
-// bounded too (Limits.MemoryBound).
+// connections (at the cap, one of the client address that holds the most
+// and that waits on its client is closed for a new one, so half-open
+// connections cannot lock clients out), the bytes queued toward a TCP
+// client (a small send buffer), and the time each query, each idle
+// connection and each client reading its answer may take. Its memory is
+// therefore bounded too (Limits.MemoryBound).
 //
 // The entrypoint runs it as `entrypoint dns-forwarder` under a runtime
 // systemd unit that enable_network_magic writes (internal/network,

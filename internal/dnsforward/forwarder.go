@@ -35,6 +35,11 @@ type Limits struct {
 	// (whole: a half-sent frame counts) before it is closed; RFC 7766
 	// 6.2.3 suggests seconds, not minutes.
 	IdleTimeout time.Duration
+	// WriteTimeout is how long a TCP client may take to read an answer:
+	// to make room for it in the connection's send queue, which holds
+	// at most about 2 × tcpSendBuffer. A client that does not is
+	// closed, its queue dropped with a reset.
+	WriteTimeout time.Duration
 }
 
 // DefaultLimits are the limits of the node's forwarder: CoreDNS sends at
@@ -42,7 +47,7 @@ type Limits struct {
 // its cache, and Docker's embedded DNS is one process; 128 in flight is
 // several thousand queries a second at its usual millisecond latency.
 func DefaultLimits() Limits {
-	return Limits{InFlight: 128, Conns: 64, QueryTimeout: 3 * time.Second, IdleTimeout: 10 * time.Second}
+	return Limits{InFlight: 128, Conns: 64, QueryTimeout: 3 * time.Second, IdleTimeout: 10 * time.Second, WriteTimeout: 2 * time.Second}
 }
 
 // MemoryBound is what the forwarder's buffers can hold at most: a
@@ -55,7 +60,7 @@ func (l Limits) MemoryBound() int {
 }
 
 func (l Limits) check() error {
-	if l.InFlight < 1 || l.Conns < 1 || l.QueryTimeout <= 0 || l.IdleTimeout <= 0 {
+	if l.InFlight < 1 || l.Conns < 1 || l.QueryTimeout <= 0 || l.IdleTimeout <= 0 || l.WriteTimeout <= 0 {
 		return fmt.Errorf("limits %+v: each must be positive", l)
 	}
 	return nil

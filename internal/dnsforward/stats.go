@@ -28,17 +28,18 @@ type Counts struct {
 	Failed  int64
 	LastErr string
 	// Idle is TCP connections closed for sending no query in time;
-	// Evicted those closed to make room for a new one; Refused new ones
-	// turned away with every connection busy.
-	Idle, Evicted, Refused int64
+	// Unread those closed for not reading an answer in time; Evicted
+	// those closed to make room for a new one; Refused new ones turned
+	// away with every connection busy.
+	Idle, Unread, Evicted, Refused int64
 	// Buffers is the MaxMessage buffers held now, PeakBuffers the most
 	// held at once: at most 1 + InFlight + Conns (Limits.MemoryBound).
 	Buffers, PeakBuffers int64
 }
 
 type stats struct {
-	udp, tcp, garbage, busy, failed, idle, evicted, refused atomic.Int64
-	buffers, peakBuffers                                    atomic.Int64
+	udp, tcp, garbage, busy, failed, idle, unread, evicted, refused atomic.Int64
+	buffers, peakBuffers                                            atomic.Int64
 
 	mu       sync.Mutex
 	lastErr  string
@@ -69,7 +70,7 @@ func (s *stats) load() Counts {
 	return Counts{
 		UDP: s.udp.Load(), TCP: s.tcp.Load(), Garbage: s.garbage.Load(), Busy: s.busy.Load(),
 		Failed: s.failed.Load(), LastErr: last,
-		Idle: s.idle.Load(), Evicted: s.evicted.Load(), Refused: s.refused.Load(),
+		Idle: s.idle.Load(), Unread: s.unread.Load(), Evicted: s.evicted.Load(), Refused: s.refused.Load(),
 		Buffers: s.buffers.Load(), PeakBuffers: s.peakBuffers.Load(),
 	}
 }
@@ -83,7 +84,8 @@ func (s *stats) report(log *logline.Logger, interval time.Duration) {
 	d := Counts{
 		UDP: now.UDP - s.reported.UDP, TCP: now.TCP - s.reported.TCP, Garbage: now.Garbage - s.reported.Garbage,
 		Busy: now.Busy - s.reported.Busy, Failed: now.Failed - s.reported.Failed, LastErr: now.LastErr,
-		Idle: now.Idle - s.reported.Idle, Evicted: now.Evicted - s.reported.Evicted, Refused: now.Refused - s.reported.Refused,
+		Idle: now.Idle - s.reported.Idle, Unread: now.Unread - s.reported.Unread,
+		Evicted: now.Evicted - s.reported.Evicted, Refused: now.Refused - s.reported.Refused,
 	}
 	s.reported = now
 	s.mu.Unlock()
@@ -114,6 +116,7 @@ func summary(d Counts, interval time.Duration) (line string, lv logline.Level, o
 	add(d.Refused, "TCP connections refused, all busy", true)
 	add(d.Garbage, "messages dropped, not DNS queries", false)
 	add(d.Idle, "idle TCP connections closed", false)
+	add(d.Unread, "TCP connections closed for not reading their answers", true)
 	add(d.Evicted, "idle TCP connections closed for new ones", false)
 	if d.UDP+d.TCP == 0 && len(parts) == 1 {
 		return "", lv, false

@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"net"
+	"net/netip"
 	"sync"
 	"time"
 )
@@ -26,7 +27,10 @@ func (f *Forwarder) serveTCP(wg *sync.WaitGroup) error {
 			time.Sleep(10 * time.Millisecond)
 			continue
 		}
-		tc := &tconn{conn: c, done: make(chan struct{})}
+		// A small send queue: a client that does not read its
+		// answers holds little of the kernel's memory.
+		_ = c.SetWriteBuffer(tcpSendBuffer)
+		tc := &tconn{conn: c, done: make(chan struct{}), client: clientAddr(c.RemoteAddr())}
 		if !f.conns.add(tc, &f.st) {
 			f.st.refused.Add(1)
 			c.Close()
@@ -46,7 +50,7 @@ func (f *Forwarder) serveConn(tc *tconn) {
 	defer tc.conn.Close()
 	defer tc.closeUpstream()
 	for {
-		f.conns.setIdle(tc, true)
+		f.conns.setWait(tc, waitQuery)
 		if err := tc.conn.SetReadDeadline(time.Now().Add(f.lim.IdleTimeout)); err != nil {
 			return
 		}
@@ -91,7 +95,7 @@ func (f *Forwarder) query(tc *tconn, n int) bool {
 	if !f.connErr(err) {
 		return false
 	}
-	f.conns.setIdle(tc, false)
+	f.conns.setWait(tc, busy)
 	select {
 	case f.slots <- struct{}{}:
 	case <-time.After(f.lim.QueryTimeout):
@@ -104,19 +108,32 @@ func (f *Forwarder) query(tc *tconn, n int) bool {
 		f.st.fail(err)
 		return false
 	}
-	if err := tc.conn.SetWriteDeadline(time.Now().Add(f.lim.QueryTimeout)); err != nil {
+	// Waiting on the client to read: the first closed for a new one.
+	f.conns.setWait(tc, waitRead)
+	if err := tc.conn.SetWriteDeadline(time.Now().Add(f.lim.WriteTimeout)); err != nil {
 		return false
 	}
 	var prefix [2]byte
 	prefix[0], prefix[1] = byte(len(reply)>>8), byte(len(reply))
 	bufs := net.Buffers{prefix[:], reply}
 	if _, err := bufs.WriteTo(tc.conn); err != nil {
-		f.st.fail(err)
+		if isTimeout(err) {
+			// Its send queue stayed full: drop it with a reset
+			// rather than leave the kernel to hold it.
+			f.st.unread.Add(1)
+			_ = tc.conn.SetLinger(0)
+		}
 		return false
 	}
 	f.st.tcp.Add(1)
 	return true
 }
+
+// tcpSendBuffer is a client connection's send buffer (SO_SNDBUF; the
+// kernel doubles it for its own bookkeeping): room for a large answer,
+// not the megabytes the kernel's autotuning gives a connection whose
+// client does not read.
+const tcpSendBuffer = 64 << 10
 
 // tcpExchange sends msg to the upstream and reads the reply into buf,
 // which may be msg's own (it is sent by then). The client's connection
@@ -187,6 +204,14 @@ func (f *Forwarder) exchangeOn(up net.Conn, deadline time.Time, msg, buf []byte)
 	}
 }
 
+// clientAddr is a connection's client address, IPv4 unmapped.
+func clientAddr(a net.Addr) netip.Addr {
+	if ta, ok := a.(*net.TCPAddr); ok {
+		return ta.AddrPort().Addr().Unmap()
+	}
+	return netip.Addr{}
+}
+
 func isTimeout(err error) bool {
 	var ne net.Error
 	return errors.As(err, &ne) && ne.Timeout()
@@ -195,12 +220,23 @@ func isTimeout(err error) bool {
 // tconn is a client's TCP connection.
 type tconn struct {
 	conn      *net.TCPConn
+	client    netip.Addr
 	up        net.Conn      // to the upstream, kept between queries (its goroutine's alone)
 	done      chan struct{} // closed when its goroutine has ended
-	idle      bool
+	wait      waitState
 	closing   bool
-	idleSince time.Time
+	idleSince time.Time // when wait last changed from busy
 }
+
+// waitState is what a connection waits for; the connection set closes
+// one that waits on its client to make room for a new one.
+type waitState int
+
+const (
+	busy      waitState = iota // the upstream: not closed for another
+	waitQuery                  // the client's next query (or the rest of it)
+	waitRead                   // the client to read an answer: closed first
+)
 
 func (tc *tconn) closeUpstream() {
 	if tc.up != nil {
@@ -219,11 +255,15 @@ type connSet struct {
 
 func (s *connSet) init(max int) { s.max, s.conns = max, make(map[*tconn]struct{}, max) }
 
-// add takes c in. At the cap it closes the connection idle the longest
-// (a half-open one sending nothing, typically) and waits for its
-// goroutine to end (at once: its read fails), so that never more than
-// the cap are open, nor hold a buffer. With none idle, every connection
-// is in a query, and c is refused. Only the accept loop calls it.
+// add takes c in. At the cap it closes a connection of the client
+// address that holds the most (so that one client's connections cannot
+// push out another's): of those, the one that has waited on its client
+// the longest, one that does not read its answers before one idle (a
+// half-open one sending nothing, typically). It waits for that one's
+// goroutine to end (at once: its read or write fails), so that never
+// more than the cap are open, nor hold a buffer. With none of them
+// waiting on its client, they are all in a query, and c is refused. Only
+// the accept loop calls it.
 func (s *connSet) add(c *tconn, st *stats) bool {
 	s.mu.Lock()
 	if s.closed {
@@ -231,9 +271,19 @@ func (s *connSet) add(c *tconn, st *stats) bool {
 		return false
 	}
 	if len(s.conns) >= s.max {
+		// A new connection counts for its address.
+		held := map[netip.Addr]int{c.client: 1}
+		most := 1
+		for o := range s.conns {
+			held[o.client]++
+			most = max(most, held[o.client])
+		}
 		var oldest *tconn
 		for o := range s.conns {
-			if o.idle && !o.closing && (oldest == nil || o.idleSince.Before(oldest.idleSince)) {
+			if o.wait == busy || o.closing || held[o.client] < most {
+				continue
+			}
+			if oldest == nil || o.wait > oldest.wait || o.wait == oldest.wait && o.idleSince.Before(oldest.idleSince) {
 				oldest = o
 			}
 		}
@@ -252,18 +302,18 @@ func (s *connSet) add(c *tconn, st *stats) bool {
 	if s.closed {
 		return false
 	}
-	c.idle, c.idleSince = true, time.Now()
+	c.wait, c.idleSince = waitQuery, time.Now()
 	s.conns[c] = struct{}{}
 	return true
 }
 
-func (s *connSet) setIdle(c *tconn, idle bool) {
+func (s *connSet) setWait(c *tconn, w waitState) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if idle && !c.idle {
+	if w != c.wait {
 		c.idleSince = time.Now()
 	}
-	c.idle = idle
+	c.wait = w
 }
 
 func (s *connSet) remove(c *tconn) {

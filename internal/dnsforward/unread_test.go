@@ -1,0 +1,105 @@
+package dnsforward_test
+
+import (
+	"bufio"
+	"fmt"
+	"net/netip"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/kind-entrypoint/entrypoint/internal/dnsforward"
+	"github.com/kind-entrypoint/entrypoint/internal/dnsforward/dnstest"
+)
+
+var (
+	loopA = netip.MustParseAddr("127.0.0.2") // the well-formed client
+	loopB = netip.MustParseAddr("127.0.0.3") // the hostile ones
+)
+
+// TestClientsThatDoNotRead: two waves of TCP clients, more than the
+// connection cap, each send large queries (60 kB answers) and never read
+// an answer. Another client's queries, one every 10 ms on one
+// connection, are all answered; no connection of the forwarder queues
+// more than 256 KiB toward its client; each non-reader is closed.
+func TestClientsThatDoNotRead(t *testing.T) {
+	up := dnstest.Start(t, loop4, 0)
+	lim := dnsforward.DefaultLimits()
+	lim.Conns, lim.WriteTimeout = 8, 300*time.Millisecond
+	f := startOn(t, netip.AddrPortFrom(netip.MustParseAddr("127.0.0.1"), 0), up.Addr, lim)
+	big := append(dnstest.Query(1, "big"), make([]byte, 60000)...)
+	frame, _ := dnsforward.AppendFrame(nil, big)
+
+	var wg sync.WaitGroup
+	wave := func() {
+		for range lim.Conns + 4 {
+			c := dialFrom(t, "tcp", loopB, f.Addr())
+			wg.Go(func() {
+				// Writes until the forwarder stops reading
+				// (or closes the connection): never reads.
+				c.SetWriteDeadline(time.Now().Add(3 * time.Second))
+				for range 16 {
+					if _, err := c.Write(frame); err != nil {
+						return
+					}
+				}
+			})
+		}
+	}
+	good := dialFrom(t, "tcp", loopA, f.Addr())
+	maxQueue := 0
+	for i := range 120 {
+		if i == 0 || i == 50 {
+			wave()
+		}
+		q := dnstest.Query(uint16(i), fmt.Sprintf("good-%d", i))
+		if _, err := dnstest.Exchange(good, q, 2*time.Second); err != nil {
+			t.Fatalf("well-formed query %d: %v (counts %+v)", i, err, f.Stats())
+		}
+		maxQueue = max(maxQueue, sendQueue(t, f.Addr().Port()))
+		time.Sleep(10 * time.Millisecond)
+	}
+	wg.Wait()
+	const limit = 256 << 10
+	t.Logf("largest send queue toward a client: %d bytes", maxQueue)
+	if maxQueue > limit {
+		t.Errorf("a connection queued %d bytes toward its client, over %d", maxQueue, limit)
+	}
+	f.stop()
+	got := f.Stats()
+	if got.Unread+got.Evicted < 2*int64(lim.Conns+4)-int64(lim.Conns) {
+		t.Errorf("counts %+v: want most of the %d non-readers closed unread or evicted", got, 2*(lim.Conns+4))
+	}
+	if got.PeakBuffers > int64(1+lim.InFlight+lim.Conns) {
+		t.Errorf("counts %+v: over the bound of buffers", got)
+	}
+}
+
+// sendQueue is the largest send queue (tx_queue in /proc/net/tcp: bytes
+// written and not yet acknowledged) of the sockets on local port port.
+func sendQueue(t *testing.T, port uint16) int {
+	t.Helper()
+	fh, err := os.Open("/proc/net/tcp")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fh.Close()
+	most := 0
+	local := fmt.Sprintf(":%04X", port)
+	sc := bufio.NewScanner(fh)
+	for sc.Scan() {
+		fields := strings.Fields(sc.Text())
+		if len(fields) < 5 || !strings.HasSuffix(fields[1], local) {
+			continue
+		}
+		tx, _, _ := strings.Cut(fields[4], ":")
+		n, err := strconv.ParseInt(tx, 16, 64)
+		if err == nil {
+			most = max(most, int(n))
+		}
+	}
+	return most
+}
