@@ -21,8 +21,9 @@ import (
 // Limits bound what the forwarder holds at once and how long it waits.
 type Limits struct {
 	// InFlight is how many queries (UDP and TCP together) may wait for
-	// the upstream at once. A UDP query past it is dropped (its client
-	// retries), a TCP connection waits for a slot.
+	// the upstream at once, a client address at most its share (slots).
+	// A UDP query past it is dropped (its client retries), a TCP
+	// connection waits for a slot.
 	InFlight int
 	// Conns is how many TCP connections are open at once; at the cap,
 	// the one idle the longest is closed to make room.
@@ -51,9 +52,9 @@ func DefaultLimits() Limits {
 }
 
 // MemoryBound is what the forwarder's buffers can hold at most: a
-// MaxMessage buffer for the UDP reader, one per UDP query in flight (for
-// the query, then its reply), and one per TCP connection inside a frame
-// (idle ones hold none). Goroutine stacks (one per query in flight and
+// MaxMessage buffer for the UDP reader, one per query in flight (for the
+// query, then its reply, until it is sent), and one per TCP connection
+// reading a query's frame or waiting for its slot (idle ones hold none). Goroutine stacks (one per query in flight and
 // per connection) add a few KiB each.
 func (l Limits) MemoryBound() int {
 	return (1 + l.InFlight + l.Conns) * MaxMessage
@@ -89,7 +90,7 @@ type Forwarder struct {
 	log      *logline.Logger
 	dial     func(ctx context.Context, network, address string) (net.Conn, error)
 
-	slots   chan struct{} // a token per query in flight
+	slots   slots         // the queries in flight, by client address
 	idleUDP chan net.Conn // upstream sockets kept for the next query
 	bufs    sync.Pool     // *[]byte of MaxMessage bytes
 	conns   connSet
@@ -108,8 +109,8 @@ func Listen(ctx context.Context, cfg Config) (*Forwarder, error) {
 	if !upstream.IsValid() || upstream.Port() == 0 {
 		return nil, fmt.Errorf("upstream %s: not an address and port", upstream)
 	}
-	f := &Forwarder{upstream: upstream, lim: lim, log: cfg.Log, dial: cfg.Dial, slots: make(chan struct{}, lim.InFlight),
-		idleUDP: make(chan net.Conn, lim.InFlight)}
+	f := &Forwarder{upstream: upstream, lim: lim, log: cfg.Log, dial: cfg.Dial, idleUDP: make(chan net.Conn, lim.InFlight)}
+	f.slots.init(lim.InFlight)
 	if f.dial == nil {
 		var d net.Dialer
 		f.dial = d.DialContext

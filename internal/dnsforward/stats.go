@@ -21,7 +21,8 @@ type Counts struct {
 	// Garbage is datagrams and TCP messages that were not DNS queries
 	// (or, from the upstream, not the reply awaited).
 	Garbage int64
-	// Busy is queries dropped with every in-flight slot taken.
+	// Busy is queries dropped with every in-flight slot taken, or
+	// their client address's share of them (slots).
 	Busy int64
 	// Failed is queries the upstream did not answer in time, or at all
 	// (LastErr is the last reason).
@@ -112,7 +113,7 @@ func summary(d Counts, interval time.Duration) (line string, lv logline.Level, o
 		}
 	}
 	add(d.Failed, "failed (last: "+d.LastErr+")", true)
-	add(d.Busy, "dropped with every slot in flight", true)
+	add(d.Busy, "dropped with every slot, or the client's share, in flight", true)
 	add(d.Refused, "TCP connections refused, all busy", true)
 	add(d.Garbage, "messages dropped, not DNS queries", false)
 	add(d.Idle, "idle TCP connections closed", false)

@@ -1,11 +1,9 @@
 package dnsforward
 
-// This file holds the TCP side: the accept loop, the set of connections
-// with its cap, and a connection's queries, each forwarded over a TCP
-// connection of its own to the upstream.
+// This file holds the TCP side's accept loop and the set of connections
+// with its cap; conn.go serves a connection.
 
 import (
-	"context"
 	"errors"
 	"net"
 	"net/netip"
@@ -30,177 +28,14 @@ func (f *Forwarder) serveTCP(wg *sync.WaitGroup) error {
 		// A small send queue: a client that does not read its
 		// answers holds little of the kernel's memory.
 		_ = c.SetWriteBuffer(tcpSendBuffer)
-		tc := &tconn{conn: c, done: make(chan struct{}), client: clientAddr(c.RemoteAddr())}
+		tc := &tconn{conn: c, done: make(chan struct{}), client: clientAddr(c.RemoteAddr()),
+			pending: make(chan struct{}, pipelined), ups: make(map[net.Conn]bool)}
 		if !f.conns.add(tc, &f.st) {
 			f.st.refused.Add(1)
 			c.Close()
 			continue
 		}
 		wg.Go(func() { f.serveConn(tc) })
-	}
-}
-
-// serveConn answers a connection's queries, one after the other, until it
-// ends, sends a message that is not a query, or stays idle (or half-sent)
-// past IdleTimeout. An idle connection holds no buffer; one inside a frame
-// holds one, for the query and then its reply.
-func (f *Forwarder) serveConn(tc *tconn) {
-	defer close(tc.done)
-	defer f.conns.remove(tc)
-	defer tc.conn.Close()
-	defer tc.closeUpstream()
-	for {
-		f.conns.setWait(tc, waitQuery)
-		if err := tc.conn.SetReadDeadline(time.Now().Add(f.lim.IdleTimeout)); err != nil {
-			return
-		}
-		n, err := ReadLength(tc.conn)
-		if err == nil && n < HeaderLen {
-			err = ErrShort
-		}
-		if !f.connErr(err) {
-			return
-		}
-		if !f.query(tc, n) {
-			return
-		}
-	}
-}
-
-// connErr counts why a connection ends; true when err is nil and it goes
-// on.
-func (f *Forwarder) connErr(err error) bool {
-	switch {
-	case err == nil:
-		return true
-	case errors.Is(err, ErrShort) || errors.Is(err, ErrNotQuery):
-		f.st.garbage.Add(1)
-	case isTimeout(err):
-		f.st.idle.Add(1)
-	}
-	// Otherwise the client closed it (io.EOF between frames is the
-	// usual end), or it was closed to make room.
-	return false
-}
-
-// query reads the rest of a frame of n bytes, forwards it and writes the
-// reply back; false when the connection must end.
-func (f *Forwarder) query(tc *tconn, n int) bool {
-	b := f.getBuf()
-	defer f.putBuf(b)
-	msg, err := ReadMessage(tc.conn, n, *b)
-	if err == nil {
-		err = CheckQuery(msg)
-	}
-	if !f.connErr(err) {
-		return false
-	}
-	f.conns.setWait(tc, busy)
-	select {
-	case f.slots <- struct{}{}:
-	case <-time.After(f.lim.QueryTimeout):
-		f.st.busy.Add(1)
-		return false
-	}
-	reply, err := f.tcpExchange(tc, msg, *b)
-	<-f.slots
-	if err != nil {
-		f.st.fail(err)
-		return false
-	}
-	// Waiting on the client to read: the first closed for a new one.
-	f.conns.setWait(tc, waitRead)
-	if err := tc.conn.SetWriteDeadline(time.Now().Add(f.lim.WriteTimeout)); err != nil {
-		return false
-	}
-	var prefix [2]byte
-	prefix[0], prefix[1] = byte(len(reply)>>8), byte(len(reply))
-	bufs := net.Buffers{prefix[:], reply}
-	if _, err := bufs.WriteTo(tc.conn); err != nil {
-		if isTimeout(err) {
-			// Its send queue stayed full: drop it with a reset
-			// rather than leave the kernel to hold it.
-			f.st.unread.Add(1)
-			_ = tc.conn.SetLinger(0)
-		}
-		return false
-	}
-	f.st.tcp.Add(1)
-	return true
-}
-
-// tcpSendBuffer is a client connection's send buffer (SO_SNDBUF; the
-// kernel doubles it for its own bookkeeping): room for a large answer,
-// not the megabytes the kernel's autotuning gives a connection whose
-// client does not read.
-const tcpSendBuffer = 64 << 10
-
-// tcpExchange sends msg to the upstream and reads the reply into buf,
-// which may be msg's own (it is sent by then). The client's connection
-// keeps its upstream connection for its next query (tc.up): a connect per
-// query was most of a TCP query's cost. A kept connection the upstream
-// has closed meanwhile fails before a byte of the reply is read, and
-// msg is still whole: it is sent once more on a new connection.
-func (f *Forwarder) tcpExchange(tc *tconn, msg, buf []byte) ([]byte, error) {
-	deadline := time.Now().Add(f.lim.QueryTimeout)
-	if tc.up != nil && !clean(tc.up) {
-		// A late copy of an answer, or the upstream's end.
-		tc.closeUpstream()
-	}
-	if tc.up != nil {
-		reply, sent, err := f.exchangeOn(tc.up, deadline, msg, buf)
-		if err == nil || sent {
-			if err != nil {
-				tc.closeUpstream()
-			}
-			return reply, err
-		}
-		tc.closeUpstream()
-	}
-	ctx, cancel := context.WithDeadline(context.Background(), deadline)
-	defer cancel()
-	up, err := f.dial(ctx, "tcp", f.upstream.String())
-	if err != nil {
-		return nil, err
-	}
-	tc.up = up
-	reply, _, err := f.exchangeOn(up, deadline, msg, buf)
-	if err != nil {
-		tc.closeUpstream()
-	}
-	return reply, err
-}
-
-// exchangeOn is one query on the upstream connection up; replies that do
-// not answer it (Answers) are skipped. sent says that a reply had begun
-// to arrive (into buf, over msg) when it failed.
-func (f *Forwarder) exchangeOn(up net.Conn, deadline time.Time, msg, buf []byte) (reply []byte, sent bool, err error) {
-	if err := up.SetDeadline(deadline); err != nil {
-		return nil, false, err
-	}
-	var qh [queryHead]byte
-	query := head(&qh, msg)
-	var prefix [2]byte
-	prefix[0], prefix[1] = byte(len(msg)>>8), byte(len(msg))
-	bufs := net.Buffers{prefix[:], msg}
-	if _, err := bufs.WriteTo(up); err != nil {
-		return nil, false, err
-	}
-	for first := true; ; first = false {
-		n, err := ReadLength(up)
-		if err != nil {
-			return nil, !first, err
-		}
-		if reply, err = ReadMessage(up, n, buf); err != nil {
-			return nil, true, err
-		}
-		if Answers(reply, query) {
-			return reply, true, nil
-		}
-		// A late copy of an earlier answer that came after the
-		// check (clean): the answer is behind it, or the deadline
-		// ends the wait.
-		f.st.garbage.Add(1)
 	}
 }
 
@@ -219,30 +54,37 @@ func isTimeout(err error) bool {
 
 // tconn is a client's TCP connection.
 type tconn struct {
-	conn      *net.TCPConn
-	client    netip.Addr
-	up        net.Conn      // to the upstream, kept between queries (its goroutine's alone)
-	done      chan struct{} // closed when its goroutine has ended
-	wait      waitState
-	closing   bool
-	idleSince time.Time // when wait last changed from busy
+	conn   *net.TCPConn
+	client netip.Addr
+	done   chan struct{} // closed when its goroutine has ended
+
+	queries sync.WaitGroup // its queries' goroutines
+	pending chan struct{}  // a token per query read and not yet answered
+	write   sync.Mutex     // one answer written at a time
+
+	mu     sync.Mutex
+	ups    map[net.Conn]bool // to the upstream: true when kept idle
+	closed bool              // by abort: no upstream connection is kept
+
+	// Guarded by connSet.mu.
+	atUpstream, writing int // its queries waiting on the upstream, on the client
+	closing             bool
+	idleSince           time.Time // when wait last changed
 }
 
-// waitState is what a connection waits for; the connection set closes
-// one that waits on its client to make room for a new one.
+// waitState is what a connection waits for (conn.go names them).
 type waitState int
 
-const (
-	busy      waitState = iota // the upstream: not closed for another
-	waitQuery                  // the client's next query (or the rest of it)
-	waitRead                   // the client to read an answer: closed first
-)
-
-func (tc *tconn) closeUpstream() {
-	if tc.up != nil {
-		tc.up.Close()
-		tc.up = nil
+// wait is what the connection waits for; the connection set closes one
+// that waits on its client to make room for a new one.
+func (tc *tconn) wait() waitState {
+	switch {
+	case tc.atUpstream > 0:
+		return busy
+	case tc.writing > 0:
+		return waitRead
 	}
+	return waitQuery
 }
 
 // connSet holds the open connections, at most max of them.
@@ -280,10 +122,11 @@ func (s *connSet) add(c *tconn, st *stats) bool {
 		}
 		var oldest *tconn
 		for o := range s.conns {
-			if o.wait == busy || o.closing || held[o.client] < most {
+			w := o.wait()
+			if w == busy || o.closing || held[o.client] < most {
 				continue
 			}
-			if oldest == nil || o.wait > oldest.wait || o.wait == oldest.wait && o.idleSince.Before(oldest.idleSince) {
+			if oldest == nil || w > oldest.wait() || w == oldest.wait() && o.idleSince.Before(oldest.idleSince) {
 				oldest = o
 			}
 		}
@@ -292,7 +135,7 @@ func (s *connSet) add(c *tconn, st *stats) bool {
 			return false
 		}
 		oldest.closing = true
-		oldest.conn.Close()
+		oldest.abort()
 		s.mu.Unlock()
 		<-oldest.done
 		st.evicted.Add(1)
@@ -302,18 +145,22 @@ func (s *connSet) add(c *tconn, st *stats) bool {
 	if s.closed {
 		return false
 	}
-	c.wait, c.idleSince = waitQuery, time.Now()
+	c.idleSince = time.Now()
 	s.conns[c] = struct{}{}
 	return true
 }
 
-func (s *connSet) setWait(c *tconn, w waitState) {
+// change counts a query of c going to the upstream (dUp) or to the
+// client (dWrite), or coming back.
+func (s *connSet) change(c *tconn, dUp, dWrite int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if w != c.wait {
+	was := c.wait()
+	c.atUpstream += dUp
+	c.writing += dWrite
+	if c.wait() != was {
 		c.idleSince = time.Now()
 	}
-	c.wait = w
 }
 
 func (s *connSet) remove(c *tconn) {
@@ -327,6 +174,6 @@ func (s *connSet) closeAll() {
 	defer s.mu.Unlock()
 	s.closed = true
 	for c := range s.conns {
-		c.conn.Close()
+		c.abort()
 	}
 }

@@ -34,19 +34,18 @@ func (f *Forwarder) serveUDP(wg *sync.WaitGroup) error {
 			f.st.garbage.Add(1)
 			continue
 		}
-		select {
-		case f.slots <- struct{}{}:
-		default:
-			// Full: the client's resolver asks again, or another
-			// upstream. Waiting here would hold back every datagram
-			// behind this one.
+		from := client.Addr().Unmap()
+		if !f.slots.tryTake(from) {
+			// Full, or the client's share is: its resolver asks
+			// again, or another upstream. Waiting here would hold
+			// back every datagram behind this one.
 			f.st.busy.Add(1)
 			continue
 		}
 		q := b
 		b = f.getBuf()
 		wg.Go(func() {
-			defer func() { <-f.slots }()
+			defer f.slots.give(from)
 			defer f.putBuf(q)
 			f.udpQuery(client, *q, n)
 		})
