@@ -74,7 +74,7 @@ func (f *Forwarder) readQuery(tc *tconn) bool {
 		return false
 	}
 	f.conns.change(tc, 1, 0)
-	if !f.slots.take(tc.client, f.lim.QueryTimeout) {
+	if !f.slots.take(tc.client, f.lim.QueryTimeout, tc.aborted) {
 		f.conns.change(tc, -1, 0)
 		f.putBuf(b)
 		f.st.busy.Add(1)
@@ -251,6 +251,9 @@ func (tc *tconn) doneUpstream(up net.Conn, answered bool) {
 func (tc *tconn) abort() {
 	tc.mu.Lock()
 	defer tc.mu.Unlock()
+	if !tc.closed {
+		close(tc.aborted)
+	}
 	tc.closed = true
 	tc.conn.Close()
 	for up := range tc.ups {

@@ -53,8 +53,9 @@ func (s *slots) takeLocked(client netip.Addr) bool {
 	return true
 }
 
-// take is tryTake that waits up to timeout for a slot.
-func (s *slots) take(client netip.Addr, timeout time.Duration) bool {
+// take is tryTake that waits up to timeout for a slot, or until cancel
+// is closed.
+func (s *slots) take(client netip.Addr, timeout time.Duration, cancel <-chan struct{}) bool {
 	var timer *time.Timer
 	for {
 		s.mu.Lock()
@@ -74,6 +75,8 @@ func (s *slots) take(client netip.Addr, timeout time.Duration) bool {
 		select {
 		case <-freed:
 		case <-timer.C:
+			return false
+		case <-cancel:
 			return false
 		}
 	}

@@ -26,7 +26,7 @@ type Limits struct {
 	// connection waits for a slot.
 	InFlight int
 	// Conns is how many TCP connections are open at once; at the cap,
-	// the one idle the longest is closed to make room.
+	// one that waits on its client is closed to make room (connSet.add).
 	Conns int
 	// QueryTimeout is how long a query waits for the upstream's answer:
 	// CoreDNS's forward plugin gives up on an upstream after 2 s, glibc
@@ -54,8 +54,9 @@ func DefaultLimits() Limits {
 // MemoryBound is what the forwarder's buffers can hold at most: a
 // MaxMessage buffer for the UDP reader, one per query in flight (for the
 // query, then its reply, until it is sent), and one per TCP connection
-// reading a query's frame or waiting for its slot (idle ones hold none). Goroutine stacks (one per query in flight and
-// per connection) add a few KiB each.
+// reading a query's frame or waiting for its slot (idle ones hold none).
+// Goroutine stacks (one per query in flight and per connection) add a
+// few KiB each.
 func (l Limits) MemoryBound() int {
 	return (1 + l.InFlight + l.Conns) * MaxMessage
 }

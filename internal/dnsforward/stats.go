@@ -118,7 +118,7 @@ func summary(d Counts, interval time.Duration) (line string, lv logline.Level, o
 	add(d.Garbage, "messages dropped, not DNS queries", false)
 	add(d.Idle, "idle TCP connections closed", false)
 	add(d.Unread, "TCP connections closed for not reading their answers", true)
-	add(d.Evicted, "idle TCP connections closed for new ones", false)
+	add(d.Evicted, "TCP connections waiting on their clients closed for new ones", false)
 	if d.UDP+d.TCP == 0 && len(parts) == 1 {
 		return "", lv, false
 	}

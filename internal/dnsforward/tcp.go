@@ -29,7 +29,7 @@ func (f *Forwarder) serveTCP(wg *sync.WaitGroup) error {
 		// answers holds little of the kernel's memory.
 		_ = c.SetWriteBuffer(tcpSendBuffer)
 		tc := &tconn{conn: c, done: make(chan struct{}), client: clientAddr(c.RemoteAddr()),
-			pending: make(chan struct{}, pipelined), ups: make(map[net.Conn]bool)}
+			pending: make(chan struct{}, pipelined), ups: make(map[net.Conn]bool), aborted: make(chan struct{})}
 		if !f.conns.add(tc, &f.st) {
 			f.st.refused.Add(1)
 			c.Close()
@@ -62,9 +62,10 @@ type tconn struct {
 	pending chan struct{}  // a token per query read and not yet answered
 	write   sync.Mutex     // one answer written at a time
 
-	mu     sync.Mutex
-	ups    map[net.Conn]bool // to the upstream: true when kept idle
-	closed bool              // by abort: no upstream connection is kept
+	mu      sync.Mutex
+	ups     map[net.Conn]bool // to the upstream: true when kept idle
+	closed  bool              // by abort: no upstream connection is kept
+	aborted chan struct{}     // closed by abort: a query waits for no slot
 
 	// Guarded by connSet.mu.
 	atUpstream, writing int // its queries waiting on the upstream, on the client
