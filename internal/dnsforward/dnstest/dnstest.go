@@ -63,11 +63,22 @@ func StartOneQuery(t testing.TB, addr netip.AddrPort) *Server {
 // StartWith is Start of a server that answers as b says.
 func StartWith(t testing.TB, addr netip.AddrPort, b Behaviour) *Server {
 	t.Helper()
+	s, err := Listen(addr, b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Close)
+	return s
+}
+
+// Listen is StartWith outside a test (a benchmark's stand-in running as
+// a process of its own): the server answers until Close.
+func Listen(addr netip.AddrPort, b Behaviour) (*Server, error) {
 	s := &Server{b: b}
 	for range 8 {
 		u, err := net.ListenUDP("udp", net.UDPAddrFromAddrPort(addr))
 		if err != nil {
-			t.Fatalf("stand-in resolver: %v", err)
+			return nil, fmt.Errorf("stand-in resolver: %w", err)
 		}
 		bound := u.LocalAddr().(*net.UDPAddr).AddrPort()
 		bound = netip.AddrPortFrom(addr.Addr(), bound.Port())
@@ -77,22 +88,24 @@ func StartWith(t testing.TB, addr netip.AddrPort, b Behaviour) *Server {
 			if addr.Port() == 0 {
 				continue
 			}
-			t.Fatalf("stand-in resolver: %v", err)
+			return nil, fmt.Errorf("stand-in resolver: %w", err)
 		}
 		s.udp, s.tcp, s.Addr = u, l, bound
 		break
 	}
 	if s.udp == nil {
-		t.Fatal("stand-in resolver: no port free for both UDP and TCP")
+		return nil, errors.New("stand-in resolver: no port free for both UDP and TCP")
 	}
 	s.wg.Go(s.serveUDP)
 	s.wg.Go(s.serveTCP)
-	t.Cleanup(func() {
-		s.udp.Close()
-		s.tcp.Close()
-		s.wg.Wait()
-	})
-	return s
+	return s, nil
+}
+
+// Close stops the server and waits for its goroutines.
+func (s *Server) Close() {
+	s.udp.Close()
+	s.tcp.Close()
+	s.wg.Wait()
 }
 
 func (s *Server) serveUDP() {
