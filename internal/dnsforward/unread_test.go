@@ -24,7 +24,8 @@ var (
 // connection cap, each send large queries (60 kB answers) and never read
 // an answer. Another client's queries, one every 10 ms on one
 // connection, are all answered; no connection of the forwarder queues
-// more than 256 KiB toward its client; each non-reader is closed.
+// more than 320 KiB toward its client; most non-readers are closed
+// (the others were refused at the cap).
 func TestClientsThatDoNotRead(t *testing.T) {
 	up := dnstest.Start(t, loop4, 0)
 	lim := dnsforward.DefaultLimits()
@@ -63,8 +64,12 @@ func TestClientsThatDoNotRead(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 	}
 	wg.Wait()
-	const limit = 256 << 10
-	t.Logf("largest send queue toward a client: %d bytes", maxQueue)
+	// The kernel doubles the 64 KiB asked for (tcpSendBuffer) and lets
+	// a write pass it by up to one 64 KiB segment: 192 KiB and a little.
+	// Without the cap: 840 kB here (16 answers of 60 kB), megabytes
+	// with more.
+	const limit = 320 << 10
+	t.Logf("largest send queue toward a client: %d bytes; counts %+v", maxQueue, f.Stats())
 	if maxQueue > limit {
 		t.Errorf("a connection queued %d bytes toward its client, over %d", maxQueue, limit)
 	}
