@@ -11,6 +11,8 @@ import (
 	"io"
 	"net"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // pipelined is how many queries of one connection may be unanswered at
@@ -39,8 +41,7 @@ const (
 func (f *Forwarder) serveConn(tc *tconn) {
 	defer close(tc.done)
 	defer f.conns.remove(tc)
-	defer tc.conn.Close()
-	defer tc.abort()
+	defer tc.shut(false)
 	defer tc.queries.Wait()
 	for {
 		tc.pending <- struct{}{}
@@ -129,10 +130,8 @@ func (f *Forwarder) query(tc *tconn, msg, buf []byte) {
 	bufs := net.Buffers{prefix[:], reply}
 	if _, err := bufs.WriteTo(tc.conn); err != nil {
 		if isTimeout(err) {
-			// Its send queue stayed full: drop it with a reset
-			// rather than leave the kernel to hold it.
+			// Its send queue stayed full (abort drops it).
 			f.st.unread.Add(1)
-			_ = tc.conn.SetLinger(0)
 		}
 		tc.abort()
 		return
@@ -247,17 +246,41 @@ func (tc *tconn) doneUpstream(up net.Conn, answered bool) {
 }
 
 // abort closes the client's connection and its upstream connections, so
-// that its queries end at once.
-func (tc *tconn) abort() {
+// that its queries end at once. Answers its client has not read are
+// dropped with a reset: closed normally, the kernel would go on holding
+// them for a client that does not read.
+func (tc *tconn) abort() { tc.shut(true) }
+
+// shut closes the connection, with a reset if reset is set and answers
+// are still queued toward the client.
+func (tc *tconn) shut(reset bool) {
 	tc.mu.Lock()
 	defer tc.mu.Unlock()
-	if !tc.closed {
-		close(tc.aborted)
+	if tc.closed {
+		return
 	}
+	close(tc.aborted)
 	tc.closed = true
+	if reset && unsent(tc.conn) {
+		_ = tc.conn.SetLinger(0)
+	}
 	tc.conn.Close()
 	for up := range tc.ups {
 		up.Close()
 	}
 	clear(tc.ups)
+}
+
+// unsent tells whether bytes written to c wait in its send queue
+// (SIOCOUTQ), unsent or unacknowledged.
+func unsent(c *net.TCPConn) bool {
+	raw, err := c.SyscallConn()
+	if err != nil {
+		return false
+	}
+	n := 0
+	if err := raw.Control(func(fd uintptr) { n, _ = unix.IoctlGetInt(int(fd), unix.SIOCOUTQ) }); err != nil {
+		return false
+	}
+	return n > 0
 }

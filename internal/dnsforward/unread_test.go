@@ -25,7 +25,8 @@ var (
 // an answer. Another client's queries, one every 10 ms on one
 // connection, are all answered; no connection of the forwarder queues
 // more than 320 KiB toward its client; most non-readers are closed
-// (the others were refused at the cap).
+// (the others were refused at the cap), with a reset that drops what was
+// queued toward them.
 func TestClientsThatDoNotRead(t *testing.T) {
 	up := dnstest.Start(t, loop4, 0)
 	lim := dnsforward.DefaultLimits()
@@ -60,7 +61,8 @@ func TestClientsThatDoNotRead(t *testing.T) {
 		if _, err := dnstest.Exchange(good, q, 2*time.Second); err != nil {
 			t.Fatalf("well-formed query %d: %v (counts %+v)", i, err, f.Stats())
 		}
-		maxQueue = max(maxQueue, sendQueue(t, f.Addr().Port()))
+		most, _ := sendQueues(t, f.Addr().Port())
+		maxQueue = max(maxQueue, most)
 		time.Sleep(10 * time.Millisecond)
 	}
 	wg.Wait()
@@ -73,6 +75,19 @@ func TestClientsThatDoNotRead(t *testing.T) {
 	if maxQueue > limit {
 		t.Errorf("a connection queued %d bytes toward its client, over %d", maxQueue, limit)
 	}
+	// The non-readers, still open, were closed with a reset: the
+	// kernel holds nothing more toward them (the well-formed client's
+	// last answer may wait a few ms for its delayed acknowledgement).
+	total := 0
+	for range 50 {
+		if _, total = sendQueues(t, f.Addr().Port()); total == 0 {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if total > 0 {
+		t.Errorf("%d bytes still queued toward clients the forwarder closed", total)
+	}
 	f.stop()
 	got := f.Stats()
 	if got.Unread+got.Evicted < 2*int64(lim.Conns+4)-int64(lim.Conns) {
@@ -83,16 +98,16 @@ func TestClientsThatDoNotRead(t *testing.T) {
 	}
 }
 
-// sendQueue is the largest send queue (tx_queue in /proc/net/tcp: bytes
-// written and not yet acknowledged) of the sockets on local port port.
-func sendQueue(t *testing.T, port uint16) int {
+// sendQueues are the largest and the total send queue (tx_queue in
+// /proc/net/tcp: bytes written and not yet acknowledged) of the sockets
+// on local port port: the forwarder's, closed ones included.
+func sendQueues(t *testing.T, port uint16) (most, total int) {
 	t.Helper()
 	fh, err := os.Open("/proc/net/tcp")
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer fh.Close()
-	most := 0
 	local := fmt.Sprintf(":%04X", port)
 	sc := bufio.NewScanner(fh)
 	for sc.Scan() {
@@ -103,8 +118,8 @@ func sendQueue(t *testing.T, port uint16) int {
 		tx, _, _ := strings.Cut(fields[4], ":")
 		n, err := strconv.ParseInt(tx, 16, 64)
 		if err == nil {
-			most = max(most, int(n))
+			most, total = max(most, int(n)), total+int(n)
 		}
 	}
-	return most
+	return most, total
 }
