@@ -14,8 +14,9 @@ import (
 // quarters of max, divided among the addresses holding slots (itself
 // included), and at least one. One client that floods the forwarder with
 // queries the upstream never answers therefore holds at most three
-// quarters; once k clients do, each holds at most 3/(4k), and a quarter
-// stays free for a new one.
+// quarters; once k clients do, each takes no more than 3/(4k) (what one
+// holds past that is given back as its queries end, within
+// QueryTimeout), and a quarter stays free for a new one.
 type slots struct {
 	mu    sync.Mutex
 	max   int
@@ -58,6 +59,11 @@ func (s *slots) takeLocked(client netip.Addr) bool {
 func (s *slots) take(client netip.Addr, timeout time.Duration, cancel <-chan struct{}) bool {
 	var timer *time.Timer
 	for {
+		select {
+		case <-cancel:
+			return false
+		default:
+		}
 		s.mu.Lock()
 		if s.takeLocked(client) {
 			s.mu.Unlock()
