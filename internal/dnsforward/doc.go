@@ -8,16 +8,22 @@
 //
 // It reads no more of DNS than it needs: the 12-byte header (a datagram
 // shorter than that, or one that is itself a reply, is dropped), the
-// message ID (an upstream reply must carry the query's), and on TCP the
-// 2-byte length of RFC 1035 4.2.2 (framing.go). Everything else is passed
-// through byte for byte.
+// message ID and the question (an upstream reply must carry the
+// query's), and on TCP the 2-byte length of RFC 1035 4.2.2 (framing.go).
+// Everything else is passed through byte for byte.
 //
 // Everything it holds is bounded (Limits): the size of a message, the
-// queries in flight (one slot each, shared by UDP and TCP), the TCP
-// connections (at the cap, the one idle the longest is closed for a new
-// one, so half-open connections cannot lock clients out), and the time
-// each query and each idle connection may take. Its memory is therefore
-// bounded too (Limits.MemoryBound).
+// queries in flight (one slot each, shared by UDP and TCP, and by client
+// addresses fairly: one client cannot hold them all), the TCP
+// connections (at the cap, one of the client address that holds the most
+// and that waits on its client is closed for a new one, so half-open
+// connections cannot lock clients out), the bytes queued toward a TCP
+// client (a small send buffer), and the time each query, each idle
+// connection and each client reading its answer may take. Its memory is
+// therefore bounded too (Limits.MemoryBound). Queries pipelined on a TCP
+// connection are forwarded at once and answered as their answers come
+// (RFC 7766 6.2.1.1), each over an upstream connection of its own: the
+// upstream need not pipeline.
 //
 // The entrypoint runs it as `entrypoint dns-forwarder` under a runtime
 // systemd unit that enable_network_magic writes (internal/network,

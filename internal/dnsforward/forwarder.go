@@ -21,11 +21,12 @@ import (
 // Limits bound what the forwarder holds at once and how long it waits.
 type Limits struct {
 	// InFlight is how many queries (UDP and TCP together) may wait for
-	// the upstream at once. A UDP query past it is dropped (its client
-	// retries), a TCP connection waits for a slot.
+	// the upstream at once, a client address at most its share (slots).
+	// A UDP query past it is dropped (its client retries), a TCP
+	// connection waits for a slot.
 	InFlight int
 	// Conns is how many TCP connections are open at once; at the cap,
-	// the one idle the longest is closed to make room.
+	// one that waits on its client is closed to make room (connSet.add).
 	Conns int
 	// QueryTimeout is how long a query waits for the upstream's answer:
 	// CoreDNS's forward plugin gives up on an upstream after 2 s, glibc
@@ -35,6 +36,11 @@ type Limits struct {
 	// (whole: a half-sent frame counts) before it is closed; RFC 7766
 	// 6.2.3 suggests seconds, not minutes.
 	IdleTimeout time.Duration
+	// WriteTimeout is how long a TCP client may take to read an answer:
+	// to make room for it in the connection's send queue, which holds
+	// at most about 2 × tcpSendBuffer. A client that does not is
+	// closed, its queue dropped with a reset.
+	WriteTimeout time.Duration
 }
 
 // DefaultLimits are the limits of the node's forwarder: CoreDNS sends at
@@ -42,20 +48,21 @@ type Limits struct {
 // its cache, and Docker's embedded DNS is one process; 128 in flight is
 // several thousand queries a second at its usual millisecond latency.
 func DefaultLimits() Limits {
-	return Limits{InFlight: 128, Conns: 64, QueryTimeout: 3 * time.Second, IdleTimeout: 10 * time.Second}
+	return Limits{InFlight: 128, Conns: 64, QueryTimeout: 3 * time.Second, IdleTimeout: 10 * time.Second, WriteTimeout: 2 * time.Second}
 }
 
 // MemoryBound is what the forwarder's buffers can hold at most: a
-// MaxMessage buffer for the UDP reader, one per UDP query in flight (for
-// the query, then its reply), and one per TCP connection inside a frame
-// (idle ones hold none). Goroutine stacks (one per query in flight and
-// per connection) add a few KiB each.
+// MaxMessage buffer for the UDP reader, one per query in flight (for the
+// query, then its reply, until it is sent), and one per TCP connection
+// reading a query's frame or waiting for its slot (idle ones hold none).
+// Goroutine stacks (one per query in flight and per connection) add a
+// few KiB each.
 func (l Limits) MemoryBound() int {
 	return (1 + l.InFlight + l.Conns) * MaxMessage
 }
 
 func (l Limits) check() error {
-	if l.InFlight < 1 || l.Conns < 1 || l.QueryTimeout <= 0 || l.IdleTimeout <= 0 {
+	if l.InFlight < 1 || l.Conns < 1 || l.QueryTimeout <= 0 || l.IdleTimeout <= 0 || l.WriteTimeout <= 0 {
 		return fmt.Errorf("limits %+v: each must be positive", l)
 	}
 	return nil
@@ -84,7 +91,7 @@ type Forwarder struct {
 	log      *logline.Logger
 	dial     func(ctx context.Context, network, address string) (net.Conn, error)
 
-	slots   chan struct{} // a token per query in flight
+	slots   slots         // the queries in flight, by client address
 	idleUDP chan net.Conn // upstream sockets kept for the next query
 	bufs    sync.Pool     // *[]byte of MaxMessage bytes
 	conns   connSet
@@ -103,8 +110,8 @@ func Listen(ctx context.Context, cfg Config) (*Forwarder, error) {
 	if !upstream.IsValid() || upstream.Port() == 0 {
 		return nil, fmt.Errorf("upstream %s: not an address and port", upstream)
 	}
-	f := &Forwarder{upstream: upstream, lim: lim, log: cfg.Log, dial: cfg.Dial, slots: make(chan struct{}, lim.InFlight),
-		idleUDP: make(chan net.Conn, lim.InFlight)}
+	f := &Forwarder{upstream: upstream, lim: lim, log: cfg.Log, dial: cfg.Dial, idleUDP: make(chan net.Conn, lim.InFlight)}
+	f.slots.init(lim.InFlight)
 	if f.dial == nil {
 		var d net.Dialer
 		f.dial = d.DialContext

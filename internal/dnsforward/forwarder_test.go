@@ -30,9 +30,17 @@ type started struct {
 
 func start(t *testing.T, upstream netip.AddrPort, lim dnsforward.Limits) *started {
 	t.Helper()
+	return startOn(t, loop6, upstream, lim)
+}
+
+// startOn is start on listen: 127.0.0.1, for tests whose clients come
+// from several addresses (127.0.0.2, 127.0.0.3: loopback has one IPv6
+// address, but all of 127/8).
+func startOn(t *testing.T, listen, upstream netip.AddrPort, lim dnsforward.Limits) *started {
+	t.Helper()
 	log := &syncBuffer{}
 	ctx, cancel := context.WithCancel(context.Background())
-	f, err := dnsforward.Listen(ctx, dnsforward.Config{Listen: loop6, Upstream: upstream, Limits: lim, Log: logline.New(log, logline.Text)})
+	f, err := dnsforward.Listen(ctx, dnsforward.Config{Listen: listen, Upstream: upstream, Limits: lim, Log: logline.New(log, logline.Text)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -70,7 +78,22 @@ func (s *syncBuffer) String() string {
 
 func dial(t *testing.T, network string, addr netip.AddrPort) net.Conn {
 	t.Helper()
-	c, err := net.Dial(network, addr.String())
+	return dialFrom(t, network, netip.Addr{}, addr)
+}
+
+// dialFrom is dial from the address from (the zero Addr: any).
+func dialFrom(t *testing.T, network string, from netip.Addr, addr netip.AddrPort) net.Conn {
+	t.Helper()
+	d := net.Dialer{Timeout: 2 * time.Second}
+	if from.IsValid() {
+		local := netip.AddrPortFrom(from, 0)
+		if network == "tcp" {
+			d.LocalAddr = net.TCPAddrFromAddrPort(local)
+		} else {
+			d.LocalAddr = net.UDPAddrFromAddrPort(local)
+		}
+	}
+	c, err := d.Dial(network, addr.String())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -49,6 +49,60 @@ func IsReplyTo(reply []byte, id uint16) bool {
 	return len(reply) >= HeaderLen && reply[2]&0x80 != 0 && ID(reply) == id
 }
 
+// Answers tells whether reply answers query (which holds a valid query's
+// header): IsReplyTo its ID, and the same question (name, compared
+// without regard to ASCII case as RFC 4343 says, type and class) when the
+// reply has one: RFC 7766 7 asks a client to match both, and a late copy
+// of an earlier answer with the same ID is told apart by its question.
+// A reply without a question (a FORMERR, say) matches by ID alone.
+func Answers(reply, query []byte) bool {
+	if !IsReplyTo(reply, ID(query)) {
+		return false
+	}
+	if reply[4] == 0 && reply[5] == 0 {
+		return true
+	}
+	q, r := question(query), question(reply)
+	if q == nil || len(q) != len(r) {
+		return false
+	}
+	name := len(q) - 4 // type and class follow
+	for i := range name {
+		if lower(q[i]) != lower(r[i]) {
+			return false
+		}
+	}
+	return string(q[name:]) == string(r[name:])
+}
+
+// question is the first question of msg, name, type and class, or nil
+// when msg holds none whole. A question's name is never compressed: it
+// is the first name of the message, with nothing before it to point to.
+func question(msg []byte) []byte {
+	i := HeaderLen
+	for i < len(msg) && i-HeaderLen < 255 {
+		n := int(msg[i])
+		if n == 0 {
+			if end := i + 5; end <= len(msg) {
+				return msg[HeaderLen:end]
+			}
+			return nil
+		}
+		if n > 63 {
+			return nil
+		}
+		i += 1 + n
+	}
+	return nil
+}
+
+func lower(b byte) byte {
+	if 'A' <= b && b <= 'Z' {
+		return b + 'a' - 'A'
+	}
+	return b
+}
+
 // ReadFrame reads one length-prefixed message from r into buf, which is
 // grown to the message's length (at most MaxMessage, which the prefix
 // cannot exceed), and returns the message. A message shorter than a

@@ -139,3 +139,35 @@ func FuzzReadFrame(f *testing.F) {
 		}
 	})
 }
+
+func TestAnswers(t *testing.T) {
+	q, _ := NewQuery(7, "Kind-Control-Plane")
+	reply := func(id uint16, name string, edit func([]byte)) []byte {
+		r, _ := NewQuery(id, name)
+		r[2] |= 0x80
+		if edit != nil {
+			edit(r)
+		}
+		return r
+	}
+	for _, tc := range []struct {
+		name  string
+		reply []byte
+		want  bool
+	}{
+		{"same question", reply(7, "Kind-Control-Plane", nil), true},
+		{"name in another case", reply(7, "kind-control-plane", nil), true},
+		{"another ID", reply(8, "Kind-Control-Plane", nil), false},
+		{"QR clear", reply(7, "Kind-Control-Plane", func(r []byte) { r[2] = 1 }), false},
+		{"another name", reply(7, "kind-worker", nil), false},
+		{"another type", reply(7, "Kind-Control-Plane", func(r []byte) { r[len(r)-3] = 1 }), false},
+		{"no question (FORMERR)", []byte{0, 7, 0x80, 1, 0, 0, 0, 0, 0, 0, 0, 0}, true},
+		{"question cut short", reply(7, "Kind-Control-Plane", nil)[:20], false},
+		{"a compressed name", append([]byte{0, 7, 0x80, 0, 0, 1, 0, 0, 0, 0, 0, 0}, 0xc0, 12, 0, 28, 0, 1), false},
+		{"header only", []byte{0, 7, 0x80}, false},
+	} {
+		if got := Answers(tc.reply, q); got != tc.want {
+			t.Errorf("%s: Answers(%x) = %v, want %v", tc.name, tc.reply, got, tc.want)
+		}
+	}
+}

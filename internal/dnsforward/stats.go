@@ -21,24 +21,26 @@ type Counts struct {
 	// Garbage is datagrams and TCP messages that were not DNS queries
 	// (or, from the upstream, not the reply awaited).
 	Garbage int64
-	// Busy is queries dropped with every in-flight slot taken.
+	// Busy is queries dropped with every in-flight slot taken, or
+	// their client address's share of them (slots).
 	Busy int64
 	// Failed is queries the upstream did not answer in time, or at all
 	// (LastErr is the last reason).
 	Failed  int64
 	LastErr string
 	// Idle is TCP connections closed for sending no query in time;
-	// Evicted those closed to make room for a new one; Refused new ones
-	// turned away with every connection busy.
-	Idle, Evicted, Refused int64
+	// Unread those closed for not reading an answer in time; Evicted
+	// those closed to make room for a new one; Refused new ones turned
+	// away with every connection busy.
+	Idle, Unread, Evicted, Refused int64
 	// Buffers is the MaxMessage buffers held now, PeakBuffers the most
 	// held at once: at most 1 + InFlight + Conns (Limits.MemoryBound).
 	Buffers, PeakBuffers int64
 }
 
 type stats struct {
-	udp, tcp, garbage, busy, failed, idle, evicted, refused atomic.Int64
-	buffers, peakBuffers                                    atomic.Int64
+	udp, tcp, garbage, busy, failed, idle, unread, evicted, refused atomic.Int64
+	buffers, peakBuffers                                            atomic.Int64
 
 	mu       sync.Mutex
 	lastErr  string
@@ -69,7 +71,7 @@ func (s *stats) load() Counts {
 	return Counts{
 		UDP: s.udp.Load(), TCP: s.tcp.Load(), Garbage: s.garbage.Load(), Busy: s.busy.Load(),
 		Failed: s.failed.Load(), LastErr: last,
-		Idle: s.idle.Load(), Evicted: s.evicted.Load(), Refused: s.refused.Load(),
+		Idle: s.idle.Load(), Unread: s.unread.Load(), Evicted: s.evicted.Load(), Refused: s.refused.Load(),
 		Buffers: s.buffers.Load(), PeakBuffers: s.peakBuffers.Load(),
 	}
 }
@@ -83,7 +85,8 @@ func (s *stats) report(log *logline.Logger, interval time.Duration) {
 	d := Counts{
 		UDP: now.UDP - s.reported.UDP, TCP: now.TCP - s.reported.TCP, Garbage: now.Garbage - s.reported.Garbage,
 		Busy: now.Busy - s.reported.Busy, Failed: now.Failed - s.reported.Failed, LastErr: now.LastErr,
-		Idle: now.Idle - s.reported.Idle, Evicted: now.Evicted - s.reported.Evicted, Refused: now.Refused - s.reported.Refused,
+		Idle: now.Idle - s.reported.Idle, Unread: now.Unread - s.reported.Unread,
+		Evicted: now.Evicted - s.reported.Evicted, Refused: now.Refused - s.reported.Refused,
 	}
 	s.reported = now
 	s.mu.Unlock()
@@ -110,11 +113,12 @@ func summary(d Counts, interval time.Duration) (line string, lv logline.Level, o
 		}
 	}
 	add(d.Failed, "failed (last: "+d.LastErr+")", true)
-	add(d.Busy, "dropped with every slot in flight", true)
+	add(d.Busy, "dropped with every slot, or the client's share, in flight", true)
 	add(d.Refused, "TCP connections refused, all busy", true)
 	add(d.Garbage, "messages dropped, not DNS queries", false)
 	add(d.Idle, "idle TCP connections closed", false)
-	add(d.Evicted, "idle TCP connections closed for new ones", false)
+	add(d.Unread, "TCP connections closed for not reading their answers", true)
+	add(d.Evicted, "TCP connections waiting on their clients closed for new ones", false)
 	if d.UDP+d.TCP == 0 && len(parts) == 1 {
 		return "", lv, false
 	}

@@ -1,13 +1,12 @@
 package dnsforward
 
-// This file holds the TCP side: the accept loop, the set of connections
-// with its cap, and a connection's queries, each forwarded over a TCP
-// connection of its own to the upstream.
+// This file holds the TCP side's accept loop and the set of connections
+// with its cap; conn.go serves a connection.
 
 import (
-	"context"
 	"errors"
 	"net"
+	"net/netip"
 	"sync"
 	"time"
 )
@@ -26,7 +25,11 @@ func (f *Forwarder) serveTCP(wg *sync.WaitGroup) error {
 			time.Sleep(10 * time.Millisecond)
 			continue
 		}
-		tc := &tconn{conn: c, done: make(chan struct{})}
+		// A small send queue: a client that does not read its
+		// answers holds little of the kernel's memory.
+		_ = c.SetWriteBuffer(tcpSendBuffer)
+		tc := &tconn{conn: c, done: make(chan struct{}), client: clientAddr(c.RemoteAddr()),
+			pending: make(chan struct{}, pipelined), ups: make(map[net.Conn]bool), aborted: make(chan struct{})}
 		if !f.conns.add(tc, &f.st) {
 			f.st.refused.Add(1)
 			c.Close()
@@ -36,144 +39,12 @@ func (f *Forwarder) serveTCP(wg *sync.WaitGroup) error {
 	}
 }
 
-// serveConn answers a connection's queries, one after the other, until it
-// ends, sends a message that is not a query, or stays idle (or half-sent)
-// past IdleTimeout. An idle connection holds no buffer; one inside a frame
-// holds one, for the query and then its reply.
-func (f *Forwarder) serveConn(tc *tconn) {
-	defer close(tc.done)
-	defer f.conns.remove(tc)
-	defer tc.conn.Close()
-	defer tc.closeUpstream()
-	for {
-		f.conns.setIdle(tc, true)
-		if err := tc.conn.SetReadDeadline(time.Now().Add(f.lim.IdleTimeout)); err != nil {
-			return
-		}
-		n, err := ReadLength(tc.conn)
-		if err == nil && n < HeaderLen {
-			err = ErrShort
-		}
-		if !f.connErr(err) {
-			return
-		}
-		if !f.query(tc, n) {
-			return
-		}
+// clientAddr is a connection's client address, IPv4 unmapped.
+func clientAddr(a net.Addr) netip.Addr {
+	if ta, ok := a.(*net.TCPAddr); ok {
+		return ta.AddrPort().Addr().Unmap()
 	}
-}
-
-// connErr counts why a connection ends; true when err is nil and it goes
-// on.
-func (f *Forwarder) connErr(err error) bool {
-	switch {
-	case err == nil:
-		return true
-	case errors.Is(err, ErrShort) || errors.Is(err, ErrNotQuery):
-		f.st.garbage.Add(1)
-	case isTimeout(err):
-		f.st.idle.Add(1)
-	}
-	// Otherwise the client closed it (io.EOF between frames is the
-	// usual end), or it was closed to make room.
-	return false
-}
-
-// query reads the rest of a frame of n bytes, forwards it and writes the
-// reply back; false when the connection must end.
-func (f *Forwarder) query(tc *tconn, n int) bool {
-	b := f.getBuf()
-	defer f.putBuf(b)
-	msg, err := ReadMessage(tc.conn, n, *b)
-	if err == nil {
-		err = CheckQuery(msg)
-	}
-	if !f.connErr(err) {
-		return false
-	}
-	f.conns.setIdle(tc, false)
-	select {
-	case f.slots <- struct{}{}:
-	case <-time.After(f.lim.QueryTimeout):
-		f.st.busy.Add(1)
-		return false
-	}
-	reply, err := f.tcpExchange(tc, msg, *b)
-	<-f.slots
-	if err != nil {
-		f.st.fail(err)
-		return false
-	}
-	if err := tc.conn.SetWriteDeadline(time.Now().Add(f.lim.QueryTimeout)); err != nil {
-		return false
-	}
-	var prefix [2]byte
-	prefix[0], prefix[1] = byte(len(reply)>>8), byte(len(reply))
-	bufs := net.Buffers{prefix[:], reply}
-	if _, err := bufs.WriteTo(tc.conn); err != nil {
-		f.st.fail(err)
-		return false
-	}
-	f.st.tcp.Add(1)
-	return true
-}
-
-// tcpExchange sends msg to the upstream and reads the reply into buf,
-// which may be msg's own (it is sent by then). The client's connection
-// keeps its upstream connection for its next query (tc.up): a connect per
-// query was most of a TCP query's cost. A kept connection the upstream
-// has closed meanwhile fails before a byte of the reply is read, and
-// msg is still whole: it is sent once more on a new connection.
-func (f *Forwarder) tcpExchange(tc *tconn, msg, buf []byte) ([]byte, error) {
-	deadline := time.Now().Add(f.lim.QueryTimeout)
-	if tc.up != nil {
-		reply, sent, err := f.exchangeOn(tc.up, deadline, msg, buf)
-		if err == nil || sent {
-			if err != nil {
-				tc.closeUpstream()
-			}
-			return reply, err
-		}
-		tc.closeUpstream()
-	}
-	ctx, cancel := context.WithDeadline(context.Background(), deadline)
-	defer cancel()
-	up, err := f.dial(ctx, "tcp", f.upstream.String())
-	if err != nil {
-		return nil, err
-	}
-	tc.up = up
-	reply, _, err := f.exchangeOn(up, deadline, msg, buf)
-	if err != nil {
-		tc.closeUpstream()
-	}
-	return reply, err
-}
-
-// exchangeOn is one query on the upstream connection up. sent says that
-// the reply had begun to arrive (into buf, over msg) when it failed.
-func (f *Forwarder) exchangeOn(up net.Conn, deadline time.Time, msg, buf []byte) (reply []byte, sent bool, err error) {
-	if err := up.SetDeadline(deadline); err != nil {
-		return nil, false, err
-	}
-	id := ID(msg)
-	var prefix [2]byte
-	prefix[0], prefix[1] = byte(len(msg)>>8), byte(len(msg))
-	bufs := net.Buffers{prefix[:], msg}
-	if _, err := bufs.WriteTo(up); err != nil {
-		return nil, false, err
-	}
-	n, err := ReadLength(up)
-	if err != nil {
-		return nil, false, err
-	}
-	if reply, err = ReadMessage(up, n, buf); err != nil {
-		return nil, true, err
-	}
-	if !IsReplyTo(reply, id) {
-		return nil, true, errors.New("the upstream's reply does not answer the query (ID or QR bit)")
-	}
-	return reply, true, nil
+	return netip.Addr{}
 }
 
 func isTimeout(err error) bool {
@@ -183,19 +54,38 @@ func isTimeout(err error) bool {
 
 // tconn is a client's TCP connection.
 type tconn struct {
-	conn      *net.TCPConn
-	up        net.Conn      // to the upstream, kept between queries (its goroutine's alone)
-	done      chan struct{} // closed when its goroutine has ended
-	idle      bool
-	closing   bool
-	idleSince time.Time
+	conn   *net.TCPConn
+	client netip.Addr
+	done   chan struct{} // closed when its goroutine has ended
+
+	queries sync.WaitGroup // its queries' goroutines
+	pending chan struct{}  // a token per query read and not yet answered
+	write   sync.Mutex     // one answer written at a time
+
+	mu      sync.Mutex
+	ups     map[net.Conn]bool // to the upstream: true when kept idle
+	closed  bool              // by abort: no upstream connection is kept
+	aborted chan struct{}     // closed by abort: a query waits for no slot
+
+	// Guarded by connSet.mu.
+	atUpstream, writing int // its queries waiting on the upstream, on the client
+	closing             bool
+	idleSince           time.Time // when wait last changed
 }
 
-func (tc *tconn) closeUpstream() {
-	if tc.up != nil {
-		tc.up.Close()
-		tc.up = nil
+// waitState is what a connection waits for (conn.go names them).
+type waitState int
+
+// wait is what the connection waits for; the connection set closes one
+// that waits on its client to make room for a new one.
+func (tc *tconn) wait() waitState {
+	switch {
+	case tc.atUpstream > 0:
+		return busy
+	case tc.writing > 0:
+		return waitRead
 	}
+	return waitQuery
 }
 
 // connSet holds the open connections, at most max of them.
@@ -208,11 +98,15 @@ type connSet struct {
 
 func (s *connSet) init(max int) { s.max, s.conns = max, make(map[*tconn]struct{}, max) }
 
-// add takes c in. At the cap it closes the connection idle the longest
-// (a half-open one sending nothing, typically) and waits for its
-// goroutine to end (at once: its read fails), so that never more than
-// the cap are open, nor hold a buffer. With none idle, every connection
-// is in a query, and c is refused. Only the accept loop calls it.
+// add takes c in. At the cap it closes a connection of the client
+// address that holds the most (so that one client's connections cannot
+// push out another's): of those, the one that has waited on its client
+// the longest, one that does not read its answers before one idle (a
+// half-open one sending nothing, typically). It waits for that one's
+// goroutine to end (at once: its read or write fails), so that never
+// more than the cap are open, nor hold a buffer. With none of them
+// waiting on its client, they are all in a query, and c is refused. Only
+// the accept loop calls it.
 func (s *connSet) add(c *tconn, st *stats) bool {
 	s.mu.Lock()
 	if s.closed {
@@ -220,9 +114,20 @@ func (s *connSet) add(c *tconn, st *stats) bool {
 		return false
 	}
 	if len(s.conns) >= s.max {
+		// A new connection counts for its address.
+		held := map[netip.Addr]int{c.client: 1}
+		most := 1
+		for o := range s.conns {
+			held[o.client]++
+			most = max(most, held[o.client])
+		}
 		var oldest *tconn
 		for o := range s.conns {
-			if o.idle && !o.closing && (oldest == nil || o.idleSince.Before(oldest.idleSince)) {
+			w := o.wait()
+			if w == busy || o.closing || held[o.client] < most {
+				continue
+			}
+			if oldest == nil || w > oldest.wait() || w == oldest.wait() && o.idleSince.Before(oldest.idleSince) {
 				oldest = o
 			}
 		}
@@ -231,7 +136,7 @@ func (s *connSet) add(c *tconn, st *stats) bool {
 			return false
 		}
 		oldest.closing = true
-		oldest.conn.Close()
+		oldest.abort()
 		s.mu.Unlock()
 		<-oldest.done
 		st.evicted.Add(1)
@@ -241,18 +146,22 @@ func (s *connSet) add(c *tconn, st *stats) bool {
 	if s.closed {
 		return false
 	}
-	c.idle, c.idleSince = true, time.Now()
+	c.idleSince = time.Now()
 	s.conns[c] = struct{}{}
 	return true
 }
 
-func (s *connSet) setIdle(c *tconn, idle bool) {
+// change counts a query of c going to the upstream (dUp) or to the
+// client (dWrite), or coming back.
+func (s *connSet) change(c *tconn, dUp, dWrite int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if idle && !c.idle {
+	was := c.wait()
+	c.atUpstream += dUp
+	c.writing += dWrite
+	if c.wait() != was {
 		c.idleSince = time.Now()
 	}
-	c.idle = idle
 }
 
 func (s *connSet) remove(c *tconn) {
@@ -266,6 +175,6 @@ func (s *connSet) closeAll() {
 	defer s.mu.Unlock()
 	s.closed = true
 	for c := range s.conns {
-		c.conn.Close()
+		c.abort()
 	}
 }

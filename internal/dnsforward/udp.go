@@ -34,19 +34,18 @@ func (f *Forwarder) serveUDP(wg *sync.WaitGroup) error {
 			f.st.garbage.Add(1)
 			continue
 		}
-		select {
-		case f.slots <- struct{}{}:
-		default:
-			// Full: the client's resolver asks again, or another
-			// upstream. Waiting here would hold back every datagram
-			// behind this one.
+		from := client.Addr().Unmap()
+		if !f.slots.tryTake(from) {
+			// Full, or the client's share is: its resolver asks
+			// again, or another upstream. Waiting here would hold
+			// back every datagram behind this one.
 			f.st.busy.Add(1)
 			continue
 		}
 		q := b
 		b = f.getBuf()
 		wg.Go(func() {
-			defer func() { <-f.slots }()
+			defer f.slots.give(from)
 			defer f.putBuf(q)
 			f.udpQuery(client, *q, n)
 		})
@@ -58,10 +57,11 @@ func (f *Forwarder) serveUDP(wg *sync.WaitGroup) error {
 // upstream while it is in flight (so it takes only the upstream's
 // datagrams); one that got its answer goes back to a pool of at most
 // InFlight for the next query, which spares a socket, a connect and a
-// close per query. The upstream is the node's own DNAT to Docker's DNS:
-// no one outside the node sees those ports.
+// close per query. A reply must answer the query (Answers: ID and
+// question); a socket is reused only with nothing queued (clean). The
+// upstream is the node's own DNAT to Docker's DNS: no one outside the
+// node sees those ports.
 func (f *Forwarder) udpQuery(client netip.AddrPort, buf []byte, n int) {
-	id := ID(buf[:n])
 	deadline := time.Now().Add(f.lim.QueryTimeout)
 	up, err := f.upstreamUDP(deadline)
 	if err != nil {
@@ -78,6 +78,8 @@ func (f *Forwarder) udpQuery(client netip.AddrPort, buf []byte, n int) {
 		f.st.fail(err)
 		return
 	}
+	var qh [queryHead]byte
+	query := head(&qh, buf[:n])
 	for {
 		m, err := up.Read(buf)
 		if err != nil {
@@ -87,7 +89,7 @@ func (f *Forwarder) udpQuery(client netip.AddrPort, buf []byte, n int) {
 			f.st.fail(err)
 			return
 		}
-		if IsReplyTo(buf[:m], id) {
+		if Answers(buf[:m], query) {
 			n = m
 			break
 		}
@@ -102,12 +104,21 @@ func (f *Forwarder) udpQuery(client netip.AddrPort, buf []byte, n int) {
 	f.st.udp.Add(1)
 }
 
-// upstreamUDP is a socket to the upstream: an idle one, or a new one.
+// upstreamUDP is a socket to the upstream: an idle one with nothing
+// queued (clean), or a new one.
 func (f *Forwarder) upstreamUDP(deadline time.Time) (net.Conn, error) {
-	select {
-	case c := <-f.idleUDP:
-		return c, nil
-	default:
+	for {
+		select {
+		case c := <-f.idleUDP:
+			if clean(c) {
+				return c, nil
+			}
+			c.Close()
+			f.st.garbage.Add(1)
+			continue
+		default:
+		}
+		break
 	}
 	ctx, cancel := context.WithDeadline(context.Background(), deadline)
 	defer cancel()

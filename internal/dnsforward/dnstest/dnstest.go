@@ -6,6 +6,7 @@ import (
 	"io"
 	"net"
 	"net/netip"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -21,13 +22,27 @@ type Server struct {
 	// Queries counts the queries answered.
 	Queries atomic.Int64
 
-	udp   *net.UDPConn
-	tcp   *net.TCPListener
-	delay time.Duration
-	// oneQuery: a TCP connection is closed after its first answer, as a
+	udp *net.UDPConn
+	tcp *net.TCPListener
+	b   Behaviour
+	wg  sync.WaitGroup
+}
+
+// Behaviour is how a stand-in answers.
+type Behaviour struct {
+	// Delay is how long each answer waits.
+	Delay time.Duration
+	// OneQuery: a TCP connection is closed after its first answer, as a
 	// server that does not keep connections open does.
-	oneQuery bool
-	wg       sync.WaitGroup
+	OneQuery bool
+	// Twice: every query is answered twice, the second time Dup later
+	// with a copy that Duplicate marks (RCODE REFUSED), so that a test
+	// sees which of the two a client got.
+	Twice bool
+	Dup   time.Duration
+	// Silent: queries for names whose first label starts with it are
+	// never answered.
+	Silent string
 }
 
 // Start binds UDP and TCP on addr (port 0: one free for both) in the
@@ -35,22 +50,35 @@ type Server struct {
 // each answer after delay.
 func Start(t testing.TB, addr netip.AddrPort, delay time.Duration) *Server {
 	t.Helper()
-	return start(t, addr, &Server{delay: delay})
+	return StartWith(t, addr, Behaviour{Delay: delay})
 }
 
 // StartOneQuery is Start of a server that closes each TCP connection
 // after its first answer.
 func StartOneQuery(t testing.TB, addr netip.AddrPort) *Server {
 	t.Helper()
-	return start(t, addr, &Server{oneQuery: true})
+	return StartWith(t, addr, Behaviour{OneQuery: true})
 }
 
-func start(t testing.TB, addr netip.AddrPort, s *Server) *Server {
+// StartWith is Start of a server that answers as b says.
+func StartWith(t testing.TB, addr netip.AddrPort, b Behaviour) *Server {
 	t.Helper()
+	s, err := Listen(addr, b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Close)
+	return s
+}
+
+// Listen is StartWith outside a test (a benchmark's stand-in running as
+// a process of its own): the server answers until Close.
+func Listen(addr netip.AddrPort, b Behaviour) (*Server, error) {
+	s := &Server{b: b}
 	for range 8 {
 		u, err := net.ListenUDP("udp", net.UDPAddrFromAddrPort(addr))
 		if err != nil {
-			t.Fatalf("stand-in resolver: %v", err)
+			return nil, fmt.Errorf("stand-in resolver: %w", err)
 		}
 		bound := u.LocalAddr().(*net.UDPAddr).AddrPort()
 		bound = netip.AddrPortFrom(addr.Addr(), bound.Port())
@@ -60,22 +88,24 @@ func start(t testing.TB, addr netip.AddrPort, s *Server) *Server {
 			if addr.Port() == 0 {
 				continue
 			}
-			t.Fatalf("stand-in resolver: %v", err)
+			return nil, fmt.Errorf("stand-in resolver: %w", err)
 		}
 		s.udp, s.tcp, s.Addr = u, l, bound
 		break
 	}
 	if s.udp == nil {
-		t.Fatal("stand-in resolver: no port free for both UDP and TCP")
+		return nil, errors.New("stand-in resolver: no port free for both UDP and TCP")
 	}
 	s.wg.Go(s.serveUDP)
 	s.wg.Go(s.serveTCP)
-	t.Cleanup(func() {
-		s.udp.Close()
-		s.tcp.Close()
-		s.wg.Wait()
-	})
-	return s
+	return s, nil
+}
+
+// Close stops the server and waits for its goroutines.
+func (s *Server) Close() {
+	s.udp.Close()
+	s.tcp.Close()
+	s.wg.Wait()
 }
 
 func (s *Server) serveUDP() {
@@ -88,22 +118,40 @@ func (s *Server) serveUDP() {
 			}
 			continue
 		}
-		if dnsforward.CheckQuery(buf[:n]) != nil {
+		if dnsforward.CheckQuery(buf[:n]) != nil || s.silent(buf[:n]) {
 			continue
 		}
 		reply := Answer(buf[:n])
-		if s.delay > 0 {
-			s.wg.Go(func() {
-				time.Sleep(s.delay)
-				s.Queries.Add(1)
-				s.udp.WriteToUDPAddrPort(reply, from)
-			})
+		send := func(m []byte) { s.udp.WriteToUDPAddrPort(m, from) }
+		if s.b.Delay > 0 || s.b.Dup > 0 {
+			s.wg.Go(func() { s.answer(reply, send) })
 			continue
 		}
-		// Counted first: a test reads the count once it has the answer.
-		s.Queries.Add(1)
-		s.udp.WriteToUDPAddrPort(reply, from)
+		s.answer(reply, send)
 	}
+}
+
+// answer sends reply after Delay, and its marked copy Dup later if the
+// server answers twice.
+func (s *Server) answer(reply []byte, send func([]byte)) {
+	time.Sleep(s.b.Delay)
+	// Counted first: a test reads the count once it has the answer.
+	s.Queries.Add(1)
+	send(reply)
+	if s.b.Twice {
+		time.Sleep(s.b.Dup)
+		send(Duplicate(reply))
+	}
+}
+
+// silent tells whether q is for a name the server does not answer.
+func (s *Server) silent(q []byte) bool {
+	if s.b.Silent == "" || len(q) <= dnsforward.HeaderLen {
+		return false
+	}
+	n := int(q[dnsforward.HeaderLen])
+	label := q[dnsforward.HeaderLen+1:]
+	return n <= len(label) && strings.HasPrefix(string(label[:n]), s.b.Silent)
 }
 
 func (s *Server) serveTCP() {
@@ -113,17 +161,34 @@ func (s *Server) serveTCP() {
 			return
 		}
 		s.wg.Go(func() {
+			var conn sync.WaitGroup
+			defer conn.Wait()
 			defer c.Close()
 			c.SetDeadline(time.Now().Add(10 * time.Second))
+			var mu sync.Mutex // a late duplicate and the next answer
+			send := func(m []byte) {
+				out, _ := dnsforward.AppendFrame(nil, m)
+				mu.Lock()
+				defer mu.Unlock()
+				c.Write(out)
+			}
 			for {
 				q, err := dnsforward.ReadFrame(c, nil)
 				if err != nil {
 					return
 				}
-				time.Sleep(s.delay)
-				out, _ := dnsforward.AppendFrame(nil, Answer(q))
-				s.Queries.Add(1)
-				if _, err := c.Write(out); err != nil || s.oneQuery {
+				if s.silent(q) {
+					continue
+				}
+				if s.b.Twice && s.b.Dup > 0 {
+					time.Sleep(s.b.Delay)
+					s.Queries.Add(1)
+					send(Answer(q))
+					conn.Go(func() { time.Sleep(s.b.Dup); send(Duplicate(Answer(q))) })
+				} else {
+					s.answer(Answer(q), send)
+				}
+				if s.b.OneQuery {
 					return
 				}
 			}
@@ -137,6 +202,14 @@ func Answer(q []byte) []byte {
 	r[2] |= 0x80
 	r[3] |= 0x80
 	return r
+}
+
+// Duplicate is the marked copy of reply that a server answering Twice
+// sends second: RCODE REFUSED.
+func Duplicate(reply []byte) []byte {
+	d := append([]byte(nil), reply...)
+	d[3] = d[3]&0xf0 | 5
+	return d
 }
 
 // Query is dnsforward.NewQuery of a name that is one.
