@@ -66,7 +66,9 @@ type Item struct {
 //     plan uses. Proxy credentials in the systemd proxy drop-in are
 //     redacted, as they are in .host/environ; more than 64 of them, in
 //     the environment and the drop-in, are an error, never archived
-//     unredacted. etcd's database (which holds the cluster's Secrets) is
+//     unredacted. kubeadm's kubeconfigs (/etc/kubernetes/*.conf) are
+//     archived with the values of client-key-data, token and password
+//     redacted. etcd's database (which holds the cluster's Secrets) is
 //     archived as a file of the same format holding only its members'
 //     names and peer URLs (etcdpeers.MembershipOnly), all that step 10
 //     reads of it.

@@ -12,6 +12,7 @@ import (
 
 	"github.com/kind-entrypoint/entrypoint/internal/boot"
 	"github.com/kind-entrypoint/entrypoint/internal/system"
+	"github.com/kind-entrypoint/entrypoint/internal/system/hosttest"
 )
 
 // bigPlanText is a plan's text of n kubelet roots, without a secret.
@@ -85,7 +86,10 @@ func TestStreamScrubbedAsWhole(t *testing.T) {
 		}
 	}
 
+	// The plan quotes resolv.conf (short), here with a URL's password in
+	// a comment: what scrub removes now that no plan quotes a key.
 	src := copyHost(t, "net-ip-change")
+	hosttest.AddFiles(t, src, map[string]string{"etc/resolv.conf": "# via http://user:pa55@proxy:3128\nnameserver 127.0.0.11\n"})
 	tree := system.NewTree(src)
 	env, _ := tree.Environ()
 	rec := NewRecorder(tree)

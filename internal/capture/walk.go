@@ -167,6 +167,12 @@ func (b *builder) add(p string, a Access, limit, hops int) error {
 			b.put(loc, fi, members, "")
 			b.note(p, "etcd database, NOT ARCHIVED: a file of its members' names and peer URLs only, in its format (%s)", a)
 			return nil
+		case IsKubeconfig(p):
+			if red, n := redactKubeconfig(data); n > 0 {
+				b.put(loc, fi, red, "")
+				b.note(p, "kubeconfig, %d secret values (client keys, tokens, passwords) redacted (%s)", n, a)
+				return nil
+			}
 		case p == proxy.DropIn:
 			for _, v := range proxy.Values(data) {
 				if err := b.addCredentials(v); err != nil {

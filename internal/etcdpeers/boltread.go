@@ -112,74 +112,98 @@ func openBolt(data []byte) (*boltFile, uint64, error) {
 	return &boltFile{data: data, pageSize: best.pageSize, maxPage: best.highWater, seen: map[uint64]bool{}}, best.root, nil
 }
 
-// page is the bytes of page id (with its overflow pages), checked.
-func (b *boltFile) page(id uint64) ([]byte, error) {
+// ref is where a page id was read: the element (of page page, at file
+// offset off) that names a child or a bucket's root, or the meta page.
+// Only what the walk itself computed is in an error about a reference,
+// never the id read: the element may be stale data of another page (a
+// torn write), which can be any bytes of the file, a Secret's included.
+type ref struct {
+	page, off uint64
+	what      string // "meta", "branch element", "bucket"
+}
+
+func (r ref) String() string {
+	if r.what == "meta" {
+		return "the meta page's root"
+	}
+	return fmt.Sprintf("the %s at offset %d (page %d)", r.what, r.off, r.page)
+}
+
+// page is the bytes of page id (with its overflow pages), checked; from
+// is where id was read.
+func (b *boltFile) page(id uint64, from ref) ([]byte, error) {
 	if id < 2 || id >= b.maxPage {
-		return nil, corrupt("page %d outside 2..%d", id, b.maxPage)
+		return nil, corrupt("%s names a page outside 2..%d", from, b.maxPage)
 	}
 	if b.seen[id] {
-		return nil, corrupt("page %d reached twice", id)
+		return nil, corrupt("page %d reached twice, again from %s", id, from)
 	}
 	b.seen[id] = true
 	off := id * b.pageSize
 	if off/b.pageSize != id || off+pageHeaderSize > uint64(len(b.data)) {
-		return nil, corrupt("page %d beyond the file's %d bytes", id, len(b.data))
+		return nil, corrupt("page %d (offset %d) beyond the file's %d bytes", id, off, len(b.data))
 	}
-	if got := le.Uint64(b.data[off:]); got != id {
-		return nil, corrupt("page %d says it is page %d", id, got)
+	if le.Uint64(b.data[off:]) != id {
+		return nil, corrupt("page %d (offset %d): its header names another page (a torn or stale page)", id, off)
 	}
 	span := (uint64(le.Uint32(b.data[off+12:])) + 1) * b.pageSize
 	if span > uint64(len(b.data))-off {
-		return nil, corrupt("page %d overflows the file", id)
+		return nil, corrupt("page %d (offset %d): its overflow count runs past the file's end", id, off)
 	}
 	return b.data[off : off+span], nil
 }
 
-// kv is one leaf element.
+// kv is one leaf element, and where it is: the page that holds it (for
+// an inline bucket's element, the page that holds the bucket) and the
+// file offset of its value.
 type kv struct {
 	key, value []byte
 	flags      uint32
+	page, off  uint64
 }
 
 // each calls fn for every leaf element of the tree rooted at page id.
-func (b *boltFile) each(id uint64, depth int, fn func(kv) error) error {
+func (b *boltFile) each(id uint64, from ref, depth int, fn func(kv) error) error {
 	if depth > maxDepth {
-		return corrupt("tree deeper than %d", maxDepth)
+		return corrupt("%s: a tree deeper than %d", from, maxDepth)
 	}
-	p, err := b.page(id)
+	p, err := b.page(id, from)
 	if err != nil {
 		return err
 	}
+	base := id * b.pageSize
 	switch flags := le.Uint16(p[8:]); {
 	case flags&branchPage != 0:
 		n := uint64(le.Uint16(p[10:]))
 		if pageHeaderSize+n*elementSize > uint64(len(p)) {
-			return corrupt("page %d: %d elements overflow it", id, n)
+			return corrupt("page %d (offset %d): its element count overflows it", id, base)
 		}
 		for i := range n {
-			e := p[pageHeaderSize+i*elementSize:]
-			if err := b.each(le.Uint64(e[8:]), depth+1, fn); err != nil {
+			at := pageHeaderSize + i*elementSize
+			child := ref{page: id, off: base + at, what: "branch element"}
+			if err := b.each(le.Uint64(p[at+8:]), child, depth+1, fn); err != nil {
 				return err
 			}
 		}
 		return nil
 	case flags&leafPage != 0:
-		return leafElements(p, fn)
+		return leafElements(p, id, base, fn)
 	default:
-		return corrupt("page %d: neither branch nor leaf (flags %#x)", id, flags)
+		return corrupt("page %d (offset %d): neither a branch nor a leaf page", id, base)
 	}
 }
 
 // leafElements calls fn for each element of the leaf page p (a page of
-// the file, or a bucket's inline page).
-func leafElements(p []byte, fn func(kv) error) error {
+// the file, or a bucket's inline page) found in page id at file offset
+// base.
+func leafElements(p []byte, id, base uint64, fn func(kv) error) error {
 	if len(p) < pageHeaderSize || le.Uint16(p[8:])&leafPage == 0 {
-		return corrupt("not a leaf page")
+		return corrupt("page %d: not a leaf page at offset %d", id, base)
 	}
 	n := uint64(le.Uint16(p[10:]))
 	size := uint64(len(p))
 	if pageHeaderSize+n*elementSize > size {
-		return corrupt("leaf: %d elements overflow the page", n)
+		return corrupt("page %d (offset %d): the leaf's element count overflows it", id, base)
 	}
 	for i := range n {
 		at := pageHeaderSize + i*elementSize
@@ -188,26 +212,26 @@ func leafElements(p []byte, fn func(kv) error) error {
 		v := k + uint64(le.Uint32(e[8:]))
 		end := v + uint64(le.Uint32(e[12:]))
 		if end > size {
-			return corrupt("leaf element %d beyond its page", i)
+			return corrupt("page %d: the leaf element at offset %d runs past its page", id, base+at)
 		}
-		if err := fn(kv{key: p[k:v], value: p[v:end], flags: le.Uint32(e[0:])}); err != nil {
+		if err := fn(kv{key: p[k:v], value: p[v:end], flags: le.Uint32(e[0:]), page: id, off: base + v}); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// bucket calls fn for each key and value of the bucket whose value (in
-// its parent) is v: a tree of its own, or inline, its leaf page after the
-// bucket header.
-func (b *boltFile) bucket(v []byte, fn func(kv) error) error {
-	if len(v) < bucketHdrSz {
-		return corrupt("bucket value of %d bytes", len(v))
+// bucket calls fn for each key and value of the bucket whose element
+// (in its parent) is e: a tree of its own, or inline, its leaf page
+// after the bucket header.
+func (b *boltFile) bucket(e kv, fn func(kv) error) error {
+	if len(e.value) < bucketHdrSz {
+		return corrupt("page %d: the bucket at offset %d is too short for a bucket header", e.page, e.off)
 	}
-	if root := le.Uint64(v); root != 0 {
-		return b.each(root, 0, fn)
+	if root := le.Uint64(e.value); root != 0 {
+		return b.each(root, ref{page: e.page, off: e.off, what: "bucket"}, 0, fn)
 	}
-	return leafElements(v[bucketHdrSz:], fn)
+	return leafElements(e.value[bucketHdrSz:], e.page, e.off+bucketHdrSz, fn)
 }
 
 // readBuckets calls fn with each key and value of the named top-level
@@ -220,11 +244,11 @@ func readBuckets(data []byte, names []string, fn func(bucket string, e kv) error
 	if err != nil {
 		return err
 	}
-	values := make([][]byte, len(names))
-	err = b.each(root, 0, func(e kv) error {
+	found := make([]*kv, len(names))
+	err = b.each(root, ref{what: "meta"}, 0, func(e kv) error {
 		for i, n := range names {
 			if string(e.key) == n && e.flags&bucketLeaf != 0 {
-				values[i] = e.value
+				found[i] = &e
 			}
 		}
 		return nil
@@ -233,11 +257,11 @@ func readBuckets(data []byte, names []string, fn func(bucket string, e kv) error
 		return err
 	}
 	for i, n := range names {
-		if values[i] == nil {
+		if found[i] == nil {
 			continue
 		}
 		var stopped error // fn's own error: passed on as it is
-		err := b.bucket(values[i], func(e kv) error {
+		err := b.bucket(*found[i], func(e kv) error {
 			if e.flags&bucketLeaf != 0 {
 				return nil
 			}

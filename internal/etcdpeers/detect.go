@@ -4,13 +4,10 @@ package etcdpeers
 // directory, the node's name, and what an earlier run left in /run.
 
 import (
-	"bufio"
-	"bytes"
 	"errors"
 	"fmt"
 	"io/fs"
 	"path"
-	"strings"
 
 	"github.com/kind-entrypoint/entrypoint/internal/plan"
 	"github.com/kind-entrypoint/entrypoint/internal/system"
@@ -72,7 +69,14 @@ func detect(sys system.System, hostname string, limit int) Facts {
 		f.DB, f.Present, f.Err = EtcdManifest, true, err
 		return f
 	}
-	f.DB = path.Join(DataDir(manifest), dbInDataDir)
+	dir, err := DataDir(manifest)
+	if err != nil {
+		// A --data-dir that cannot be read: said, never taken as
+		// kubeadm's default (the feature would be skipped unsaid).
+		f.DB, f.Present, f.Err = EtcdManifest, true, fmt.Errorf("%s: %w", EtcdManifest, err)
+		return f
+	}
+	f.DB = path.Join(dir, dbInDataDir)
 	db, err := sys.ReadFile(f.DB, limit)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
@@ -98,21 +102,4 @@ func readIfAny(sys system.System, p string) ([]byte, error) {
 		return nil, err
 	}
 	return b, nil
-}
-
-// DataDir is the --data-dir of etcd's static pod manifest, or kubeadm's
-// default.
-func DataDir(manifest []byte) string {
-	sc := bufio.NewScanner(bytes.NewReader(manifest))
-	sc.Buffer(nil, len(manifest)+1)
-	for sc.Scan() {
-		line := strings.TrimSpace(sc.Text())
-		line = strings.TrimSpace(strings.TrimPrefix(line, "-"))
-		if v, ok := strings.CutPrefix(line, "--data-dir="); ok {
-			if v = strings.Trim(v, `"'`); path.IsAbs(v) {
-				return path.Clean(v)
-			}
-		}
-	}
-	return DefaultDataDir
 }

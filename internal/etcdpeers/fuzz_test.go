@@ -1,6 +1,7 @@
 package etcdpeers
 
 import (
+	"bytes"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -32,6 +33,31 @@ func FuzzReadMembers(f *testing.F) {
 		}
 		if !cmp.Equal(ms, again) {
 			t.Fatalf("round trip:\n%s", cmp.Diff(ms, again))
+		}
+	})
+}
+
+// FuzzPageWalkerSecret: whatever the file, and wherever in it the marker
+// stands (planted at two offsets the fuzzer picks, over the bytes it
+// mutates), no error of the reader shows the marker in any form
+// (quotesMarker): errors name pages, offsets and damage, never content.
+func FuzzPageWalkerSecret(f *testing.F) {
+	for _, tc := range secretBreaks() {
+		f.Add(tc.db, uint32(membersLeaf+pageHeaderSize), uint32(membersBranch+pageHeaderSize+8))
+	}
+	f.Add(secretDB(goodRecords), uint32(membersLeaf), uint32(membersLeaf+12))
+	f.Add(fixture(f, "three-members"), uint32(0), uint32(4096))
+	f.Fuzz(func(t *testing.T, data []byte, at1, at2 uint32) {
+		if len(data) >= len(Marker) {
+			data = bytes.Clone(data)
+			for _, at := range []uint32{at1, at2} {
+				copy(data[int(at)%(len(data)-len(Marker)+1):], Marker)
+			}
+		}
+		if _, err := ReadMembers(data); err != nil {
+			if form := quotesMarker(err.Error()); form != "" {
+				t.Fatalf("error %q shows the marker as %q", err, form)
+			}
 		}
 	})
 }

@@ -7,6 +7,7 @@ package etcdpeers
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/netip"
 	"net/url"
@@ -120,7 +121,7 @@ func ReadMembers(db []byte) ([]Member, error) {
 			return nil
 		}
 		if err != nil {
-			return fmt.Errorf("member key %q: not a hex member ID", clip(e.key))
+			return fmt.Errorf("page %d: the member key of %d bytes before offset %d is not a hex member ID", e.page, len(e.key), e.off)
 		}
 		if removed[id] {
 			return nil
@@ -130,7 +131,7 @@ func ReadMembers(db []byte) ([]Member, error) {
 		}
 		m, err := parseMember(e.value)
 		if err != nil {
-			return fmt.Errorf("member %x: %w", id, err)
+			return fmt.Errorf("member %x, its record at offset %d (page %d): %w", id, e.off, e.page, err)
 		}
 		m.ID = id
 		out = append(out, m)
@@ -158,13 +159,17 @@ func cmpUint(a, b uint64) int {
 	return 0
 }
 
+// parseMember reads one member's record. Its errors say what was wrong
+// and where, never what the record holds: a torn page leaves a record
+// that runs into stale data of another bucket, a Secret's included, and
+// encoding/json's errors quote the input (a character, a number).
 func parseMember(v []byte) (Member, error) {
 	if len(v) > maxRecord {
 		return Member{}, fmt.Errorf("record of %d bytes, more than %d", len(v), maxRecord)
 	}
 	var m Member
 	if err := json.Unmarshal(v, &m); err != nil {
-		return Member{}, fmt.Errorf("record %q: %w", clip(v), err)
+		return Member{}, fmt.Errorf("record of %d bytes: %s", len(v), jsonDamage(err))
 	}
 	if len(m.PeerURLs) > maxPeerURLs {
 		return Member{}, fmt.Errorf("%d peer URLs, more than %d", len(m.PeerURLs), maxPeerURLs)
@@ -172,7 +177,30 @@ func parseMember(v []byte) (Member, error) {
 	return m, nil
 }
 
-// clip is at most 64 bytes of b, for an error.
+// jsonDamage describes a decoding error of a member's record by its
+// kind and offset, with none of the input's bytes.
+func jsonDamage(err error) string {
+	var syntax *json.SyntaxError
+	var typ *json.UnmarshalTypeError
+	switch {
+	case errors.As(err, &syntax):
+		return fmt.Sprintf("not JSON (a syntax error at byte %d)", syntax.Offset)
+	case errors.As(err, &typ):
+		// Field is a path of Member's own JSON names, never the input's.
+		field := "a field"
+		for _, f := range []string{"name", "peerURLs", "isLearner"} {
+			if typ.Field == f || strings.HasPrefix(typ.Field, f+".") {
+				field = "field " + f
+			}
+		}
+		return fmt.Sprintf("%s of the wrong type (at byte %d)", field, typ.Offset)
+	}
+	return "not a member record"
+}
+
+// clip is at most 64 bytes of b, for an error. Only for inputs that
+// hold no secret (the peers file entrypoint writes): never for etcd's
+// database.
 func clip(b []byte) string {
 	if len(b) > 64 {
 		return string(b[:64]) + "…"

@@ -171,7 +171,7 @@ func TestReadMembersBad(t *testing.T) {
 		{"both metas broken", bothMetas, "no valid meta page"},
 		{"truncated", good[:3*4096], "beyond the file"},
 		{"root page's flags", flip(rootOff(t, good) + 8), "not a valid bbolt file"},
-		{"root page's id", flip(rootOff(t, good)), "says it is page"},
+		{"root page's id", flip(rootOff(t, good)), "its header names another page"},
 		{"record not JSON", MembersDBRaw(t, "1", `{"peerURLs":`), "record"},
 		{"key not hex", MembersDBRaw(t, "xyz", `{"peerURLs":[]}`), "not a hex member ID"},
 		{"record too large", MembersDBRaw(t, "1", `{"name":"`+strings.Repeat("a", maxRecord)+`"}`), "more than"},

@@ -57,6 +57,14 @@ func TestDetectAndPlan(t *testing.T) {
 			"etc/kubernetes/manifests/etcd.yaml": strings.Replace(manifest, "/var/lib/etcd", "/data/etcd", 1),
 			"data/etcd/member/snap/db":           three,
 		}, want: []string{"log INFO: etcd has 3", "write", "mkdir", "write", "symlink"}},
+		{name: "data dir quoted", files: map[string]string{
+			"etc/kubernetes/manifests/etcd.yaml": strings.Replace(manifest, "--data-dir=/var/lib/etcd", `"--data-dir=/var/lib/etcd-data"`, 1),
+			"var/lib/etcd-data/member/snap/db":   three,
+		}, want: []string{"log INFO: etcd has 3", "write", "mkdir", "write", "symlink"}},
+		{name: "data dir unreadable", files: map[string]string{
+			"etc/kubernetes/manifests/etcd.yaml": strings.Replace(manifest, "--data-dir=/var/lib/etcd", `"--data-dir=/var/lib/etcd-data`, 1),
+			db:                                   three,
+		}, want: []string{"log WARN: not redirecting etcd's peers after a restart: /etc/kubernetes/manifests/etcd.yaml: line 7"}, errPart: "not a YAML scalar"},
 		{name: "manifest unreadable", files: map[string]string{"etc/kubernetes/manifests/etcd.yaml": strings.Repeat("x", system.LimitConfig+1)},
 			want: []string{"log WARN: not redirecting"}, errPart: "limit"},
 		{name: "empty file", files: map[string]string{"etc/kubernetes/manifests/etcd.yaml": manifest, db: ""},

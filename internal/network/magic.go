@@ -44,6 +44,14 @@ var NodeConfigFiles = []string{
 	"/var/lib/kubelet/kubeadm-flags.env",
 }
 
+// kubeconfigs are the NodeConfigFiles that are kubeconfigs: each may
+// embed a client key (client-key-data), so a plan never shows them.
+var kubeconfigs = map[string]bool{
+	"/etc/kubernetes/controller-manager.conf": true,
+	"/etc/kubernetes/scheduler.conf":          true,
+	"/etc/kubernetes/kubelet.conf":            true,
+}
+
 // KubeadmCertsArgv regenerates the API server's serving certificate for the
 // addresses in kind's kubeadm config.
 var KubeadmCertsArgv = []string{"kubeadm", "init", "phase", "certs", "apiserver", "--config", KubeadmConfig}

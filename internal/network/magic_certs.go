@@ -30,11 +30,11 @@ func planCertRenewal(f MagicFacts) []plan.Action {
 			"cannot regenerate the API server certificate for the new address: %s does not exist", KubeadmConfig))}
 	}
 	restoreCert := plan.WriteFile(f.Cert.Path, f.Cert.Data, f.Cert.Mode)
-	restoreKey := plan.WriteFile(f.Key.Path, f.Key.Data, f.Key.Mode)
+	restoreKey := plan.WriteFile(f.Key.Path, f.Key.Data, f.Key.Mode).Secret()
 	return []plan.Action{
 		plan.Info("clearing and regenerating the certificate for serving the Kubernetes API"),
 		plan.WriteFile(f.Cert.Path+".old", f.Cert.Data, f.Cert.Mode).Because("keep the old pair until a new one exists"),
-		plan.WriteFile(f.Key.Path+".old", f.Key.Data, f.Key.Mode),
+		plan.WriteFile(f.Key.Path+".old", f.Key.Data, f.Key.Mode).Secret(),
 		plan.Remove(f.Cert.Path).Because("kubeadm refuses to replace an existing certificate"),
 		plan.Remove(f.Key.Path).WithRollback(restoreCert),
 		plan.Run(KubeadmCertsArgv, nil, KubeadmTimeout).Creating(f.Cert.Path, f.Key.Path).

@@ -102,8 +102,12 @@ func planAddressChange(f MagicFacts) ([]plan.Action, error) {
 			if total == 1 {
 				places = "place"
 			}
-			actions = append(actions, plan.WriteFile(file.Path, data, file.Mode).
-				Because(fmt.Sprintf("%s (%d %s)", strings.Join(done, ", "), total, places)))
+			w := plan.WriteFile(file.Path, data, file.Mode).
+				Because(fmt.Sprintf("%s (%d %s)", strings.Join(done, ", "), total, places))
+			if kubeconfigs[file.Path] {
+				w = w.Secret()
+			}
+			actions = append(actions, w)
 		}
 	}
 	actions = append(actions, records...)

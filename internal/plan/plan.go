@@ -98,6 +98,10 @@ type Extra struct {
 	// Whole: a write's content is rendered whole, however long (a
 	// runtime unit, which --dry-run must show).
 	Whole bool
+	// Secret: a write's content holds a secret (a private key, a
+	// kubeconfig's client key, a proxy password) and is rendered by its
+	// size alone, never quoted nor hashed, in text and in JSON.
+	Secret bool
 	// Creates are the files a run must leave behind, regular and not
 	// empty: a command that exits 0 without them has failed all the same.
 	Creates []string
@@ -201,6 +205,10 @@ func (a Action) Creating(paths ...string) Action {
 // user must be able to read before it is written (a runtime unit, an nft
 // table).
 func (a Action) ShownWhole() Action { return a.withExtra(func(e *Extra) { e.Whole = true }) }
+
+// Secret marks a write whose content holds a secret: rendered by its
+// size only (Extra.Secret).
+func (a Action) Secret() Action { return a.withExtra(func(e *Extra) { e.Secret = true }) }
 
 // OrIgnore makes a failure of a silent.
 func (a Action) OrIgnore() Action { a.OnFail = Ignore; return a }

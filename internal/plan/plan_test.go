@@ -31,6 +31,10 @@ func TestString(t *testing.T) {
 		{WriteFile("/etc/a", long, 0o444), "write /etc/a 0444 (300 bytes, sha256 0d4e2ca9e9cb)"},
 		{WriteFile("/etc/a", long, 0o444).ShownWhole(), "write /etc/a 0444 \"" + string(long) + "\""},
 		{WriteInPlace("/etc/resolv.conf", []byte("n")), `write-in-place /etc/resolv.conf "n"`},
+		{WriteFile("/k.key", []byte("SECRET"), 0o600).Secret(), "write /k.key 0600 (6 bytes, a secret: not shown)"},
+		{WriteFile("/k.key", long, 0o600).Secret().ShownWhole(), "write /k.key 0600 (300 bytes, a secret: not shown)"},
+		{WriteInPlace("/p", []byte("SECRET")).Secret(), "write-in-place /p (6 bytes, a secret: not shown)"},
+		{Remove("/k").WithRollback(WriteFile("/k", []byte("SECRET"), 0o600).Secret()), "remove /k [rollback: write /k 0600 (6 bytes, a secret: not shown)]"},
 		{Mkdir("/d", 0o755), "mkdir /d 0755"},
 		{Remove("/d").OrWarn("failed rmdir /d"), `remove /d [on failure: warn "failed rmdir /d"]`},
 		{Symlink("/t", "/l"), "symlink /l -> /t"},
@@ -80,13 +84,15 @@ func TestMarshalJSONBytes(t *testing.T) {
 		WriteInPlace("/etc/resolv.conf", []byte("# caf\xe9\n")),
 		Run([]string{"iptables-nft-restore"}, []byte("\xff"), 0),
 		WriteFile("/f", []byte("ok"), 0o644),
+		WriteFile("/k", []byte("SECRET\xff"), 0o600).Secret(),
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := `[{"op":"write-in-place","path":"/etc/resolv.conf","data_base64":"IyBjYWbpCg==","on_fail":"fatal"},` +
 		`{"op":"run","argv":["iptables-nft-restore"],"stdin_base64":"/w==","on_fail":"fatal"},` +
-		`{"op":"write","path":"/f","data":"ok","mode":"0644","on_fail":"fatal"}]`
+		`{"op":"write","path":"/f","data":"ok","mode":"0644","on_fail":"fatal"},` +
+		`{"op":"write","path":"/k","secret":true,"data_bytes":7,"mode":"0600","on_fail":"fatal"}]`
 	if diff := cmp.Diff(want, string(b)); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)
 	}

@@ -28,12 +28,19 @@ func (a Action) String() string {
 		fmt.Fprintf(&b, " %s: %s", a.Level, a.Data)
 	case OpWrite:
 		c := content(a.Data)
-		if x.Whole {
+		switch {
+		case x.Secret:
+			c = secretContent(a.Data)
+		case x.Whole:
 			c = strconv.Quote(string(a.Data))
 		}
 		fmt.Fprintf(&b, " %s %s %s", a.Path, octal(a.Mode), c)
 	case OpWriteInPlace:
-		fmt.Fprintf(&b, " %s %s", a.Path, content(a.Data))
+		c := content(a.Data)
+		if x.Secret {
+			c = secretContent(a.Data)
+		}
+		fmt.Fprintf(&b, " %s %s", a.Path, c)
 	case OpMkdir:
 		fmt.Fprintf(&b, " %s %s", a.Path, octal(a.Mode))
 	case OpRemove, OpUnmount:
@@ -128,6 +135,12 @@ func content(data []byte) string {
 	return fmt.Sprintf("(%d bytes, sha256 %x)", len(data), sum[:6])
 }
 
+// secretContent is how a secret content is shown: its size. No hash: a
+// password or a short key is guessed from a hash of it.
+func secretContent(data []byte) string {
+	return fmt.Sprintf("(%d bytes, a secret: not shown)", len(data))
+}
+
 // shellQuote makes an argument readable in a one-line rendering; it is
 // never given to a shell.
 func shellQuote(s string) string {
@@ -151,11 +164,15 @@ type jsonAction struct {
 	// DataBase64 is Data when it is not UTF-8: JSON strings cannot
 	// hold those bytes (they become U+FFFD), and the plan must say
 	// which bytes are written.
-	DataBase64 string   `json:"data_base64,omitempty"`
-	Mode       string   `json:"mode,omitempty"`
-	Owner      string   `json:"owner,omitempty"`
-	Argv       []string `json:"argv,omitempty"`
-	Stdin      string   `json:"stdin,omitempty"`
+	DataBase64 string `json:"data_base64,omitempty"`
+	// Secret: Data is left out, a secret (Extra.Secret); DataBytes is
+	// its size.
+	Secret    bool     `json:"secret,omitempty"`
+	DataBytes int      `json:"data_bytes,omitempty"`
+	Mode      string   `json:"mode,omitempty"`
+	Owner     string   `json:"owner,omitempty"`
+	Argv      []string `json:"argv,omitempty"`
+	Stdin     string   `json:"stdin,omitempty"`
 	// StdinBase64 is Stdin when it is not UTF-8.
 	StdinBase64 string `json:"stdin_base64,omitempty"`
 	TimeoutMS   int64  `json:"timeout_ms,omitempty"`
@@ -178,7 +195,10 @@ func (a Action) MarshalJSON() ([]byte, error) {
 		TimeoutMS: x.Timeout.Milliseconds(), DropStdout: x.DropStdout, Creates: x.Creates, Level: string(a.Level), Reason: a.Reason, FailMsg: a.FailMsg,
 		Rollback: x.Rollback,
 	}
-	if !utf8.Valid(a.Data) {
+	switch {
+	case x.Secret:
+		j.Data, j.Secret, j.DataBytes = "", true, len(a.Data)
+	case !utf8.Valid(a.Data):
 		j.Data, j.DataBase64 = "", base64.StdEncoding.EncodeToString(a.Data)
 	}
 	if !utf8.Valid(x.Stdin) {

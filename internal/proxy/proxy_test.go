@@ -405,3 +405,33 @@ func TestPlan(t *testing.T) {
 		})
 	}
 }
+
+// TestPlanHidesCredentials: a drop-in holding a proxy's password is shown
+// by its size only, in text and JSON, however short; one without is shown.
+func TestPlanHidesCredentials(t *testing.T) {
+	const password = "SECRET-MARKER-7f3a"
+	for _, tc := range []struct {
+		value string
+		shown bool
+	}{
+		{"http://proxy.corp:3128", true},
+		{"http://user:" + password + "@proxy.corp:3128", false},
+		{"http://" + password + "@p:1", false},
+	} {
+		actions, err := Plan(Facts{Vars: []Var{{"HTTP_PROXY", tc.value}}, DirExists: true})
+		if err != nil || len(actions) != 1 {
+			t.Fatalf("%q: %v, %v", tc.value, actions, err)
+		}
+		text := actions[0].String()
+		j, err := actions[0].MarshalJSON()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := strings.Contains(text, tc.value) && strings.Contains(string(j), tc.value); got != tc.shown {
+			t.Errorf("%q: shown %v, want %v:\n%s\n%s", tc.value, got, tc.shown, text, j)
+		}
+		if strings.Contains(text+string(j), password) {
+			t.Errorf("%q: the password is shown:\n%s\n%s", tc.value, text, j)
+		}
+	}
+}
