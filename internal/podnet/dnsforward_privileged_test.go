@@ -7,7 +7,6 @@ package podnet
 import (
 	"context"
 	"crypto/rand"
-	"fmt"
 	"net"
 	"net/netip"
 	"os"
@@ -18,6 +17,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/vishvananda/netlink"
+	"github.com/vishvananda/netns"
 	"golang.org/x/sys/unix"
 
 	"github.com/kind-entrypoint/entrypoint/internal/dnsforward"
@@ -33,22 +34,17 @@ var (
 	embedded  = netip.AddrPortFrom(netip.MustParseAddr("127.0.0.11"), 53)
 )
 
-// newAddr6 adds an IPv6 address without duplicate address detection, so
-// that it is usable at once.
-func newAddr6(index int32, p netip.Prefix) request {
-	return request{
-		typ: unix.RTM_NEWADDR, flags: create,
-		head:  ifaddrmsg(unix.AF_INET6, uint8(p.Bits()), unix.IFA_F_NODAD, unix.RT_SCOPE_UNIVERSE, index),
-		attrs: []attr{addrAttr(unix.IFA_LOCAL, p.Addr()), addrAttr(unix.IFA_ADDRESS, p.Addr())},
-		what:  fmt.Sprintf("add address %s to link %d", p, index),
-	}
+// addr6 is an IPv6 address without duplicate address detection, so that
+// it is usable at once.
+func addr6(ip netip.Addr) *netlink.Addr {
+	return &netlink.Addr{IPNet: &net.IPNet{IP: ip.AsSlice(), Mask: net.CIDRMask(64, 128)}, Flags: unix.IFA_F_NODAD}
 }
 
 // forwarderNamespaces moves the test into a new namespace, the node's: lo
 // up, a stand-in for Docker's embedded DNS at 127.0.0.11:53, and a veth
 // to a second namespace, the IPv6-only client's (no IPv4 address but
 // loopback's). It returns the stand-in and both namespaces, open.
-func forwarderNamespaces(t *testing.T) (up *dnstest.Server, nodeNS, clientNS int) {
+func forwarderNamespaces(t *testing.T) (up *dnstest.Server, nodeNS, clientNS netns.NsHandle) {
 	t.Helper()
 	nstest.RequireRoot(t)
 	nstest.Unshare(t, unix.CLONE_NEWNET)
@@ -61,68 +57,59 @@ func forwarderNamespaces(t *testing.T) (up *dnstest.Server, nodeNS, clientNS int
 	if nodeNS, err = currentNS(); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { unix.Close(nodeNS) })
+	t.Cleanup(func() { nodeNS.Close() })
 	if clientNS, err = newNS(nodeNS); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { unix.Close(clientNS) })
+	t.Cleanup(func() { clientNS.Close() })
 
-	c, err := dialHere()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.close()
-	must := func(_ []message, err error) {
+	must := func(err error) {
 		t.Helper()
 		if err != nil {
 			t.Fatal(err)
 		}
 	}
-	must(c.do(newVeth("node0", "pod0")))
+	must(netlink.LinkAdd(newVeth("node0", "pod0")))
 	for _, name := range []string{"lo", "node0", "pod0"} {
-		l, err := c.link(name)
-		if err != nil {
-			t.Fatal(err)
-		}
+		l, err := linkByName(name)
+		must(err)
 		switch name {
 		case "lo":
-			must(c.do(setLinkUp(l.index)))
+			must(netlink.LinkSetUp(l))
 		case "node0":
-			must(c.do(newAddr6(l.index, netip.PrefixFrom(fwdNode, 64))))
-			must(c.do(setLinkUp(l.index)))
+			must(netlink.AddrAdd(l, addr6(fwdNode)))
+			must(netlink.LinkSetUp(l))
 		case "pod0":
-			must(c.do(moveLink(l.index, clientNS)))
+			must(netlink.LinkSetNsFd(l, int(clientNS)))
 		}
 	}
-	cc, err := dial(clientNS)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cc.close()
-	for _, name := range []string{"lo", "pod0"} {
-		l, err := cc.link(name)
-		if err != nil {
-			t.Fatal(err)
+	must(inNS(clientNS, func() error {
+		for _, name := range []string{"lo", "pod0"} {
+			l, err := linkByName(name)
+			if err != nil {
+				return err
+			}
+			if name == "pod0" {
+				if err := netlink.AddrAdd(l, addr6(fwdClient)); err != nil {
+					return err
+				}
+			}
+			if err := netlink.LinkSetUp(l); err != nil {
+				return err
+			}
 		}
-		if name == "pod0" {
-			must(cc.do(newAddr6(l.index, netip.PrefixFrom(fwdClient, 64))))
-		}
-		must(cc.do(setLinkUp(l.index)))
-	}
+		return nil
+	}))
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if err := waitRunning(ctx, c, "node0"); err != nil {
-		t.Fatal(err)
-	}
-	if err := waitRunning(ctx, cc, "pod0"); err != nil {
-		t.Fatal(err)
-	}
+	must(waitRunning(ctx, "node0"))
+	must(inNS(clientNS, func() error { return waitRunning(ctx, "pod0") }))
 	return dnstest.Start(t, embedded, 0), nodeNS, clientNS
 }
 
 // startForwarder runs a forwarder in the node's namespace (its sockets are
 // made on the test's thread, there), dialing the upstream from there too.
-func startForwarder(t *testing.T, nodeNS int, lim dnsforward.Limits) *dnsforward.Forwarder {
+func startForwarder(t *testing.T, nodeNS netns.NsHandle, lim dnsforward.Limits) *dnsforward.Forwarder {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	f, err := dnsforward.Listen(ctx, dnsforward.Config{
@@ -151,7 +138,7 @@ func startForwarder(t *testing.T, nodeNS int, lim dnsforward.Limits) *dnsforward
 }
 
 // clientDial opens a connection from the client's namespace.
-func clientDial(t *testing.T, clientNS int, network string, to netip.AddrPort) net.Conn {
+func clientDial(t *testing.T, clientNS netns.NsHandle, network string, to netip.AddrPort) net.Conn {
 	t.Helper()
 	var c net.Conn
 	err := inNS(clientNS, func() error {

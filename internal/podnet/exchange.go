@@ -12,6 +12,8 @@ import (
 	"net/netip"
 	"strings"
 	"time"
+
+	"github.com/vishvananda/netns"
 )
 
 // exchange listens on listenAddr in namespace listenNS, connects to it from
@@ -19,7 +21,7 @@ import (
 // It returns the dialling side's source address. The side in the host
 // namespace (the dialler, or with hostListens the accepted connection)
 // closes with an RST, so that no TIME_WAIT socket stays on the host.
-func exchange(ctx context.Context, listenNS, dialNS int, listenAddr netip.Addr, hostListens bool) (netip.Addr, error) {
+func exchange(ctx context.Context, listenNS, dialNS netns.NsHandle, listenAddr netip.Addr, hostListens bool) (netip.Addr, error) {
 	token, err := randomHex(8)
 	if err != nil {
 		return netip.Addr{}, err

@@ -3,12 +3,16 @@ package podnet
 import (
 	"context"
 	"crypto/rand"
+	"encoding/binary"
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"net"
 	"net/netip"
 	"time"
 
+	"github.com/vishvananda/netlink"
+	"github.com/vishvananda/netlink/nl"
 	"golang.org/x/sys/unix"
 )
 
@@ -25,6 +29,19 @@ var podPrefix = netip.MustParsePrefix("198.51.100.0/24")
 
 // DefaultTimeout bounds a whole preflight.
 const DefaultTimeout = 10 * time.Second
+
+// replyTimeout bounds each wait for the kernel's answer to a netlink
+// request, so that a lost reply fails the preflight instead of hanging it.
+const replyTimeout = 5 * time.Second
+
+// The netlink package's settings for the sockets it opens per request
+// (this package, the only user of netlink in the binary, uses no Handle):
+// a bounded wait for each reply, and the kernel's own words for a
+// refusal (NETLINK_EXT_ACK, Linux 4.12+) in the error.
+func init() {
+	_ = netlink.SetSocketTimeout(replyTimeout) // fails only below 1 µs
+	nl.EnableErrorMessageReporting = true
+}
 
 // Options tune a preflight; the zero value is what `entrypoint check` uses.
 type Options struct {
@@ -70,7 +87,8 @@ const (
 )
 
 // Preflight wires a pod network in a throwaway namespace, proves it, and
-// tears it down. The host is the calling thread's network namespace. It
+// tears it down. The host is the calling thread's network namespace (a
+// caller in another one than the process's keeps its thread locked). It
 // needs CAP_NET_ADMIN and CAP_SYS_ADMIN there (see Capable).
 func Preflight(ctx context.Context, o Options) (res Result, err error) {
 	start := time.Now()
@@ -111,47 +129,40 @@ func Preflight(ctx context.Context, o Options) (res Result, err error) {
 	if err != nil {
 		return res, err
 	}
-	defer unix.Close(host)
+	defer host.Close()
 	pod, err := newNS(host)
 	if err != nil {
 		return res, err
 	}
 	// Deferred first, so run last: after every socket made in the
 	// namespace is closed, this ends it.
-	defer unix.Close(pod)
+	defer pod.Close()
 	var st unix.Stat_t
-	if err := unix.Fstat(pod, &st); err != nil {
+	if err := unix.Fstat(int(pod), &st); err != nil {
 		return res, fmt.Errorf("fstat the pod namespace: %w", err)
 	}
 	res.NSInode = st.Ino
-	hnl, err := dial(host)
-	if err != nil {
-		return res, err
-	}
-	defer hnl.close()
-	pnl, err := dial(pod)
-	if err != nil {
-		return res, err
-	}
-	defer pnl.close()
 	if err := done(stage); err != nil {
 		return res, err
 	}
 
+	// The host's requests go out from this thread, in the host's
+	// namespace; the pod's from a thread in the pod's (inNS).
 	stage = stageVeth
-	if _, err := hnl.do(newVeth(res.HostVeth, peerName)); err != nil {
-		return res, err
+	if err := netlink.LinkAdd(newVeth(res.HostVeth, peerName)); err != nil {
+		return res, fmt.Errorf("netlink: create veth pair %s/%s: %w", res.HostVeth, peerName, err)
 	}
 	// Deleting the host end deletes the peer too, wherever it is.
-	defer func() { err = errors.Join(err, removeLink(hnl, res.HostVeth)) }()
-	hostLink, err := hnl.link(res.HostVeth)
+	defer func() { err = errors.Join(err, removeLink(res.HostVeth)) }()
+	hostLink, err := linkByName(res.HostVeth)
 	if err != nil {
 		return res, err
 	}
-	if len(hostLink.mac) != 6 {
-		return res, fmt.Errorf("%s has no Ethernet address (%x)", res.HostVeth, hostLink.mac)
+	hostMAC := hostLink.Attrs().HardwareAddr
+	if len(hostMAC) != 6 {
+		return res, fmt.Errorf("%s has no Ethernet address (%x)", res.HostVeth, []byte(hostMAC))
 	}
-	peer, err := hnl.link(peerName)
+	peer, err := linkByName(peerName)
 	if err != nil {
 		return res, err
 	}
@@ -160,15 +171,15 @@ func Preflight(ctx context.Context, o Options) (res Result, err error) {
 	}
 
 	stage = stageMove
-	if _, err := hnl.do(moveLink(peer.index, pod)); err != nil {
-		return res, err
+	if err := netlink.LinkSetNsFd(peer, int(pod)); err != nil {
+		return res, fmt.Errorf("netlink: move link %s to the pod's network namespace: %w", peerName, err)
 	}
 	if err := done(stage); err != nil {
 		return res, err
 	}
 
 	stage = stagePod
-	if err := wirePod(pnl, peerName, res.PodIP, hostLink.mac); err != nil {
+	if err := inNS(pod, func() error { return wirePod(peerName, res.PodIP, hostMAC) }); err != nil {
 		return res, err
 	}
 	if err := done(stage); err != nil {
@@ -176,16 +187,16 @@ func Preflight(ctx context.Context, o Options) (res Result, err error) {
 	}
 
 	stage = stageHost
-	if _, err := hnl.do(setLinkUp(hostLink.index)); err != nil {
-		return res, err
+	if err := netlink.LinkSetUp(hostLink); err != nil {
+		return res, fmt.Errorf("netlink: set link %s up: %w", res.HostVeth, err)
 	}
-	toPod := route{dst: netip.PrefixFrom(res.PodIP, 32), dev: hostLink.index, scope: unix.RT_SCOPE_LINK}
-	if _, err := hnl.do(newRoute(toPod)); err != nil {
-		return res, err
+	toPod := &netlink.Route{LinkIndex: hostLink.Attrs().Index, Dst: hostNet(res.PodIP), Scope: netlink.SCOPE_LINK, Protocol: unix.RTPROT_STATIC}
+	if err := netlink.RouteAdd(toPod); err != nil {
+		return res, fmt.Errorf("netlink: add route %s dev %s: %w", toPod.Dst, res.HostVeth, err)
 	}
 	// Before the link goes (which would take the route with it): the
 	// route is removed on its own, and checked gone.
-	defer func() { err = errors.Join(err, removeRoute(hnl, toPod)) }()
+	defer func() { err = errors.Join(err, removeRoute(toPod)) }()
 	if err := done(stage); err != nil {
 		return res, err
 	}
@@ -194,10 +205,10 @@ func Preflight(ctx context.Context, o Options) (res Result, err error) {
 	// link watcher (which runs at most once a second) has seen the
 	// carrier, a veth drops what it is given, and the first SYN would
 	// only go through on its retransmission, a second later.
-	if err := waitRunning(ctx, hnl, res.HostVeth); err != nil {
+	if err := waitRunning(ctx, res.HostVeth); err != nil {
 		return res, err
 	}
-	if err := waitRunning(ctx, pnl, "eth0"); err != nil {
+	if err := inNS(pod, func() error { return waitRunning(ctx, "eth0") }); err != nil {
 		return res, err
 	}
 
@@ -218,44 +229,86 @@ func Preflight(ctx context.Context, o Options) (res Result, err error) {
 	return res, done(stage)
 }
 
-// wirePod sets up the pod's side as a CNI plugin does: eth0 with a /32,
-// a link-scoped route to the gateway, the default route via it, and the
-// gateway's MAC fixed to the host veth's.
-func wirePod(c *conn, peerName string, ip netip.Addr, hostMAC []byte) error {
-	lo, err := c.link("lo")
+// wirePod sets up the pod's side as a CNI plugin does, from a thread in
+// the pod's namespace: eth0 with a /32, a link-scoped route to the
+// gateway, the default route via it, and the gateway's MAC fixed to the
+// host veth's.
+func wirePod(peerName string, ip netip.Addr, hostMAC net.HardwareAddr) error {
+	lo, err := linkByName("lo")
 	if err != nil {
 		return err
 	}
-	if _, err := c.do(setLinkUp(lo.index)); err != nil {
-		return err
-	}
-	eth, err := c.link(peerName)
+	eth, err := linkByName(peerName)
 	if err != nil {
 		return err
 	}
-	for _, r := range []request{
-		renameLink(eth.index, "eth0"),
-		setLinkUp(eth.index),
-		newAddr(eth.index, netip.PrefixFrom(ip, 32)),
-		newRoute(route{dst: netip.PrefixFrom(Gateway, 32), dev: eth.index, scope: unix.RT_SCOPE_LINK}),
-		newRoute(route{dst: netip.PrefixFrom(netip.IPv4Unspecified(), 0), gw: Gateway, dev: eth.index, scope: unix.RT_SCOPE_UNIVERSE}),
-		newNeigh(eth.index, Gateway, hostMAC),
+	index := eth.Attrs().Index
+	for _, r := range []struct {
+		what string
+		do   func() error
+	}{
+		{"set link lo up", func() error { return netlink.LinkSetUp(lo) }},
+		{"rename link " + peerName + " to eth0", func() error { return netlink.LinkSetName(eth, "eth0") }},
+		{"set link eth0 up", func() error { return netlink.LinkSetUp(eth) }},
+		{"add address " + ip.String() + "/32 to eth0", func() error {
+			return netlink.AddrAdd(eth, &netlink.Addr{IPNet: hostNet(ip)})
+		}},
+		{"add route " + Gateway.String() + "/32 dev eth0", func() error {
+			return netlink.RouteAdd(&netlink.Route{LinkIndex: index, Dst: hostNet(Gateway), Scope: netlink.SCOPE_LINK, Protocol: unix.RTPROT_STATIC})
+		}},
+		{"add route default via " + Gateway.String() + " dev eth0", func() error {
+			return netlink.RouteAdd(&netlink.Route{LinkIndex: index, Gw: Gateway.AsSlice(), Scope: netlink.SCOPE_UNIVERSE, Protocol: unix.RTPROT_STATIC})
+		}},
+		{"add neighbour " + Gateway.String() + " on eth0", func() error {
+			return netlink.NeighAdd(&netlink.Neigh{LinkIndex: index, Family: netlink.FAMILY_V4, State: netlink.NUD_PERMANENT, IP: Gateway.AsSlice(), HardwareAddr: hostMAC})
+		}},
 	} {
-		if _, err := c.do(r); err != nil {
-			return err
+		if err := r.do(); err != nil {
+			return fmt.Errorf("netlink: %s: %w", r.what, err)
 		}
 	}
 	return nil
 }
 
-// waitRunning polls a link until it is operationally up (IFF_RUNNING).
-func waitRunning(ctx context.Context, c *conn, name string) error {
+// newVeth is a veth pair, name and its peer, both down, with the kernel's
+// defaults (NewLinkAttrs: no queue length or namespace id set).
+func newVeth(name, peer string) *netlink.Veth {
+	attrs := netlink.NewLinkAttrs()
+	attrs.Name = name
+	veth := netlink.NewVeth(attrs)
+	veth.PeerName = peer
+	return veth
+}
+
+// hostNet is ip as a /32 (or /128) network.
+func hostNet(ip netip.Addr) *net.IPNet {
+	return &net.IPNet{IP: ip.AsSlice(), Mask: net.CIDRMask(ip.BitLen(), ip.BitLen())}
+}
+
+// linkByName returns a link of the calling thread's namespace by name.
+func linkByName(name string) (netlink.Link, error) {
+	l, err := netlink.LinkByName(name)
+	if err != nil {
+		return nil, fmt.Errorf("netlink: get link %s: %w", name, err)
+	}
+	return l, nil
+}
+
+// linkGone reports whether err says that a link does not exist.
+func linkGone(err error) bool {
+	var nf netlink.LinkNotFoundError
+	return errors.As(err, &nf) || errors.Is(err, unix.ENODEV)
+}
+
+// waitRunning polls a link of the calling thread's namespace until it is
+// operationally up (IFF_RUNNING).
+func waitRunning(ctx context.Context, name string) error {
 	for {
-		l, err := c.link(name)
+		l, err := linkByName(name)
 		if err != nil {
 			return err
 		}
-		if l.flags&unix.IFF_RUNNING != 0 {
+		if l.Attrs().RawFlags&unix.IFF_RUNNING != 0 {
 			return nil
 		}
 		select {
@@ -266,31 +319,35 @@ func waitRunning(ctx context.Context, c *conn, name string) error {
 	}
 }
 
-// removeLink deletes a link and checks that it is gone.
-func removeLink(c *conn, name string) error {
-	if _, err := c.do(delLink(name)); err != nil && !errors.Is(err, unix.ENODEV) {
-		return fmt.Errorf("cleanup: %w", err)
+// removeLink deletes a link of the calling thread's namespace and checks
+// that it is gone.
+func removeLink(name string) error {
+	l, err := netlink.LinkByName(name)
+	if err == nil {
+		err = netlink.LinkDel(l)
 	}
-	if _, err := c.link(name); !errors.Is(err, unix.ENODEV) {
+	if err != nil && !linkGone(err) {
+		return fmt.Errorf("cleanup: netlink: delete link %s: %w", name, err)
+	}
+	if _, err := netlink.LinkByName(name); !linkGone(err) {
 		return fmt.Errorf("cleanup: link %s is still there after deleting it (%v)", name, err)
 	}
 	return nil
 }
 
-// removeRoute deletes a route (ESRCH: it is gone already) and checks that
-// no route to its destination through its link is left in the main table.
-func removeRoute(c *conn, r route) error {
-	if _, err := c.do(delRoute(r)); err != nil && !errors.Is(err, unix.ESRCH) {
-		return fmt.Errorf("cleanup: %w", err)
+// removeRoute deletes a route of the calling thread's namespace (ESRCH:
+// it is gone already) and checks that no route to its destination through
+// its link is left in the main table.
+func removeRoute(r *netlink.Route) error {
+	if err := netlink.RouteDel(r); err != nil && !errors.Is(err, unix.ESRCH) {
+		return fmt.Errorf("cleanup: netlink: delete route %s dev %d: %w", r.Dst, r.LinkIndex, err)
 	}
-	msgs, err := c.do(dumpRequest(unix.RTM_GETROUTE, rtmsg(unix.AF_INET, 0, 0, 0, 0, 0), "dump routes"))
+	left, err := netlink.RouteListFiltered(netlink.FAMILY_V4, &netlink.Route{Dst: r.Dst, LinkIndex: r.LinkIndex}, netlink.RT_FILTER_DST|netlink.RT_FILTER_OIF)
 	if err != nil {
-		return fmt.Errorf("cleanup: %w", err)
+		return fmt.Errorf("cleanup: netlink: list routes: %w", err)
 	}
-	for _, m := range msgs {
-		if got, ok := parseRoute(m); ok && got == r {
-			return fmt.Errorf("cleanup: route %s is still there after deleting it", r)
-		}
+	if len(left) > 0 {
+		return fmt.Errorf("cleanup: route %s dev %d is still there after deleting it", r.Dst, r.LinkIndex)
 	}
 	return nil
 }
@@ -312,7 +369,7 @@ func randomAddr(p netip.Prefix) (netip.Addr, error) {
 	}
 	hostBits := 32 - p.Bits()
 	size := uint32(1) << hostBits
-	n := native.Uint32(b[:])%(size-2) + 1
+	n := binary.BigEndian.Uint32(b[:])%(size-2) + 1
 	base := p.Masked().Addr().As4()
 	v := uint32(base[0])<<24 | uint32(base[1])<<16 | uint32(base[2])<<8 | uint32(base[3])
 	v += n

@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"net/netip"
 	"os"
 	"path/filepath"
@@ -17,6 +18,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
 
 	"github.com/kind-entrypoint/entrypoint/internal/system/nstest"
@@ -57,26 +59,21 @@ func standInNode(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	c, err := dialHere()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.close()
 	// The node's eth0 as Docker makes it: one end of a veth pair (the
 	// kernel here has no dummy driver).
-	if _, err := c.do(newVeth("node0", "node0peer")); err != nil {
+	if err := netlink.LinkAdd(newVeth("node0", "node0peer")); err != nil {
 		t.Fatal(err)
 	}
 	for _, name := range []string{"lo", "node0", "node0peer"} {
-		l, err := c.link(name)
+		l, err := netlink.LinkByName(name)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := c.do(setLinkUp(l.index)); err != nil {
+		if err := netlink.LinkSetUp(l); err != nil {
 			t.Fatal(err)
 		}
 		if name == "node0" {
-			if _, err := c.do(newAddr(l.index, netip.PrefixFrom(nodeAddr, 24))); err != nil {
+			if err := netlink.AddrAdd(l, &netlink.Addr{IPNet: &net.IPNet{IP: nodeAddr.AsSlice(), Mask: net.CIDRMask(24, 32)}}); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -201,16 +198,11 @@ func TestPreflightFailures(t *testing.T) {
 	// host route cannot be added (EEXIST). The preflight fails, removes
 	// what it made, and leaves the node's own route alone.
 	podIP := netip.MustParseAddr("198.51.100.9")
-	c, err := dialHere()
+	node0, err := netlink.LinkByName("node0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer c.close()
-	node0, err := c.link("node0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := c.do(newRoute(route{dst: netip.PrefixFrom(podIP, 32), dev: node0.index, scope: unix.RT_SCOPE_LINK})); err != nil {
+	if err := netlink.RouteAdd(&netlink.Route{LinkIndex: node0.Attrs().Index, Dst: hostNet(podIP), Scope: netlink.SCOPE_LINK}); err != nil {
 		t.Fatal(err)
 	}
 	before, err = Snapshot()

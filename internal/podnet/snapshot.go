@@ -1,12 +1,13 @@
 package podnet
 
 import (
-	"encoding/hex"
+	"errors"
 	"fmt"
-	"net/netip"
+	"net"
 	"slices"
 	"strings"
 
+	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
 )
 
@@ -21,29 +22,22 @@ type Entry struct {
 func (e Entry) String() string { return e.Text }
 
 // State is what a network namespace holds that the preflight could leave
-// behind: its links, addresses, routes (every table, both families) and
-// rules, one line each, sorted. Counters, timers and carrier state are
-// left out: they change on their own.
+// behind: its links, addresses, routes (every table and family) and
+// rules, one line each, sorted. Counters, timers, route metrics and
+// carrier state are left out: they change on their own, and the preflight
+// sets none of them.
 type State []Entry
 
-// Snapshot reads the State of the calling thread's network namespace.
+// Snapshot reads the State of the calling thread's network namespace. A
+// dump the kernel marks interrupted (the namespace changed while it was
+// read) is read again, up to three times in all.
 func Snapshot() (State, error) {
-	c, err := dialHere()
-	if err != nil {
-		return nil, err
+	for try := 1; ; try++ {
+		s, err := snapshot()
+		if !errors.Is(err, netlink.ErrDumpInterrupted) || try == 3 {
+			return s, err
+		}
 	}
-	defer c.close()
-	return snapshot(c)
-}
-
-// SnapshotNS reads the State of the network namespace open as ns.
-func SnapshotNS(ns int) (State, error) {
-	c, err := dial(ns)
-	if err != nil {
-		return nil, err
-	}
-	defer c.close()
-	return snapshot(c)
 }
 
 // Without drops the entries of links whose names start with one of
@@ -69,190 +63,88 @@ func (s State) Lines() []string {
 	return out
 }
 
-func snapshot(c *conn) (State, error) {
-	links, err := c.do(dumpRequest(unix.RTM_GETLINK, ifinfomsg(unix.AF_UNSPEC, 0, 0, 0), "dump links"))
+func snapshot() (State, error) {
+	links, err := netlink.LinkList()
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("netlink: list links: %w", err)
 	}
-	names := map[int32]string{}
+	names := map[int]string{}
 	var s State
-	for _, m := range links {
-		e, index, err := linkEntry(m)
-		if err != nil {
-			return nil, err
-		}
-		names[index] = e.Dev
-		s = append(s, e)
+	for _, l := range links {
+		a := l.Attrs()
+		names[a.Index] = a.Name
+		s = append(s, Entry{Dev: a.Name, Text: linkText(l)})
 	}
-	dev := func(index int32) string {
-		if n, ok := names[index]; ok {
+	dev := func(index int) string {
+		if n, ok := names[index]; ok || index == 0 {
 			return n
 		}
 		return fmt.Sprintf("if%d", index)
 	}
-	s, err = dumpEntries(c, s, dumpRequest(unix.RTM_GETADDR, ifaddrmsg(unix.AF_UNSPEC, 0, 0, 0, 0), "dump addresses"),
-		func(m message) (Entry, error) { return addrEntry(m, dev) })
+	addrs, err := netlink.AddrList(nil, netlink.FAMILY_ALL)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("netlink: list addresses: %w", err)
 	}
-	for _, fam := range []uint8{unix.AF_INET, unix.AF_INET6} {
-		s, err = dumpEntries(c, s, dumpRequest(unix.RTM_GETROUTE, rtmsg(fam, 0, 0, 0, 0, 0), "dump routes"),
-			func(m message) (Entry, error) { return routeEntry(m, dev) })
-		if err != nil {
-			return nil, err
-		}
-		s, err = dumpEntries(c, s, dumpRequest(unix.RTM_GETRULE, rtmsg(fam, 0, 0, 0, 0, 0), "dump rules"), ruleEntry)
-		if err != nil {
-			return nil, err
-		}
+	for _, a := range addrs {
+		d := dev(a.LinkIndex)
+		s = append(s, Entry{Dev: d, Text: fmt.Sprintf("addr dev %s %s peer %s broadcast %s scope %d label %q", d, a.IPNet, a.Peer, a.Broadcast, a.Scope, a.Label)})
+	}
+	// Every table: a filter on table 0 (RT_TABLE_UNSPEC) matches all.
+	routes, err := netlink.RouteListFiltered(netlink.FAMILY_ALL, &netlink.Route{}, netlink.RT_FILTER_TABLE)
+	if err != nil {
+		return nil, fmt.Errorf("netlink: list routes: %w", err)
+	}
+	for _, r := range routes {
+		s = append(s, Entry{Dev: dev(r.LinkIndex), Text: routeText(r, dev)})
+	}
+	rules, err := netlink.RuleList(netlink.FAMILY_ALL)
+	if err != nil {
+		return nil, fmt.Errorf("netlink: list rules: %w", err)
+	}
+	for _, r := range rules {
+		s = append(s, Entry{Text: ruleText(r)})
 	}
 	slices.SortFunc(s, func(a, b Entry) int { return strings.Compare(a.Text, b.Text) })
 	return s, nil
 }
 
-// dumpEntries sends a dump request and appends each message of the answer,
-// made an entry by entry, to s.
-func dumpEntries(c *conn, s State, r request, entry func(message) (Entry, error)) (State, error) {
-	msgs, err := c.do(r)
-	if err != nil {
-		return nil, err
-	}
-	for _, m := range msgs {
-		e, err := entry(m)
-		if err != nil {
-			return nil, err
-		}
-		s = append(s, e)
-	}
-	return s, nil
-}
-
-// linkEntry renders an RTM_NEWLINK message: name, index, kind, admin
-// state, MTU, master, address.
-func linkEntry(m message) (Entry, int32, error) {
-	attrs, err := attrsAfter(m.data, unix.SizeofIfInfomsg)
-	if err != nil {
-		return Entry{}, 0, err
-	}
-	index := int32(native.Uint32(m.data[4:]))
-	flags := native.Uint32(m.data[8:])
-	var name, kind string
-	var b strings.Builder
-	for _, a := range attrs {
-		switch a.typ {
-		case unix.IFLA_IFNAME:
-			name = string(trimNUL(a.data))
-		case unix.IFLA_LINKINFO:
-			info, err := parseAttrs(a.data)
-			if err != nil {
-				return Entry{}, 0, err
-			}
-			for _, i := range info {
-				if i.typ == unix.IFLA_INFO_KIND {
-					kind = string(trimNUL(i.data))
-				}
-			}
-		case unix.IFLA_MTU:
-			fmt.Fprintf(&b, " mtu %d", u32(a.data))
-		case unix.IFLA_MASTER:
-			fmt.Fprintf(&b, " master %d", u32(a.data))
-		case unix.IFLA_ADDRESS:
-			fmt.Fprintf(&b, " address %s", hex.EncodeToString(a.data))
-		}
-	}
+// linkText renders a link: name, index, kind, admin state, MTU, master,
+// address.
+func linkText(l netlink.Link) string {
+	a := l.Attrs()
 	up := "down"
-	if flags&unix.IFF_UP != 0 {
+	if a.Flags&net.FlagUp != 0 {
 		up = "up"
 	}
-	text := fmt.Sprintf("link %s index %d kind %q %s%s", name, index, kind, up, b.String())
-	return Entry{Dev: name, Text: text}, index, nil
+	return fmt.Sprintf("link %s index %d kind %q %s mtu %d master %d address %s", a.Name, a.Index, l.Type(), up, a.MTU, a.MasterIndex, a.HardwareAddr)
 }
 
-// addrEntry renders an RTM_NEWADDR message; its flags (tentative, ...)
-// and cache times are left out.
-func addrEntry(m message, dev func(int32) string) (Entry, error) {
-	attrs, err := attrsAfter(m.data, unix.SizeofIfAddrmsg)
-	if err != nil {
-		return Entry{}, err
-	}
-	d := dev(int32(native.Uint32(m.data[4:])))
-	text := fmt.Sprintf("addr dev %s family %d /%d scope %d%s", d, m.data[0], m.data[1], m.data[3],
-		renderAttrs(attrs, map[uint16]string{unix.IFA_ADDRESS: "address", unix.IFA_LOCAL: "local", unix.IFA_BROADCAST: "broadcast", unix.IFA_LABEL: "label"},
-			[]uint16{unix.IFA_ADDRESS, unix.IFA_LOCAL, unix.IFA_BROADCAST}, []uint16{unix.IFA_CACHEINFO, unix.IFA_FLAGS}))
-	return Entry{Dev: d, Text: text}, nil
-}
-
-// routeEntry renders an RTM_NEWROUTE message, every attribute but the
-// cache info and expiry timers; of its flags, the next hop's carrier state
-// (dead, linkdown) is left out.
-func routeEntry(m message, dev func(int32) string) (Entry, error) {
-	attrs, err := attrsAfter(m.data, unix.SizeofRtMsg)
-	if err != nil {
-		return Entry{}, err
-	}
-	d := ""
-	for _, a := range attrs {
-		if a.typ == unix.RTA_OIF && len(a.data) >= 4 {
-			d = dev(int32(u32(a.data)))
-		}
-	}
-	h := m.data
-	text := fmt.Sprintf("route family %d dst /%d src /%d tos %d table %d proto %d scope %d type %d flags %#x dev %s%s",
-		h[0], h[1], h[2], h[3], h[4], h[5], h[6], h[7], native.Uint32(h[8:])&^(unix.RTNH_F_DEAD|unix.RTNH_F_LINKDOWN), d,
-		renderAttrs(attrs, map[uint16]string{unix.RTA_DST: "to", unix.RTA_SRC: "from", unix.RTA_GATEWAY: "via", unix.RTA_PREFSRC: "prefsrc", unix.RTA_TABLE: "table-id", unix.RTA_PRIORITY: "metric"},
-			[]uint16{unix.RTA_DST, unix.RTA_SRC, unix.RTA_GATEWAY, unix.RTA_PREFSRC}, []uint16{unix.RTA_OIF, unix.RTA_CACHEINFO, unix.RTA_EXPIRES}))
-	return Entry{Dev: d, Text: text}, nil
-}
-
-// ruleEntry renders an RTM_NEWRULE message in full.
-func ruleEntry(m message) (Entry, error) {
-	attrs, err := attrsAfter(m.data, unix.SizeofRtMsg)
-	if err != nil {
-		return Entry{}, err
-	}
-	h := m.data
-	text := fmt.Sprintf("rule family %d dst /%d src /%d tos %d table %d action %d flags %#x%s",
-		h[0], h[1], h[2], h[3], h[4], h[7], native.Uint32(h[8:]),
-		renderAttrs(attrs, map[uint16]string{unix.FRA_PRIORITY: "pref", unix.FRA_TABLE: "table-id", unix.FRA_IIFNAME: "iif", unix.FRA_OIFNAME: "oif", unix.FRA_SRC: "from", unix.FRA_DST: "to", unix.FRA_FWMARK: "fwmark"},
-			[]uint16{unix.FRA_SRC, unix.FRA_DST}, nil))
-	return Entry{Text: text}, nil
-}
-
-// renderAttrs renders attributes in their order: named ones by name (IP
-// addresses as such, NUL-terminated strings as text, 4 bytes as a number),
-// others as type=hex; skip are left out.
-func renderAttrs(attrs []rawAttr, names map[uint16]string, addrs, skip []uint16) string {
+// routeText renders a route, its next hops included; of its flags, the
+// carrier state (dead, linkdown) is left out, and so are its metrics and
+// timers.
+func routeText(r netlink.Route, dev func(int) string) string {
+	const carrier = unix.RTNH_F_DEAD | unix.RTNH_F_LINKDOWN
 	var b strings.Builder
-	for _, a := range attrs {
-		if slices.Contains(skip, a.typ) {
-			continue
-		}
-		name, ok := names[a.typ]
-		if !ok {
-			fmt.Fprintf(&b, " %d=%s", a.typ, hex.EncodeToString(a.data))
-			continue
-		}
-		switch {
-		case slices.Contains(addrs, a.typ):
-			if ip, ok := netip.AddrFromSlice(a.data); ok {
-				fmt.Fprintf(&b, " %s %s", name, ip)
-			} else {
-				fmt.Fprintf(&b, " %s %x", name, a.data)
-			}
-		case len(a.data) > 0 && a.data[len(a.data)-1] == 0 && len(a.data) != 4:
-			fmt.Fprintf(&b, " %s %s", name, trimNUL(a.data))
-		case len(a.data) == 4:
-			fmt.Fprintf(&b, " %s %d", name, u32(a.data))
-		default:
-			fmt.Fprintf(&b, " %s %x", name, a.data)
+	fmt.Fprintf(&b, "route family %d table %d dst %s src %s via %s dev %s proto %d scope %d type %d tos %d metric %d flags %#x",
+		r.Family, r.Table, r.Dst, r.Src, r.Gw, dev(r.LinkIndex), r.Protocol, r.Scope, r.Type, r.Tos, r.Priority, r.Flags&^carrier)
+	for _, h := range r.MultiPath {
+		fmt.Fprintf(&b, " nexthop via %s dev %s weight %d flags %#x", h.Gw, dev(h.LinkIndex), h.Hops+1, h.Flags&^carrier)
+	}
+	for _, d := range []fmt.Stringer{r.NewDst, r.Via, r.Encap} {
+		if d != nil {
+			fmt.Fprintf(&b, " %s", d)
 		}
 	}
 	return b.String()
 }
 
-func u32(b []byte) uint32 {
-	if len(b) < 4 {
-		return 0
+// ruleText renders a routing rule in full.
+func ruleText(r netlink.Rule) string {
+	mask := "none"
+	if r.Mask != nil {
+		mask = fmt.Sprintf("%#x", *r.Mask)
 	}
-	return native.Uint32(b)
+	return fmt.Sprintf("rule family %d pref %d table %d type %d proto %d from %s to %s iif %q oif %q fwmark %#x/%s tos %d tun %d goto %d flow %d suppress %d/%d invert %t ipproto %d sport %v dport %v uid %v",
+		r.Family, r.Priority, r.Table, r.Type, r.Protocol, r.Src, r.Dst, r.IifName, r.OifName, r.Mark, mask, r.Tos, r.TunID, r.Goto, r.Flow,
+		r.SuppressPrefixlen, r.SuppressIfgroup, r.Invert, r.IPProto, r.Sport, r.Dport, r.UIDRange)
 }

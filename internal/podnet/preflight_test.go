@@ -1,0 +1,21 @@
+package podnet
+
+import (
+	"net/netip"
+	"testing"
+)
+
+func TestRandomAddr(t *testing.T) {
+	for _, p := range []netip.Prefix{podPrefix, netip.MustParsePrefix("10.0.0.0/30")} {
+		for range 500 {
+			a, err := randomAddr(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			last := a.As4()[3] & byte(^uint32(0)>>p.Bits())
+			if !p.Contains(a) || a == p.Masked().Addr() || last == byte(^uint32(0)>>p.Bits()) {
+				t.Fatalf("randomAddr(%s) = %s", p, a)
+			}
+		}
+	}
+}
