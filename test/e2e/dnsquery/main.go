@@ -29,7 +29,7 @@ func main() {
 		fmt.Fprintln(os.Stderr, "usage: dnsquery -server IP [-proto udp|tcp] [-timeout D] NAME")
 		os.Exit(2)
 	}
-	addrs, err := lookup(*server, *proto, flag.Arg(0), *timeout)
+	addrs, err := lookup(net.JoinHostPort(*server, "53"), *proto, flag.Arg(0), *timeout)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "dnsquery: %v\n", err)
 		os.Exit(1)
@@ -37,7 +37,7 @@ func main() {
 	fmt.Println(strings.Join(addrs, "\n"))
 }
 
-// lookup asks server:53 over proto for the A records of name. Go's own
+// lookup asks server (host:port) over proto for the A records of name. Go's own
 // resolver speaks DNS's stream framing on a conn that is not a PacketConn,
 // so a Dial that returns a TCP conn makes every query go over TCP.
 func lookup(server, proto, name string, timeout time.Duration) ([]string, error) {
@@ -45,7 +45,7 @@ func lookup(server, proto, name string, timeout time.Duration) ([]string, error)
 		PreferGo: true,
 		Dial: func(ctx context.Context, _, _ string) (net.Conn, error) {
 			var d net.Dialer
-			return d.DialContext(ctx, proto, net.JoinHostPort(server, "53"))
+			return d.DialContext(ctx, proto, server)
 		},
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
