@@ -3,8 +3,8 @@
 # and with its iptables one (make e2e-docker29); see README.md. As root:
 #   1. installs what is missing (nftables: dockerd runs nft; iptables);
 #   2. builds dockerd and docker-proxy (build-engine.sh, the Go module
-#      proxy's github.com/moby/moby/v2 at MOBY_VERSION), cached by version
-#      and recipe; containerd and runc from test/stack/runtime.sh;
+#      proxy's github.com/moby/moby/v2 at moby_version below), cached by
+#      version and recipe; containerd and runc from test/stack/runtime.sh;
 #   3. removes what an interrupted run left (engine, mounts, netns);
 #   4. for each backend: starts the engine in a network namespace of its
 #      own (kind-ep-d29) with a socket, data-root, exec-root and pidfile of
@@ -52,7 +52,7 @@ t=$(date +%s)
 if [[ -x $engine/dockerd && -x $engine/docker-proxy ]]; then
   log "engine $engine present"
 else
-  log "building dockerd and docker-proxy of github.com/moby/moby/v2 $moby_version (cold: about 11 minutes on 2 cores; log: $log_dir/build-engine.log)"
+  log "building dockerd and docker-proxy of github.com/moby/moby/v2 $moby_version (cold: 11 to 48 minutes on 2 cores, by their load; log: $log_dir/build-engine.log)"
   bash "$here/build-engine.sh" "$moby_version" "$engine" > "$log_dir/build-engine.log" 2>&1 \
     || { grep -v '^go: downloading' "$log_dir/build-engine.log" | tail -n 30 >&2; die "building the engine failed"; }
   find "$state" -maxdepth 1 -name 'engine-*' ! -path "$engine" -exec rm -rf {} +
@@ -132,8 +132,7 @@ stop_engine
 trap 'stop_engine' EXIT
 
 # --- 4. each backend ---------------------------------------------------------
-E2E_KIND_CLI=$(bash test/kind-cli.sh v0.23.0) || die "building the kind CLI (test/kind-cli.sh) failed"
-export E2E_KIND_CLI E2E_BOOT_LIMIT=${E2E_BOOT_LIMIT:-120s}
+export E2E_BOOT_LIMIT=${E2E_BOOT_LIMIT:-120s}
 backends=${D29_BACKENDS:-nftables iptables}
 rows=$state/table
 rm -rf "$rows"
