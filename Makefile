@@ -9,11 +9,11 @@ STATICCHECK_VERSION ?= v0.8.2
 MAX_LINES ?= 450
 # Every build tag of the test tiers: lint reads their files too (go vet and
 # staticcheck see only untagged files otherwise).
-TEST_TAGS ?= e2e e2ebench vm podman cluster matrix nerdctl
+TEST_TAGS ?= e2e e2ebench vm podman cluster matrix nerdctl docker29
 
 export CGO_ENABLED := 0
 
-.PHONY: all build build-arm64 vet test test-arm64 unit e2e e2e-podman e2e-cluster e2e-cluster-matrix e2e-nerdctl e2e-conformance e2e-vm e2e-vm-cluster e2e-stack run bench fuzz lint image clean
+.PHONY: all build build-arm64 vet test test-arm64 unit e2e e2e-podman e2e-cluster e2e-cluster-matrix e2e-nerdctl e2e-conformance e2e-vm e2e-vm-cluster e2e-stack e2e-docker29 run bench fuzz lint image clean
 
 all: build
 
@@ -78,7 +78,13 @@ run: build
 #                    from the Go module proxy), through every e2e test,
 #                    with kind v0.33.0's script as the differential's
 #                    control; see test/stack/README.md.
-ENGINE_TIERS := podman cluster nerdctl conformance vm stack
+#   e2e-docker29     kind nodes (ours and kind's script) on Docker 29 with
+#                    its nftables and its iptables firewall backends, an
+#                    engine built from the Go module proxy and run in a
+#                    network namespace of its own; DNS from the node and a
+#                    pod namespace, before and after a restart; not in
+#                    `test`; see test/docker29/README.md.
+ENGINE_TIERS := podman cluster nerdctl conformance vm stack docker29
 
 e2e: build
 	bash test/e2e/run.sh

@@ -49,6 +49,19 @@ go_build_done() {
   mv "$go_build_out.tmp" "$go_build_out"
 }
 
+# go_module_build DEST NAME MODULE@VERSION LDFLAGS TAGS PACKAGE...: after
+# go_build_init, in a module of our own ($work/NAME) that requires MODULE at
+# VERSION, go build its PACKAGEs (full import paths) into DEST, stripped.
+go_module_build() {
+  local dest=$1 dir=$work/$2 mod=${3%@*} ver=${3#*@} ldflags=$4 tags=$5 t
+  shift 5
+  mkdir -p "$dir" "$dest"
+  printf 'module kind-entrypoint.test/%s-%s\ngo 1.26\nrequire %s %s\n' "$tier_name" "${dir##*/}" "$mod" "$ver" > "$dir/go.mod"
+  t=$(date +%s)
+  (cd "$dir" && go build -trimpath -tags "$tags" -ldflags "-s -w $ldflags" -o "$dest/" "$@")
+  log "$mod $ver built in $(since "$t")"
+}
+
 log() { printf '%s %s: %s\n' "$(date +%T)" "${tier_name:-tier}" "$*" >&2; }
 die() {
   log "ERROR: $*"

@@ -8,6 +8,7 @@
 #      then fails with "unable to apply caps"), installs the OCI runtime shim
 #      (test/e2e/runtimeshim) as Docker's default runtime;
 #   3. starts dockerd in the background when no daemon answers;
+#   (none of 1-3 for an engine that DOCKER_HOST names: the caller's);
 #   4. builds the base image with debootstrap, cached by a hash of its inputs;
 #   5. builds the packaging image (./Dockerfile, from bin/entrypoint, which
 #      `make build` makes) and the node image (test/e2e/node);
@@ -45,8 +46,13 @@ export DOCKER_BUILDKIT=0 # the classic builder needs no buildx plugin
 [[ ${E2E_LOCK_HELD:-} == 1 ]] || tier_lock "$state/lock"
 
 # --- 1. packages -------------------------------------------------------------
+# An engine that DOCKER_HOST names belongs to the caller (test/docker29
+# builds the images in its own engine): it is neither installed, nor
+# configured, nor started here.
+own_engine=1
+[[ -z ${DOCKER_HOST:-} ]] || own_engine=0
 missing=()
-command -v dockerd > /dev/null || missing+=(docker.io)
+((!own_engine)) || command -v dockerd > /dev/null || missing+=(docker.io)
 command -v debootstrap > /dev/null || missing+=(debootstrap)
 command -v iptables > /dev/null || missing+=(iptables)
 [[ -e /etc/ssl/certs/ca-certificates.crt ]] || missing+=(ca-certificates)
@@ -56,7 +62,7 @@ apt_install "$log_dir/apt.log" "${missing[@]}"
 
 # --- 2. the --privileged runtime shim ----------------------------------------
 need_shim=0
-if capabilities_short; then
+if ((own_engine)) && capabilities_short; then
   need_shim=1
   log "capability bounding set is short (missing mask $cap_missing_mask): using the runtime shim"
   build_runtime_shim "$shim"
@@ -76,7 +82,7 @@ fi
 
 # --- 3. dockerd --------------------------------------------------------------
 default_runtime() { docker info --format '{{.DefaultRuntime}}' 2> /dev/null; }
-if ! docker info > /dev/null 2>&1; then
+if ((own_engine)) && ! docker info > /dev/null 2>&1; then
   t=$(date +%s)
   log "starting dockerd (log: $log_dir/dockerd.log)"
   start_daemon "$log_dir/dockerd.log" setsid dockerd

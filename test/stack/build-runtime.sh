@@ -17,32 +17,19 @@ source "$versions"
 go_build_init stack "$out"
 [[ -e /usr/lib/x86_64-linux-gnu/libseccomp.a ]] || apt_install "$work/apt.log" libseccomp-dev
 
-# build DEST NAME MODULE@VERSION LDFLAGS TAGS PACKAGE...: in a module of our
-# own (NAME) that requires MODULE at VERSION, go build its PACKAGEs (full
-# import paths) into DEST.
-build() {
-  local dest=$1 dir=$work/$2 mod=${3%@*} ver=${3#*@} ldflags=$4 tags=$5 t
-  shift 5
-  mkdir -p "$dir" "$dest"
-  printf 'module kind-entrypoint.test/stack-%s\ngo 1.26\nrequire %s %s\n' "${dir##*/}" "$mod" "$ver" > "$dir/go.mod"
-  t=$(date +%s)
-  (cd "$dir" && go build -trimpath -tags "$tags" -ldflags "-s -w $ldflags" -o "$dest/" "$@")
-  log "$mod $ver built in $(since "$t")"
-}
-
 ctrd=github.com/containerd/containerd/v2
-build "$out.tmp" containerd "$ctrd@$CONTAINERD" "-X $ctrd/version.Version=$CONTAINERD" \
+go_module_build "$out.tmp" containerd "$ctrd@$CONTAINERD" "-X $ctrd/version.Version=$CONTAINERD" \
   "no_aufs no_zfs no_btrfs no_devmapper" "$ctrd/cmd/containerd" "$ctrd/cmd/ctr" "$ctrd/cmd/containerd-shim-runc-v2"
 # runc needs cgo for seccomp; Debian's libseccomp-dev has libseccomp.a.
-CGO_ENABLED=1 build "$out.tmp" runc "github.com/opencontainers/runc@$RUNC" \
+CGO_ENABLED=1 go_module_build "$out.tmp" runc "github.com/opencontainers/runc@$RUNC" \
   "-X main.version=${RUNC#v} -extldflags -static" "seccomp netgo osusergo urfave_cli_no_docs" \
   github.com/opencontainers/runc
-build "$out.tmp" crictl "sigs.k8s.io/cri-tools@$CRI_TOOLS" "-X sigs.k8s.io/cri-tools/pkg/version.Version=$CRI_TOOLS" "" \
+go_module_build "$out.tmp" crictl "sigs.k8s.io/cri-tools@$CRI_TOOLS" "-X sigs.k8s.io/cri-tools/pkg/version.Version=$CRI_TOOLS" "" \
   sigs.k8s.io/cri-tools/cmd/crictl
 cni=github.com/containernetworking/plugins
-build "$out.tmp/cni" cni "$cni@$CNI_PLUGINS" "-X $cni/pkg/utils/buildversion.BuildVersion=$CNI_PLUGINS" "" \
+go_module_build "$out.tmp/cni" cni "$cni@$CNI_PLUGINS" "-X $cni/pkg/utils/buildversion.BuildVersion=$CNI_PLUGINS" "" \
   "$cni/plugins/ipam/host-local" "$cni/plugins/main/loopback" "$cni/plugins/main/ptp" "$cni/plugins/meta/portmap"
 fo=github.com/containerd/fuse-overlayfs-snapshotter/v2/cmd/containerd-fuse-overlayfs-grpc
-build "$out.tmp" fuse-overlayfs "github.com/containerd/fuse-overlayfs-snapshotter/v2@$FUSE_OVERLAYFS_SNAPSHOTTER" \
+go_module_build "$out.tmp" fuse-overlayfs "github.com/containerd/fuse-overlayfs-snapshotter/v2@$FUSE_OVERLAYFS_SNAPSHOTTER" \
   "-X $fo/version.Version=$FUSE_OVERLAYFS_SNAPSHOTTER" "" "$fo"
 go_build_done

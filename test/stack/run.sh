@@ -3,8 +3,9 @@
 # systemd 257, containerd v2.3.4, runc v1.4.3), as `make e2e-stack` runs it.
 # As root, on the machine test/e2e/run.sh runs on:
 #   1. Docker and the packaging image, from test/e2e/run.sh --build-only;
-#   2. the runtime (build-runtime.sh) at the versions in `versions`, built
-#      from the Go module proxy, cached by a hash of its recipe;
+#   2. the runtime (runtime.sh: build-runtime.sh at the versions in
+#      `versions`), built from the Go module proxy, cached by a hash of its
+#      recipe;
 #   3. the trixie rootfs (debootstrap, test/e2e/base/build.sh with SUITE
 #      trixie and ./packages), then base/Dockerfile puts the runtime in it;
 #   4. the node image: test/e2e/node's recipe on that base, so the node is
@@ -43,18 +44,8 @@ bash test/e2e/run.sh --build-only > /dev/null
 pkg_image=kind-entrypoint:e2e
 
 # --- 2. the runtime ----------------------------------------------------------
-rt_hash=$(cat "$here/versions" "$here/build-runtime.sh" test/lib.sh | sha256sum | cut -c1-12)
-rt=$state/runtime-$rt_hash
-t=$(date +%s)
-if [[ -x $rt/containerd && -x $rt/runc && -x $rt/cni/ptp ]]; then
-  log "runtime $rt present"
-else
-  log "building containerd $CONTAINERD, runc $RUNC, crictl $CRI_TOOLS, CNI plugins $CNI_PLUGINS (cold: about 10 minutes on 2 cores; log: $log_dir/build-runtime.log)"
-  bash "$here/build-runtime.sh" "$here/versions" "$rt" > "$log_dir/build-runtime.log" 2>&1 \
-    || { grep -v '^go: downloading' "$log_dir/build-runtime.log" | tail -n 30 >&2; die "building the runtime failed"; }
-  find "$state" -maxdepth 1 -name 'runtime-*' ! -path "$rt" -exec rm -rf {} +
-fi
-log "runtime ready in $(since "$t")"
+rt=$(bash "$here/runtime.sh") || die "building the runtime (runtime.sh) failed"
+rt_hash=${rt##*/runtime-}
 
 # --- 3. the trixie base ------------------------------------------------------
 t=$(date +%s)
