@@ -110,7 +110,7 @@ func Run(ctx context.Context, o Options) Report {
 	comm, _ := c.sys.ReadFile("/proc/1/comm", system.LimitValue)
 	c.booted = c.kind && strings.TrimSpace(string(comm)) == "systemd"
 
-	rows := []Row{c.userNS(), c.cgroupVersion(), c.kubeletCgroup(), c.cgroupNS(), c.controllers(), c.cgroupMounts(), c.nofile()}
+	rows := []Row{c.userNS(), c.cgroupVersion(), c.kubeletCgroup(), c.cgroupNS(), c.controllers(), c.cgroupMounts(), c.nofile(), c.inotify(), c.keys()}
 	rows = append(rows, c.storage()...)
 	rows = append(rows, c.sysMount(), c.propagation())
 	rows = append(rows, c.iptables()...)
