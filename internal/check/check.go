@@ -112,6 +112,7 @@ func Run(ctx context.Context, o Options) Report {
 
 	rows := []Row{c.userNS(), c.cgroupVersion(), c.kubeletCgroup(), c.cgroupNS(), c.controllers(), c.cgroupMounts(), c.nofile(), c.inotify(), c.keys()}
 	rows = append(rows, c.storage()...)
+	rows = append(rows, c.containerdNofile())
 	rows = append(rows, c.sysMount(), c.propagation())
 	rows = append(rows, c.iptables()...)
 	rows = append(rows, c.names()...)
