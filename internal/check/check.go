@@ -118,7 +118,7 @@ func Run(ctx context.Context, o Options) Report {
 	rows = append(rows, c.names()...)
 	rows = append(rows, c.etcdPeers()...)
 	rows = append(rows, c.dnsForwarder(ctx, o.DNSProbe))
-	rows = append(rows, c.dmi(), c.libModules(), c.plan(rep.Dry.Shown(), rep.Dry.Err))
+	rows = append(rows, c.dmi(), c.libModules(), c.kernelModules(), c.plan(rep.Dry.Shown(), rep.Dry.Err))
 	if o.PodNetwork != nil {
 		rows = append(rows, c.podNetwork(ctx, o.PodNetwork))
 	}

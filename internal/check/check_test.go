@@ -109,7 +109,7 @@ var rowNames = []string{
 	"user-namespace", "cgroup-version", "kubelet-cgroup-v1", "cgroupns", "cgroup-controllers", "cgroup-mounts", "nofile", "inotify", "keys-maxkeys",
 	"fs-kind", "fs-containerd", "snapshotter", "overlay", "dev-fuse", "containerd-nofile", "sys", "mount-propagation",
 	"iptables-legacy", "iptables-nft", "iptables-mode", "docker-dns", "host-docker-internal", "node-name", "default-gateway",
-	"dns-forwarder", "dmi", "lib-modules", "plan",
+	"dns-forwarder", "dmi", "lib-modules", "kernel-modules", "plan",
 }
 
 // garbleMountinfo makes the host's mount table unreadable.
