@@ -32,6 +32,7 @@ type State struct {
 	Proxy       Found[proxy.Facts]               // configure_proxy
 	Mounts      Found[mounts.Facts]              // fix_mount
 	CgroupV1    Found[cgroupfix.V1Facts]         // fix_cgroup, on cgroup v1
+	Kubelet     Found[cgroupfix.KubeletVersion]  // fix_cgroup: the image's /kind/version
 	MachineID   Found[identity.MachineIDFacts]   // fix_machine_id
 	ProductName Found[identity.ProductNameFacts] // fix_product_name
 	ProductUUID Found[identity.ProductUUIDFacts] // fix_product_uuid

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -104,16 +105,33 @@ func fixMount(_ context.Context, h *Host) (Planned, error) {
 }
 
 func fixCgroup(_ context.Context, h *Host) (Planned, error) {
+	// What the image's kubelet will make of this cgroup version; an
+	// unreadable version is check's to say, never a reason to stop.
+	kubelet, kerr := cgroupfix.ReadKubeletVersion(h.Sys)
+	h.State.Kubelet = found(kubelet, kerr)
 	if h.State.CgroupV2 {
 		return Planned{Actions: cgroupfix.PlanV2()}, nil
 	}
 	f, err := cgroupfix.DetectV1(h.Sys, h.mounts)
 	if h.State.CgroupV1 = found(f, err); err != nil {
-		return Planned{Actions: []plan.Action{cgroupfix.DetectedV1()}}, err
+		return Planned{Actions: refusesV1(kubelet, kerr, []plan.Action{cgroupfix.DetectedV1()})}, err
 	}
 	facts := []Fact{{"current cgroup", f.Current}, {"cgroupns", strconv.FormatBool(f.Current == "/")}}
 	actions, err := cgroupfix.PlanV1(f)
-	return Planned{facts, actions}, err
+	return Planned{facts, refusesV1(kubelet, kerr, actions)}, err
+}
+
+// refusesV1 puts the warning that the image's kubelet refuses cgroup v1
+// right after actions' first, "detected cgroup v1": kind's CLI waits for
+// that line, which stays as it is and first.
+func refusesV1(v cgroupfix.KubeletVersion, err error, actions []plan.Action) []plan.Action {
+	if err != nil || len(actions) == 0 {
+		return actions
+	}
+	if w, ok := cgroupfix.RefusesV1Warning(v); ok {
+		return slices.Insert(actions, 1, w)
+	}
+	return actions
 }
 
 // random is h.Rand, or crypto/rand.

@@ -110,14 +110,15 @@ func Run(ctx context.Context, o Options) Report {
 	comm, _ := c.sys.ReadFile("/proc/1/comm", system.LimitValue)
 	c.booted = c.kind && strings.TrimSpace(string(comm)) == "systemd"
 
-	rows := []Row{c.userNS(), c.cgroupVersion(), c.cgroupNS(), c.controllers(), c.cgroupMounts(), c.nofile()}
+	rows := []Row{c.userNS(), c.cgroupVersion(), c.kubeletCgroup(), c.cgroupNS(), c.controllers(), c.cgroupMounts(), c.nofile(), c.inotify(), c.keys()}
 	rows = append(rows, c.storage()...)
+	rows = append(rows, c.containerdNofile())
 	rows = append(rows, c.sysMount(), c.propagation())
 	rows = append(rows, c.iptables()...)
 	rows = append(rows, c.names()...)
 	rows = append(rows, c.etcdPeers()...)
 	rows = append(rows, c.dnsForwarder(ctx, o.DNSProbe))
-	rows = append(rows, c.dmi(), c.libModules(), c.plan(rep.Dry.Shown(), rep.Dry.Err))
+	rows = append(rows, c.dmi(), c.libModules(), c.kernelModules(), c.plan(rep.Dry.Shown(), rep.Dry.Err))
 	if o.PodNetwork != nil {
 		rows = append(rows, c.podNetwork(ctx, o.PodNetwork))
 	}

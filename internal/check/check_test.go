@@ -106,10 +106,10 @@ func rowNamed(rows []Row, name string) (Row, bool) {
 
 // rowNames are every row, in order, of a host that gets that far.
 var rowNames = []string{
-	"user-namespace", "cgroup-version", "cgroupns", "cgroup-controllers", "cgroup-mounts", "nofile",
-	"fs-kind", "fs-containerd", "snapshotter", "overlay", "dev-fuse", "sys", "mount-propagation",
+	"user-namespace", "cgroup-version", "kubelet-cgroup-v1", "cgroupns", "cgroup-controllers", "cgroup-mounts", "nofile", "inotify", "keys-maxkeys",
+	"fs-kind", "fs-containerd", "snapshotter", "overlay", "dev-fuse", "containerd-nofile", "sys", "mount-propagation",
 	"iptables-legacy", "iptables-nft", "iptables-mode", "docker-dns", "host-docker-internal", "node-name", "default-gateway",
-	"dns-forwarder", "dmi", "lib-modules", "plan",
+	"dns-forwarder", "dmi", "lib-modules", "kernel-modules", "plan",
 }
 
 // garbleMountinfo makes the host's mount table unreadable.
@@ -127,15 +127,7 @@ func allFail(observed string, names ...string) map[string]string {
 // TestRows: each failing and warning row, on a fake host that shows it
 // (and nothing else worse than its own verdict where the host is clean).
 func TestRows(t *testing.T) {
-	tests := []struct {
-		name   string
-		host   string
-		change func(t *testing.T, dir string)
-		// want are rows that must have this status, and whose observed
-		// value must match the regexp after the colon, if any.
-		want map[string]string
-		exit int
-	}{
+	runRowCases(t, []rowCase{
 		{
 			name: "a clean cgroup v2 node", host: "docker-v2-cgroupns",
 			want: map[string]string{"cgroup-version": "pass", "cgroupns": "pass", "overlay": "pass", "plan": "pass:10 steps"},
@@ -402,7 +394,25 @@ func TestRows(t *testing.T) {
 			want:   map[string]string{"fs-kind": "warn:no /kind"},
 			exit:   ExitWarn,
 		},
-	}
+	})
+}
+
+// rowCase is a fake host (a host of testdata/hosts, changed) and the rows
+// check must show for it.
+type rowCase struct {
+	name   string
+	host   string
+	change func(t *testing.T, dir string)
+	// want are rows that must have this status, and whose observed
+	// value must match the regexp after the colon, if any.
+	want map[string]string
+	exit int
+}
+
+// runRowCases checks each case's host, in parallel: every row there, in
+// order, each not passing with a hint, those of want as wanted, and the
+// exit code.
+func runRowCases(t *testing.T, tests []rowCase) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
