@@ -165,7 +165,11 @@ func (p d29Probe) measure() d29Cell {
 	server := strings.Fields(ns[0])[1]
 	c.nameserver = server
 	rules, err := n.ExecErr("nft", "list", "ruleset")
-	n.T.Logf("%s: resolv.conf:\n%s\nnft list ruleset (err %v):\n%s", n.Name, resolv, err, rules)
+	// A pod's packets DNATed to 127.0.0.11 are routed only where
+	// route_localnet allows it (or the engine makes it so): logged, so
+	// that the pod cells can be read against it.
+	localnet, _ := n.ExecErr("cat", "/proc/sys/net/ipv4/conf/all/route_localnet")
+	n.T.Logf("%s: resolv.conf:\n%s\nnft list ruleset (err %v):\n%s\nroute_localnet (all): %s", n.Name, resolv, err, rules, strings.TrimSpace(localnet))
 	if _, err := tier.Run(time.Minute, nil, "docker", "cp", p.helper, n.Name+":"+d29Helper); err != nil {
 		c.dnsNode = "helper not copied"
 		n.T.Log(err)
