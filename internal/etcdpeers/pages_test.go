@@ -108,3 +108,46 @@ func TestReadError(t *testing.T) {
 		}
 	}
 }
+
+// wideDB is a file whose root bucket is a branch page of n children,
+// each an empty leaf spanning 1 MiB with its overflow pages: a walk
+// through it reads n MiB, the most a corrupt file can lead it to.
+func wideDB(n int) []byte {
+	const span = 1 << 20 / writePageSize
+	db := MembersDB(nil)[:3*writePageSize]
+	high := uint64(4 + n*span)
+	for i := range 2 {
+		writeMeta(db[i*writePageSize:], uint64(i), high)
+	}
+	db = append(db, make([]byte, (int(high)-3)*writePageSize)...)
+	root := db[3*writePageSize:]
+	le.PutUint64(root, 3)
+	le.PutUint16(root[8:], branchPage)
+	le.PutUint16(root[10:], uint16(n))
+	for k := range n {
+		id := uint64(4 + k*span)
+		le.PutUint64(root[pageHeaderSize+k*elementSize+8:], id)
+		p := db[id*writePageSize:]
+		le.PutUint64(p, id)
+		le.PutUint16(p[8:], leafPage)
+		le.PutUint32(p[12:], span-1)
+	}
+	return db
+}
+
+// TestReadCap: a file that leads the walk through more than LimitDB of
+// pages stops at it, an error naming it, having read no more.
+func TestReadCap(t *testing.T) {
+	tree := hostTree(t, map[string]string{
+		"etc/kubernetes/manifests/etcd.yaml": manifest,
+		"var/lib/etcd/member/snap/db":        string(wideDB(LimitDB>>20 + 4)),
+	})
+	var f Facts
+	n := bytesPerRun(2, func() { f = Detect(tree, "kind-control-plane") })
+	if f.Err == nil || !strings.Contains(f.Err.Error(), "reading more than the 16777216-byte limit") {
+		t.Fatalf("error %v, want the limit on what is read", f.Err)
+	}
+	if n > LimitDB+1<<20 {
+		t.Errorf("%d bytes allocated, more than the %d-byte limit and a page", n, LimitDB)
+	}
+}
