@@ -8,12 +8,12 @@ package etcdpeers
 // through system.System), takes a flock, mmaps the whole file, and
 // panics on some corrupt pages; its readers trust page headers. What we
 // need is two buckets of small JSON records, read once before etcd
-// starts: about 150 lines that check every offset against the file's size
-// and never revisit a page, so that any input, however corrupt, is
+// starts: about 150 lines that check every offset against the file's
+// size and never revisit a page, so that any input, however corrupt, is
 // handled in time linear in the pages it names, each page's span bounded
-// (maxSpan). The format is bbolt's on-disk
-// layout (version 2), stable since 2014; the tests read files written
-// by bbolt itself (testdata/etcd).
+// (maxSpan). The format is bbolt's on-disk layout (version 2), stable
+// since 2014; the tests read files written by bbolt itself
+// (testdata/etcd).
 
 import (
 	"encoding/binary"
@@ -285,10 +285,10 @@ func (b *boltFile) bucket(e kv, fn func(kv) error) error {
 }
 
 // readBuckets calls fn with each key and value of the named top-level
-// buckets of the file r of size bytes, one bucket after the other in the order named (a missing
-// bucket has none), and stops at fn's first error. Nothing is gathered
-// on the way: what fn keeps is all the read holds. Nested buckets are
-// not read.
+// buckets of the file r of size bytes, one bucket after the other in the
+// order named (a missing bucket has none), and stops at fn's first
+// error. Nothing is gathered on the way: what fn keeps is all the read
+// holds. Nested buckets are not read.
 func readBuckets(r io.ReaderAt, size int64, names []string, fn func(bucket string, e kv) error) error {
 	b, root, err := openBolt(r, size)
 	if err != nil {

@@ -38,6 +38,10 @@ func newFile(fd int, name string, limit int) (File, error) {
 		unix.Close(fd)
 		return nil, &fs.PathError{Op: "stat", Path: name, Err: err}
 	}
+	if st.Mode&unix.S_IFMT != unix.S_IFREG { // as readFD checks again
+		unix.Close(fd)
+		return nil, &NotRegularError{Path: name, Type: fileType(st.Mode)}
+	}
 	return &openFile{fd: fd, name: name, size: st.Size, limit: int64(limit)}, nil
 }
 
