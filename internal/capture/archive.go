@@ -71,7 +71,9 @@ type Item struct {
 //     redacted. etcd's database (which holds the cluster's Secrets) is
 //     archived as a file of the same format holding only its members'
 //     names and peer URLs (etcdpeers.MembershipOnly), all that step 10
-//     reads of it.
+//     reads of it; it is read by pages, as step 10 reads it, never whole.
+//   - read by pages (Open): etcd's database, as above; any other file
+//     whole, as far as its limit allows (none is read so today).
 //   - only stat'ed: an empty file with the mode and owner (the mount
 //     binaries: their content is never read).
 //   - lstat'ed or readlink'ed symlinks: the link itself. Symlinks met

@@ -2,20 +2,26 @@ package capture
 
 import (
 	"bytes"
+	"context"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/kind-entrypoint/entrypoint/internal/boot"
 	"github.com/kind-entrypoint/entrypoint/internal/etcdpeers"
 	"github.com/kind-entrypoint/entrypoint/internal/system"
+	"github.com/kind-entrypoint/entrypoint/internal/system/hosttest"
 )
 
 // TestEtcdDatabase: etcd's database (it holds the cluster's Secrets) is
-// never archived; a file of its membership stands in for it, which a
+// never archived, and never read whole (step 10 and capture read it by
+// pages); a file of its membership stands in for it, which a
 // replay reads the same way (TestReplayHosts replays the plan).
 func TestEtcdDatabase(t *testing.T) {
 	src := copyHost(t, "net-ha-restart")
@@ -23,8 +29,8 @@ func TestEtcdDatabase(t *testing.T) {
 	env, _ := tree.Environ()
 	_, rec, archive, items, _ := captureTree(t, tree, env)
 	const db = "/var/lib/etcd/member/snap/db"
-	if rec.Paths()[db]&Read == 0 {
-		t.Fatalf("the dry run did not read %s", db)
+	if a := rec.Paths()[db]; a&Pages == 0 || a&Read != 0 {
+		t.Fatalf("the dry run read %s as %q, want by pages only", db, a)
 	}
 	orig, err := os.ReadFile(filepath.Join(src, db))
 	if err != nil {
@@ -56,5 +62,36 @@ func TestEtcdDatabase(t *testing.T) {
 	}
 	if !slices.ContainsFunc(items, func(it Item) bool { return it.Path == db && strings.Contains(it.What, "NOT ARCHIVED") }) {
 		t.Errorf("the manifest does not say the database was left out: %v", items)
+	}
+}
+
+// BenchmarkCaptureEtcd128MiB: the dry run and the archive of a control
+// plane whose etcd database is 128 MiB (the size the whole file used to
+// be read up to, several times): the database is read by pages, so the
+// cost is that of a small one (issue 53, class 4).
+func BenchmarkCaptureEtcd128MiB(b *testing.B) {
+	src := hosttest.Host(b, "net-ha-restart")
+	hosttest.AddFiles(b, src, map[string]string{system.ProbeDir + "/random": "kind"})
+	db, err := os.OpenFile(filepath.Join(src, "var/lib/etcd/member/snap/db"), os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		b.Fatal(err)
+	}
+	fi, err := db.Stat()
+	if err != nil {
+		b.Fatal(err)
+	}
+	if _, err := db.Write(make([]byte, 128<<20-fi.Size())); err != nil {
+		b.Fatal(err)
+	}
+	db.Close()
+	tree := system.NewTree(src)
+	env, _ := tree.Environ()
+	b.ReportAllocs()
+	for b.Loop() {
+		rec := NewRecorder(tree)
+		render, _ := Plan(boot.DryRunOn(context.Background(), rec, rec.Env(env), boot.Steps(), boot.DryRunOptions{ProbeTimeout: testProbeTimeout}))
+		if _, err := Archive(io.Discard, rec, Options{Time: time.Unix(1700000000, 0), Streams: map[string]func(io.Writer) error{"plan": render}}); err != nil {
+			b.Fatal(err)
+		}
 	}
 }

@@ -26,6 +26,7 @@ const (
 	Lstat                    // Lstat (does not)
 	List                     // ReadDir
 	Link                     // Readlink
+	Pages                    // Open: read at offsets
 )
 
 func (a Access) String() string {
@@ -33,7 +34,7 @@ func (a Access) String() string {
 	for _, x := range []struct {
 		a    Access
 		name string
-	}{{Read, "read"}, {Stat, "stat"}, {Lstat, "lstat"}, {List, "list"}, {Link, "readlink"}} {
+	}{{Read, "read"}, {Stat, "stat"}, {Lstat, "lstat"}, {List, "list"}, {Link, "readlink"}, {Pages, "read by pages"}} {
 		if a&x.a != 0 {
 			parts = append(parts, x.name)
 		}
@@ -79,7 +80,7 @@ type Recorder struct {
 
 	mu      sync.Mutex
 	paths   map[string]Access
-	limits  map[string]int // the largest read limit asked of each path
+	limits  map[string]int // the largest read limit asked of each path (ReadFile, Open)
 	fstypes map[string]*memo[string]
 	nofile  map[string]*memo[uint64]
 	overlay map[string]*memo[struct{}]
@@ -120,6 +121,17 @@ func (r *Recorder) ReadFile(p string, limit int) ([]byte, error) {
 	r.limits[p] = max(r.limits[p], limit)
 	r.mu.Unlock()
 	return r.sys.ReadFile(p, limit)
+}
+
+// Open records p as read by pages, with its limit on the bytes read. Not
+// the pages themselves: the only file read so is etcd's database, which
+// capture archives as a file of its membership (see Archive).
+func (r *Recorder) Open(p string, limit int) (system.File, error) {
+	r.mu.Lock()
+	r.paths[p] |= Pages
+	r.limits[p] = max(r.limits[p], limit)
+	r.mu.Unlock()
+	return r.sys.Open(p, limit)
 }
 
 // ReadLimit is the largest limit a read of p asked for (0: never read).

@@ -142,7 +142,13 @@ func (b *builder) add(p string, a Access, limit, hops int) error {
 			}
 		}
 		b.note(p, "directory, its %d entries listed, their content not archived (%s)", len(entries), a)
-	case fi.Mode().IsRegular() && a&Read != 0:
+	case fi.Mode().IsRegular() && a&(Read|Pages) != 0 && etcdpeers.IsBackend(p):
+		b.backend(p, loc, fi, a, limit)
+	case fi.Mode().IsRegular() && a&(Read|Pages) != 0:
+		// A file read by pages other than etcd's database (none is
+		// today) is archived whole, as far as its limit allows: a
+		// replay may read any page, and archive/tar writes no sparse
+		// file that could hold only the pages read.
 		data, err := b.sys.ReadFile(loc, limit)
 		if err != nil {
 			b.note(p, "unreadable: %v (%s)", err, a)
@@ -153,19 +159,6 @@ func (b *builder) add(p string, a Access, limit, hops int) error {
 			b.keys = append(b.keys, data)
 			b.put(loc, fi, []byte{}, "")
 			b.note(p, "PRIVATE KEY, NOT ARCHIVED: an empty file records only that it exists")
-			return nil
-		case etcdpeers.IsBackend(p):
-			// etcd's database holds the cluster's Secrets: only its
-			// membership, what step 10 reads, goes in, in the same
-			// format, so that a replay reads it the same way.
-			members, err := etcdpeers.MembershipOnly(data)
-			if err != nil {
-				b.put(loc, fi, []byte{}, "")
-				b.note(p, "etcd database, NOT ARCHIVED (its membership is unreadable: %v): an empty file", err)
-				return nil
-			}
-			b.put(loc, fi, members, "")
-			b.note(p, "etcd database, NOT ARCHIVED: a file of its members' names and peer URLs only, in its format (%s)", a)
 			return nil
 		case IsKubeconfig(p):
 			if red, n := redactKubeconfig(data); n > 0 {
@@ -196,6 +189,27 @@ func (b *builder) add(p string, a Access, limit, hops int) error {
 		b.note(p, "%s: archived as an empty file, existence only (%s)", fi.Mode().Type(), a)
 	}
 	return nil
+}
+
+// backend archives etcd's database, which holds the cluster's Secrets:
+// only its membership, what step 10 reads, goes in, in the same format,
+// so that a replay reads it the same way. It is read by pages, as step 10
+// reads it, under the same limit: never whole.
+func (b *builder) backend(p, loc string, fi fs.FileInfo, a Access, limit int) {
+	f, err := b.sys.Open(loc, limit)
+	if err != nil {
+		b.note(p, "unreadable: %v (%s)", err, a)
+		return
+	}
+	members, err := etcdpeers.MembershipOnly(f, f.Size())
+	f.Close()
+	if err != nil {
+		b.put(loc, fi, []byte{}, "")
+		b.note(p, "etcd database, NOT ARCHIVED (its membership is unreadable: %v): an empty file", err)
+		return
+	}
+	b.put(loc, fi, members, "")
+	b.note(p, "etcd database, NOT ARCHIVED: a file of its members' names and peer URLs only, in its format (%s)", a)
 }
 
 // put adds an entry for node path p: a directory, a symlink to target

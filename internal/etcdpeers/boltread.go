@@ -1,23 +1,26 @@
 package etcdpeers
 
 // This file holds the reader of bbolt files (etcd's backend): pure, over
-// the file's bytes, each page visited at most once.
+// an io.ReaderAt, each page read on demand and visited at most once, so
+// that a read costs the pages it visits, not the file's size.
 //
 // Why not go.etcd.io/bbolt: it opens files by path (a --root replay reads
 // through system.System), takes a flock, mmaps the whole file, and
 // panics on some corrupt pages; its readers trust page headers. What we
 // need is two buckets of small JSON records, read once before etcd
-// starts: about 150 lines that check every offset against the bytes read
-// and never revisit a page, so that any input, however corrupt, is
-// handled in time linear in its size. The format is bbolt's on-disk
-// layout (version 2), stable since 2014; the tests read files written
-// by bbolt itself (testdata/etcd).
+// starts: about 150 lines that check every offset against the file's
+// size and never revisit a page, so that any input, however corrupt, is
+// handled in time linear in the pages it names, each page's span bounded
+// (maxSpan). The format is bbolt's on-disk layout (version 2), stable
+// since 2014; the tests read files written by bbolt itself
+// (testdata/etcd).
 
 import (
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"hash/fnv"
+	"io"
 )
 
 // The bbolt page layout: a 16-byte header (id, flags, count, overflow),
@@ -39,6 +42,11 @@ const (
 	bucketHdrSz = 16   // a bucket value: root page id, sequence
 
 	maxDepth = 32 // a B+tree of 4 KiB pages this deep holds more than any file
+	// maxSpan bounds one page with its overflow pages, what one visit
+	// reads and holds: the membership's pages are a few KiB (a record is
+	// at most maxRecord), and an overflow count read from a torn page
+	// of a large sparse file must not size a buffer of gigabytes.
+	maxSpan = 4 << 20
 )
 
 // ErrCorrupt is what every malformed file gives, wrapped with where.
@@ -50,12 +58,29 @@ func corrupt(format string, args ...any) error {
 	return fmt.Errorf("%w: "+format, append([]any{ErrCorrupt}, args...)...)
 }
 
-// boltFile is a bbolt file's bytes and the state of one read of it.
+// boltFile is a bbolt file, read at offsets, and the state of one read
+// of it.
 type boltFile struct {
-	data     []byte
+	r        io.ReaderAt
+	size     uint64
 	pageSize uint64
 	maxPage  uint64          // the meta's high-water mark: pages beyond are free space
 	seen     map[uint64]bool // pages visited: none twice (a loop, or a page shared by two trees)
+}
+
+// readAt is n bytes of r at off, which the caller has checked lie within
+// size: a short read is a file that shrank while it was read (etcd
+// running), an error of its own.
+func readAt(r io.ReaderAt, off, n uint64) ([]byte, error) {
+	buf := make([]byte, n)
+	m, err := r.ReadAt(buf, int64(off))
+	switch {
+	case m == len(buf):
+		return buf, nil
+	case err == nil || err == io.EOF:
+		return nil, fmt.Errorf("the file ends at offset %d, before the %d bytes read there (it shrank while read)", off+uint64(m), n)
+	}
+	return nil, fmt.Errorf("offset %d: %w", off, err)
 }
 
 type boltMeta struct {
@@ -63,53 +88,64 @@ type boltMeta struct {
 }
 
 // parseMeta reads the meta page at off; ok false when it is not a valid
-// one (a torn write leaves one of the two invalid).
-func parseMeta(data []byte, off uint64) (boltMeta, bool) {
-	if off+pageHeaderSize+metaSize > uint64(len(data)) {
-		return boltMeta{}, false
+// one (a torn write leaves one of the two invalid); err when it could
+// not be read.
+func parseMeta(r io.ReaderAt, size, off uint64) (boltMeta, bool, error) {
+	if off+pageHeaderSize+metaSize > size {
+		return boltMeta{}, false, nil
 	}
-	p := data[off:]
+	p, err := readAt(r, off, pageHeaderSize+metaSize)
+	if err != nil {
+		return boltMeta{}, false, err
+	}
 	if le.Uint16(p[8:])&metaPage == 0 {
-		return boltMeta{}, false
+		return boltMeta{}, false, nil
 	}
 	m := p[pageHeaderSize : pageHeaderSize+metaSize]
 	if le.Uint32(m[0:]) != boltMagic || le.Uint32(m[4:]) != boltVersion {
-		return boltMeta{}, false
+		return boltMeta{}, false, nil
 	}
 	h := fnv.New64a()
 	h.Write(m[:metaSumSize])
 	if h.Sum64() != le.Uint64(m[metaSumSize:]) {
-		return boltMeta{}, false
+		return boltMeta{}, false, nil
 	}
 	ps := uint64(le.Uint32(m[8:]))
 	if ps < 512 || ps > 1<<20 || ps&(ps-1) != 0 {
-		return boltMeta{}, false
+		return boltMeta{}, false, nil
 	}
-	return boltMeta{pageSize: ps, root: le.Uint64(m[16:]), highWater: le.Uint64(m[40:]), txid: le.Uint64(m[48:])}, true
+	return boltMeta{pageSize: ps, root: le.Uint64(m[16:]), highWater: le.Uint64(m[40:]), txid: le.Uint64(m[48:])}, true, nil
 }
 
-// openBolt picks the newest valid meta page, as bbolt does: page 0, or
-// page 1 (found at the page size page 0 names, or, when page 0 is torn,
-// at each page size bbolt may have used).
-func openBolt(data []byte) (*boltFile, uint64, error) {
-	if len(data) == 0 {
+// openBolt picks the newest valid meta page of the file r of size bytes,
+// as bbolt does: page 0, or page 1 (found at the page size page 0 names,
+// or, when page 0 is torn, at each page size bbolt may have used).
+func openBolt(r io.ReaderAt, size int64) (*boltFile, uint64, error) {
+	if size <= 0 {
 		return nil, 0, corrupt("empty file")
 	}
-	m0, ok0 := parseMeta(data, 0)
+	m0, ok0, err := parseMeta(r, uint64(size), 0)
+	if err != nil {
+		return nil, 0, err
+	}
 	sizes := []uint64{m0.pageSize}
 	if !ok0 {
 		sizes = []uint64{4096, 8192, 16384, 32768, 65536, 512, 1024, 2048}
 	}
 	best, found := m0, ok0
 	for _, ps := range sizes {
-		if m1, ok := parseMeta(data, ps); ok && m1.pageSize == ps && (!found || m1.txid > best.txid) {
+		m1, ok, err := parseMeta(r, uint64(size), ps)
+		if err != nil {
+			return nil, 0, err
+		}
+		if ok && m1.pageSize == ps && (!found || m1.txid > best.txid) {
 			best, found = m1, true
 		}
 	}
 	if !found {
 		return nil, 0, corrupt("no valid meta page")
 	}
-	return &boltFile{data: data, pageSize: best.pageSize, maxPage: best.highWater, seen: map[uint64]bool{}}, best.root, nil
+	return &boltFile{r: r, size: uint64(size), pageSize: best.pageSize, maxPage: best.highWater, seen: map[uint64]bool{}}, best.root, nil
 }
 
 // ref is where a page id was read: the element (of page page, at file
@@ -140,17 +176,31 @@ func (b *boltFile) page(id uint64, from ref) ([]byte, error) {
 	}
 	b.seen[id] = true
 	off := id * b.pageSize
-	if off/b.pageSize != id || off+pageHeaderSize > uint64(len(b.data)) {
-		return nil, corrupt("page %d (offset %d) beyond the file's %d bytes", id, off, len(b.data))
+	if off/b.pageSize != id || off+pageHeaderSize > b.size {
+		return nil, corrupt("page %d (offset %d) beyond the file's %d bytes", id, off, b.size)
 	}
-	if le.Uint64(b.data[off:]) != id {
+	hdr, err := readAt(b.r, off, pageHeaderSize)
+	if err != nil {
+		return nil, fmt.Errorf("page %d: %w", id, err)
+	}
+	if le.Uint64(hdr) != id {
 		return nil, corrupt("page %d (offset %d): its header names another page (a torn or stale page)", id, off)
 	}
-	span := (uint64(le.Uint32(b.data[off+12:])) + 1) * b.pageSize
-	if span > uint64(len(b.data))-off {
+	span := (uint64(le.Uint32(hdr[12:])) + 1) * b.pageSize
+	switch {
+	case span > b.size-off:
 		return nil, corrupt("page %d (offset %d): its overflow count runs past the file's end", id, off)
+	case span > maxSpan:
+		return nil, corrupt("page %d (offset %d): %d bytes with its overflow pages, more than the %d a membership page may span", id, off, span, maxSpan)
 	}
-	return b.data[off : off+span], nil
+	p, err := readAt(b.r, off, span)
+	if err != nil {
+		return nil, fmt.Errorf("page %d: %w", id, err)
+	}
+	if le.Uint64(p) != id {
+		return nil, corrupt("page %d (offset %d): its header changed while read (the file is being written)", id, off)
+	}
+	return p, nil
 }
 
 // kv is one leaf element, and where it is: the page that holds it (for
@@ -235,12 +285,12 @@ func (b *boltFile) bucket(e kv, fn func(kv) error) error {
 }
 
 // readBuckets calls fn with each key and value of the named top-level
-// buckets, one bucket after the other in the order named (a missing
-// bucket has none), and stops at fn's first error. Nothing is gathered
-// on the way: what fn keeps is all the read holds. Nested buckets are
-// not read.
-func readBuckets(data []byte, names []string, fn func(bucket string, e kv) error) error {
-	b, root, err := openBolt(data)
+// buckets of the file r of size bytes, one bucket after the other in the
+// order named (a missing bucket has none), and stops at fn's first
+// error. Nothing is gathered on the way: what fn keeps is all the read
+// holds. Nested buckets are not read.
+func readBuckets(r io.ReaderAt, size int64, names []string, fn func(bucket string, e kv) error) error {
+	b, root, err := openBolt(r, size)
 	if err != nil {
 		return err
 	}

@@ -21,11 +21,15 @@ const (
 	DefaultDataDir = "/var/lib/etcd"
 	// dbInDataDir is etcd's backend file under its data directory.
 	dbInDataDir = "member/snap/db"
-	// LimitDB is the largest backend file read. etcd's file does not
-	// shrink; a kind cluster's is tens of MiB. Above this, the node boots
-	// as the script's would (a WARN says why), rather than hold more in
-	// memory before init.
-	LimitDB = 128 << 20
+	// LimitDB is the most read of the backend file, whatever its size:
+	// it is read by pages (system.Open), the meta pages and the trees of
+	// the root and membership buckets only, a few KiB on a kind cluster
+	// and about 2 MiB for the largest membership read (MaxMembers
+	// records of maxRecord bytes, maxRemoved IDs). etcd's file does not
+	// shrink, and its size no longer matters; a corrupt file that leads
+	// the walk further stops here, and the node boots as the script's
+	// would (a WARN says why).
+	LimitDB = 16 << 20
 	// PeersFile is the membership the unit's command maps, written at
 	// boot: /run, like the unit, is new on every start.
 	PeersFile = "/run/kind-etcd-peers.json"
@@ -56,7 +60,7 @@ func Detect(sys system.System, hostname string) Facts {
 	return detect(sys, hostname, LimitDB)
 }
 
-// detect is Detect with the backend file's size limit.
+// detect is Detect with the limit on what is read of the backend file.
 func detect(sys system.System, hostname string, limit int) Facts {
 	f := Facts{Hostname: hostname}
 	manifest, err := sys.ReadFile(EtcdManifest, system.LimitConfig)
@@ -77,7 +81,7 @@ func detect(sys system.System, hostname string, limit int) Facts {
 		return f
 	}
 	f.DB = path.Join(dir, dbInDataDir)
-	db, err := sys.ReadFile(f.DB, limit)
+	db, err := sys.Open(f.DB, limit)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		return f
@@ -86,7 +90,9 @@ func detect(sys system.System, hostname string, limit int) Facts {
 		return f
 	}
 	f.Present = true
-	if f.Members, err = ReadMembers(db); err != nil {
+	f.Members, err = ReadMembersAt(db, db.Size())
+	db.Close()
+	if err != nil {
 		f.Err = fmt.Errorf("%s: %w", f.DB, err)
 	}
 	f.Peers, _ = readIfAny(sys, PeersFile)

@@ -5,15 +5,15 @@
 // `docker restart` those belong to nobody, or to another node, and no
 // member can change the membership without a quorum. This package never
 // changes it. Before etcd runs, enable_network_magic reads the members'
-// names and recorded peer URLs from etcd's bbolt file (ReadMembers: a
-// bounded, read-only reader of the file's bytes, written here rather
-// than taken from go.etcd.io/bbolt; see boltread.go) and, on a control
-// plane whose etcd has two or more members, writes a runtime unit
-// (unit.go) that runs `entrypoint etcd-peer-nat`. That command
-// (nat.go, watch.go) resolves each peer's name through the node's
-// resolver (Docker's embedded DNS) and DNATs recorded:port →
-// current:port in the node's own network namespace, in a chain of its
-// own. TLS still verifies: the dialled address is the one the peer's
+// names and recorded peer URLs from etcd's bbolt file (ReadMembersAt: a
+// bounded, read-only reader of the pages it needs, read on demand through
+// system.Open, written here rather than taken from go.etcd.io/bbolt; see
+// boltread.go) and, on a control plane whose etcd has two or more
+// members, writes a runtime unit (unit.go) that runs `entrypoint
+// etcd-peer-nat`. That command (nat.go, watch.go) resolves each peer's
+// name through the node's resolver (Docker's embedded DNS) and DNATs
+// recorded:port → current:port in the node's own network namespace, in
+// a chain of its own. TLS still verifies: the dialled address is the one the peer's
 // certificate names; only the packets go elsewhere.
 //
 // It does not read anything but the membership buckets, and it never

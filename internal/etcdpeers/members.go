@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/netip"
 	"net/url"
 	"slices"
@@ -99,16 +100,22 @@ func validName(s string) bool {
 	return true
 }
 
-// ReadMembers reads the current members of etcd's backend file (its
-// bytes), sorted by name then ID: members_removed are left out. Each
-// record is handled as the walk reaches it, so that what the read holds
-// is bounded by MaxMembers and maxRemoved, not by the file's size.
+// ReadMembers is ReadMembersAt of a file's bytes.
 func ReadMembers(db []byte) ([]Member, error) {
+	return ReadMembersAt(bytes.NewReader(db), int64(len(db)))
+}
+
+// ReadMembersAt reads the current members of etcd's backend file (r, of
+// size bytes, read by pages), sorted by name then ID: members_removed are
+// left out. Each record is handled as the walk reaches it, so that what
+// the read holds is bounded by MaxMembers and maxRemoved, not by the
+// file's size.
+func ReadMembersAt(r io.ReaderAt, size int64) ([]Member, error) {
 	removed := map[uint64]bool{}
 	var out []Member
 	// members_removed first: a member is counted only once it is known
 	// not to be one of them.
-	err := readBuckets(db, []string{removedBucket, membersBucket}, func(bucket string, e kv) error {
+	err := readBuckets(r, size, []string{removedBucket, membersBucket}, func(bucket string, e kv) error {
 		id, err := strconv.ParseUint(string(e.key), 16, 64)
 		if bucket == removedBucket {
 			if err != nil || removed[id] {

@@ -71,10 +71,13 @@ func TestDetectAndPlan(t *testing.T) {
 			want: []string{"log WARN: not redirecting etcd's peers after a restart"}, errPart: "empty file"},
 		{name: "corrupt file", files: map[string]string{"etc/kubernetes/manifests/etcd.yaml": manifest, db: strings.Repeat("x", 9000)},
 			want: []string{"log WARN: not redirecting"}, errPart: "no valid meta page"},
-		{name: "at the size cap", limit: len(three), files: map[string]string{"etc/kubernetes/manifests/etcd.yaml": manifest, db: three},
+		// The limit is on the bytes read, not on the file's size: a
+		// file far larger than it is read by the pages that hold the
+		// membership; a walk that needs more than it stops.
+		{name: "larger than the limit", limit: 64 << 10, files: map[string]string{"etc/kubernetes/manifests/etcd.yaml": manifest, db: three + strings.Repeat("\x00", 1<<20)},
 			want: []string{"log INFO: etcd has 3", "write", "mkdir", "write", "symlink"}},
-		{name: "over the size cap", limit: len(three) - 1, files: map[string]string{"etc/kubernetes/manifests/etcd.yaml": manifest, db: three},
-			want: []string{"log WARN: not redirecting"}, errPart: "limit"},
+		{name: "reading past the limit", limit: 4096, files: map[string]string{"etc/kubernetes/manifests/etcd.yaml": manifest, db: three},
+			want: []string{"log WARN: not redirecting"}, errPart: "reading more than the 4096-byte limit"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			tree := hosttest.Tree(t, tc.files)

@@ -31,9 +31,15 @@ const (
 type TooLargeError struct {
 	Path  string
 	Limit int
+	// Read: the limit is on the bytes read at offsets (Open), not on
+	// the file's size.
+	Read bool
 }
 
 func (e *TooLargeError) Error() string {
+	if e.Read {
+		return fmt.Sprintf("%s: reading more than the %d-byte limit on what is read of this file", e.Path, e.Limit)
+	}
 	return fmt.Sprintf("%s: more than the %d-byte limit for this file", e.Path, e.Limit)
 }
 
@@ -76,14 +82,20 @@ func ReadOptional(sys System, path string, limit int) ([]byte, error) {
 // *fs.PathError values ("open", "read") with the errno, a
 // *NotRegularError or a *TooLargeError.
 func readFile(name string, limit int) ([]byte, error) {
-	fd, err := openRegular(name, func(flags int) (int, error) {
-		return openRetry(func() (int, error) { return unix.Open(name, flags, 0) })
-	}, 0)
+	fd, err := openHost(name)
 	if err != nil {
 		return nil, err
 	}
 	defer unix.Close(fd)
 	return readFD(fd, name, limit, nil)
+}
+
+// openHost opens the regular file name of the machine to read
+// (openRegular), symlinks followed.
+func openHost(name string) (int, error) {
+	return openRegular(name, func(flags int) (int, error) {
+		return openRetry(func() (int, error) { return unix.Open(name, flags, 0) })
+	}, 0)
 }
 
 // openRegular opens a file to read only once it is known to be a regular

@@ -15,6 +15,11 @@ type System interface {
 	// limit bytes (see LimitValue...): anything else (a pipe, a device,
 	// a larger file) is an error naming path and limit.
 	ReadFile(path string, limit int) ([]byte, error)
+	// Open opens the regular file at path to read at offsets, the way
+	// ReadFile finds and checks it; its reads together may return at
+	// most limit bytes (past it, ReadAt is a *TooLargeError), whatever
+	// the file's size. The caller closes it.
+	Open(path string, limit int) (File, error)
 	Stat(path string) (fs.FileInfo, error)
 	Lstat(path string) (fs.FileInfo, error)
 	ReadDir(path string) ([]fs.DirEntry, error)
