@@ -128,7 +128,7 @@ func TestPlanNativeDNS(t *testing.T) {
 	script := string(actions[0].Extras().Stdin)
 	for _, want := range []string{
 		"table ip kind-dns\ndelete table ip kind-dns\ntable ip kind-dns {\n",
-		"chain prerouting {\n\t\ttype nat hook prerouting priority dstnat; policy accept;\n\t\tip daddr 172.18.0.1 udp dport 53 dnat to 127.0.0.11:39499\n\t\tip daddr 172.18.0.1 tcp dport 53 dnat to 127.0.0.11:43261\n",
+		"chain prerouting {\n\t\ttype nat hook prerouting priority -100; policy accept;\n\t\tip daddr 172.18.0.1 udp dport 53 dnat to 127.0.0.11:39499\n\t\tip daddr 172.18.0.1 tcp dport 53 dnat to 127.0.0.11:43261\n",
 		"ip saddr 127.0.0.11 tcp sport 43261 snat to 172.18.0.1:53\n",
 	} {
 		if !strings.Contains(script, want) {
