@@ -7,7 +7,6 @@ package etcdpeers
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net/netip"
@@ -15,6 +14,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/kind-entrypoint/entrypoint/internal/system"
 )
 
 // Limits of the membership read: etcd refuses clusters far smaller, and
@@ -176,33 +177,12 @@ func parseMember(v []byte) (Member, error) {
 	}
 	var m Member
 	if err := json.Unmarshal(v, &m); err != nil {
-		return Member{}, fmt.Errorf("record of %d bytes: %s", len(v), jsonDamage(err))
+		return Member{}, fmt.Errorf("record of %d bytes: %s", len(v), system.JSONDamage(err, "a member record", "name", "peerURLs", "isLearner"))
 	}
 	if len(m.PeerURLs) > maxPeerURLs {
 		return Member{}, fmt.Errorf("%d peer URLs, more than %d", len(m.PeerURLs), maxPeerURLs)
 	}
 	return m, nil
-}
-
-// jsonDamage describes a decoding error of a member's record by its
-// kind and offset, with none of the input's bytes.
-func jsonDamage(err error) string {
-	var syntax *json.SyntaxError
-	var typ *json.UnmarshalTypeError
-	switch {
-	case errors.As(err, &syntax):
-		return fmt.Sprintf("not JSON (a syntax error at byte %d)", syntax.Offset)
-	case errors.As(err, &typ):
-		// Field is a path of Member's own JSON names, never the input's.
-		field := "a field"
-		for _, f := range []string{"name", "peerURLs", "isLearner"} {
-			if typ.Field == f || strings.HasPrefix(typ.Field, f+".") {
-				field = "field " + f
-			}
-		}
-		return fmt.Sprintf("%s of the wrong type (at byte %d)", field, typ.Offset)
-	}
-	return "not a member record"
 }
 
 // clip is at most 64 bytes of b, for an error. Only for inputs that

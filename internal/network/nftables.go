@@ -23,10 +23,11 @@ package network
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net/netip"
 	"strconv"
+
+	"github.com/kind-entrypoint/entrypoint/internal/system"
 )
 
 // NftListArgv lists the node's whole ruleset, as JSON.
@@ -131,7 +132,7 @@ type (
 func ParseRuleset(out []byte) (Ruleset, error) {
 	var doc nftDoc
 	if err := json.Unmarshal(out, &doc); err != nil {
-		return Ruleset{}, fmt.Errorf("not nft's JSON ruleset (%d bytes): %s", len(out), jsonWhy(err))
+		return Ruleset{}, fmt.Errorf("%d bytes: %s", len(out), system.JSONDamage(err, "nft's JSON ruleset", "nftables"))
 	}
 	var rs Ruleset
 	type chainKey struct{ table, chain string }
@@ -158,20 +159,6 @@ func ParseRuleset(out []byte) (Ruleset, error) {
 		}
 	}
 	return rs, nil
-}
-
-// jsonWhy is a decoding error without the input bytes some of
-// encoding/json's errors quote.
-func jsonWhy(err error) string {
-	var syn *json.SyntaxError
-	var typ *json.UnmarshalTypeError
-	switch {
-	case errors.As(err, &syn):
-		return fmt.Sprintf("invalid JSON at byte %d", syn.Offset)
-	case errors.As(err, &typ):
-		return fmt.Sprintf("a %s where %s belongs, at byte %d", typ.Value, typ.Field, typ.Offset)
-	}
-	return "invalid JSON"
 }
 
 // natRule reads a rule's expressions: ok only when each one is understood
