@@ -59,8 +59,20 @@ var mountTables = []string{"/proc/self/mountinfo", "/proc/1/mountinfo"}
 // here never mount there, so those lines are left out of the comparison,
 // as are those below any directory named containerd (a containerd of its
 // own state directory, as a nerdctl run starts).
+// The Docker 29 tier's engine (test/docker29) keeps its state and mounts
+// under kind-entrypoint-docker29, and `ip netns add` bind-mounts /run/netns
+// onto itself the first time: a match is the directory itself or below it.
 var othersMounts = []string{"/var/lib/docker/", "/run/docker/", "/var/lib/containerd/", "/run/containerd/", "/run/netns/",
-	"/var/lib/containers/", "/run/containers/"} // podman's storage and state
+	"/var/lib/containers/", "/run/containers/", // podman's storage and state
+	"/var/lib/kind-entrypoint-docker29/", "/run/kind-entrypoint-docker29/"}
+
+// othersMount: the mount point target is an engine's (othersMounts, or
+// below a directory named containerd), left out of the comparison.
+func othersMount(target string) bool {
+	return slices.ContainsFunc(othersMounts, func(dir string) bool {
+		return strings.HasPrefix(target+"/", dir)
+	}) || strings.Contains(target, "/containerd/")
+}
 
 func snapshot() map[string]string {
 	s := map[string]string{}
@@ -74,9 +86,7 @@ func snapshot() map[string]string {
 		}
 		var keep []string
 		for _, line := range strings.Split(string(b), "\n") {
-			if f := strings.Fields(line); len(f) > 4 && (slices.ContainsFunc(othersMounts, func(dir string) bool {
-				return strings.HasPrefix(f[4], dir)
-			}) || strings.Contains(f[4], "/containerd/")) {
+			if f := strings.Fields(line); len(f) > 4 && othersMount(f[4]) {
 				continue
 			}
 			keep = append(keep, line)

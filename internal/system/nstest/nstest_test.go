@@ -48,3 +48,21 @@ func TestReachableMounts(t *testing.T) {
 		t.Errorf("reachable mounts %v, want %v", got, want)
 	}
 }
+
+func TestOthersMount(t *testing.T) {
+	for target, want := range map[string]bool{
+		"/run/netns":             true, // ip netns add's first bind mount
+		"/run/netns/kind-ep-d29": true,
+		"/var/lib/kind-entrypoint-docker29/overlay2/abc/merged":    true,
+		"/run/kind-entrypoint-docker29/exec/x":                     true,
+		"/var/lib/docker/overlay2/x/merged":                        true,
+		"/var/lib/dockerx":                                         false,
+		"/run/netnsx":                                              false,
+		"/sys/fs/cgroup":                                           false,
+		"/tmp/x/containerd/io.containerd.runtime.v2.task/k8s.io/y": true,
+	} {
+		if got := othersMount(target); got != want {
+			t.Errorf("othersMount(%q) = %v, want %v", target, got, want)
+		}
+	}
+}
