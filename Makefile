@@ -13,7 +13,7 @@ TEST_TAGS ?= e2e e2ebench vm podman cluster matrix nerdctl docker29
 
 export CGO_ENABLED := 0
 
-.PHONY: all build build-arm64 vet test test-arm64 unit e2e e2e-podman e2e-cluster e2e-cluster-matrix e2e-nerdctl e2e-conformance e2e-vm e2e-vm-cluster e2e-stack e2e-docker29 run bench fuzz lint image clean
+.PHONY: all build build-arm64 vet test test-arm64 unit e2e e2e-podman e2e-cluster e2e-cluster-matrix e2e-docker29-cluster e2e-nerdctl e2e-conformance e2e-vm e2e-vm-cluster e2e-stack e2e-docker29 run bench fuzz lint image clean
 
 all: build
 
@@ -98,6 +98,14 @@ $(addprefix e2e-,$(ENGINE_TIERS)): e2e-%: build
 # test/cluster/README.md). Needs `make e2e-podman` first for the podman shape.
 e2e-cluster-matrix: build
 	bash test/cluster/run.sh --matrix
+
+# kind's cluster shapes on Docker 29 (test/docker29: its engine, built from
+# the Go module proxy): IPv4 1+2, IPv6, dual-stack and HA on its nftables
+# backend, IPv4 on its iptables one, our image and kind's script, each
+# restarted with new addresses. Not in `test` (its time: see
+# test/docker29/README.md).
+e2e-docker29-cluster: build
+	bash test/docker29/run.sh --cluster
 
 # Real Kubernetes on cgroup v2: the cluster tier's node image in the VM, one
 # matrix row (1+1, checked, restarted with new addresses, checked again) per

@@ -664,6 +664,24 @@ func (c *cluster) recordState(t *testing.T, stage string) {
 	if err := os.WriteFile(filepath.Join(c.logDir, c.name+"-"+stage+".txt"), []byte(text), 0o644); err != nil {
 		t.Error(err)
 	}
+	// Where each node's DNS goes (resolv.conf) and the rules that take it
+	// there in nftables (Docker 29's nftables backend and ours: see
+	// test/docker29), with the entrypoint's own lines, for the record.
+	var b strings.Builder
+	for _, n := range c.nodes {
+		for _, args := range [][]string{{"cat", "/etc/resolv.conf"}, {"nft", "list", "ruleset"}} {
+			out, err := c.cli(time.Minute, nil, append([]string{"exec", n}, args...)...)
+			fmt.Fprintf(&b, "$ %s exec %s %s (error: %v)\n%s\n", c.engine, n, strings.Join(args, " "), err, out)
+		}
+		logs, err := c.logs(time.Minute, n)
+		fmt.Fprintf(&b, "$ %s logs %s | the entrypoint's lines (error: %v)\n%s\n", c.engine, n, err,
+			strings.Join(tier.EntrypointLines(strings.ReplaceAll(logs, "\r", "")), "\n"))
+	}
+	file := filepath.Join(c.logDir, c.name+"-"+stage+"-dns.txt")
+	if err := os.WriteFile(file, []byte(b.String()), 0o644); err != nil {
+		t.Error(err)
+	}
+	t.Logf("%s: each node's resolv.conf, nft ruleset and entrypoint lines: %s", stage, file)
 }
 
 // checkTraffic: a pod on the last node (a worker, when there is one)

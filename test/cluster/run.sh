@@ -18,6 +18,10 @@
 # of step 5's tests: IPv4 1+2, IPv6, dual-stack, HA and podman clusters from
 # the same images (matrix_test.go); it also builds kind's load balancer image
 # and loads the node images into podman.
+# With CLUSTER_DOCKER_HOST set (the Docker 29 tier, test/docker29/run.sh
+# --cluster), the images are still built in the machine's Docker, then
+# loaded into the engine at that address (those it lacks), and the tests'
+# clusters are made there; the podman shape is not run.
 # Environment: CLUSTER_VERSIONS (the versions file, default
 # test/cluster/versions; versions-stack: the same tier on kind v0.33.0's
 # node stack, test/stack), CLUSTER_GO_TEST_ARGS (extra `go test` arguments),
@@ -37,6 +41,7 @@ esac
 source "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
 tier_init cluster "${CLUSTER_STATE_DIR:-/var/cache/kind-entrypoint-cluster}"
 here=test/cluster
+[[ -z ${CLUSTER_DOCKER_HOST:-} ]] || ((matrix)) || die "CLUSTER_DOCKER_HOST is read by --matrix only"
 e2e_state=${E2E_STATE_DIR:-/var/cache/kind-entrypoint-e2e}
 label=kind-entrypoint-cluster # on every image this tier makes
 export DOCKER_BUILDKIT=0
@@ -245,17 +250,41 @@ if ((matrix)); then
     CLUSTER_KIND_HA=$(bash test/kind-cli.sh "$KIND_HA") || die "building kind $KIND_HA (test/kind-cli.sh) failed"
     export CLUSTER_KIND_HA
   fi
+  lb_built=
   if [[ $lb_image == */haproxy:* ]]; then
     docker build -q -t "$lb_image" --label "$label=1" --build-arg BASE_IMAGE="$base_image" "$here/node/haproxy" \
       > /dev/null 2> "$log_dir/build-haproxy.log" || { cat "$log_dir/build-haproxy.log" >&2; die "haproxy image build failed"; }
+    lb_built=$lb_image
     log "load balancer image $lb_image (kind $lb_kind) built in $(since "$t")"
   else
     export CLUSTER_MATRIX_NO_HA="kind $lb_kind's load balancer image is $lb_image, not haproxy, which is all this tier builds (set KIND_HA in $versions)"
     log "WARN: the ha shape will not run: $CLUSTER_MATRIX_NO_HA"
   fi
+  if [[ -n ${CLUSTER_DOCKER_HOST:-} ]]; then
+    # Another engine (the Docker 29 tier's): the node images and the load
+    # balancer's, from the machine's Docker, where that engine lacks them
+    # (its data-root keeps them between runs).
+    t=$(date +%s)
+    # Images are compared by their layers and creation time: an engine
+    # with the containerd image store (Docker 29's default) gives the
+    # same image another ID.
+    same='{{.Created}} {{json .RootFS.Layers}}'
+    for img in "$cluster_image" "$reference_image" ${lb_built:+"$lb_built"}; do
+      id=$(docker image inspect -f "$same" "$img")
+      if [[ $(DOCKER_HOST=$CLUSTER_DOCKER_HOST docker image inspect -f "$same" "$img" 2> /dev/null) != "$id" ]]; then
+        docker save "$img" | DOCKER_HOST=$CLUSTER_DOCKER_HOST docker load -q > "$log_dir/engine-load.log" 2>&1 \
+          || { cat "$log_dir/engine-load.log" >&2; die "loading $img into $CLUSTER_DOCKER_HOST failed"; }
+      fi
+    done
+    export DOCKER_HOST=$CLUSTER_DOCKER_HOST
+    log "node images in $CLUSTER_DOCKER_HOST ($(docker version --format '{{.Server.Version}}')) in $(since "$t")"
+    remove_leftovers docker
+  fi
   # The podman shape: both node images in podman's store (rootful podman,
   # set up by test/podman/run.sh: make e2e-podman), loaded when it lacks them.
-  if command -v podman > /dev/null; then
+  if [[ -n ${CLUSTER_DOCKER_HOST:-} ]]; then
+    log "the podman shape is not run against $CLUSTER_DOCKER_HOST"
+  elif command -v podman > /dev/null; then
     t=$(date +%s)
     remove_leftovers podman
     for img in "$cluster_image" "$reference_image"; do
@@ -289,7 +318,7 @@ rc=0
 if ((matrix)); then
   # shellcheck disable=SC2086 # CLUSTER_GO_TEST_ARGS is a list of arguments
   go test -tags "$tags" -v -count=1 -timeout "$timeout" -run '^(TestMatrix|TestOfflineCorefile|TestContainsAddr)$' ${CLUSTER_GO_TEST_ARGS:-} ./test/cluster/ || rc=$?
-  command -v podman > /dev/null && remove_leftovers podman
+  [[ -z ${CLUSTER_DOCKER_HOST:-} ]] && command -v podman > /dev/null && remove_leftovers podman
 else
   # shellcheck disable=SC2086 # CLUSTER_GO_TEST_ARGS is a list of arguments
   go test -tags "$tags" -v -count=1 -timeout "$timeout" "${skip[@]}" ${CLUSTER_GO_TEST_ARGS:-} ./test/cluster/ || rc=$?

@@ -19,7 +19,21 @@
 # Environment: D29_GO_TEST_ARGS (extra `go test` arguments),
 # D29_BACKENDS (default "nftables iptables"), D29_STATE_DIR (default
 # /var/cache/kind-entrypoint-docker29), E2E_BOOT_LIMIT (default 120s).
+#
+# `run.sh --cluster` (make e2e-docker29-cluster) runs kind's cluster shapes
+# on this engine instead of step 4's node tests: for each backend, the
+# cluster tier's matrix (test/cluster/run.sh --matrix with
+# CLUSTER_DOCKER_HOST: its images built in the machine's Docker and loaded
+# into this engine), the shapes D29_CLUSTER_RUN_<BACKEND> names (a go test
+# -run pattern; defaults below), then the tables of both backends.
 set -o errexit -o nounset -o pipefail
+
+cluster=0
+case ${1:-} in
+  "") ;;
+  --cluster) cluster=1 ;;
+  *) echo "usage: $0 [--cluster]" >&2; exit 2 ;;
+esac
 
 # shellcheck source=test/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
@@ -105,6 +119,9 @@ start_engine() {
   mkdir -p "$run_dir" "$data_root"
   ip netns add "$netns"
   ip -n "$netns" link set lo up
+  # IPv6 networks (kind's): Docker 29 refuses to create one while the
+  # namespace forwards no IPv6, where a host's Docker has it set.
+  ip netns exec "$netns" sysctl -q -w net.ipv6.conf.all.forwarding=1 net.ipv6.conf.default.forwarding=1
   cat > "$run_dir/daemon.json" << JSON
 {
   "hosts": ["unix://$sock"],
@@ -138,6 +155,34 @@ rows=$state/table
 rm -rf "$rows"
 mkdir -p "$rows"
 rc=0 built=0
+if ((cluster)); then
+  # Every shape on the backend that is the point of the tier; on iptables
+  # the IPv4 shape, the one that shows both images as they are today.
+  declare -A shapes=([nftables]='^TestMatrix$/^(ipv4|ipv6|dual|ha)$/' [iptables]='^TestMatrix$/^ipv4$/')
+  for backend in $backends; do
+    run_var=D29_CLUSTER_RUN_${backend^^}
+    run=${!run_var:-${shapes[$backend]:-}}
+    [[ -n $run ]] || die "no shapes for backend $backend: set $run_var"
+    start_engine "$backend"
+    t=$(date +%s) status=0
+    rm -f /var/log/kind-entrypoint-cluster/matrix.md
+    # The cluster tier builds in the machine's Docker (DOCKER_HOST unset)
+    # and creates its clusters in this engine (CLUSTER_DOCKER_HOST).
+    env -u DOCKER_HOST CLUSTER_DOCKER_HOST="unix://$sock" CLUSTER_MATRIX_ENGINE="Docker 29 $backend" \
+      CLUSTER_MATRIX_CREATES=1 CLUSTER_MATRIX_RESTARTS="${CLUSTER_MATRIX_RESTARTS:-1}" \
+      CLUSTER_GO_TEST_ARGS="-run $run" bash test/cluster/run.sh --matrix 9>&- || status=$?
+    log "the cluster matrix on $backend finished in $(since "$t") (exit $status)"
+    ((status == 0)) || rc=$status
+    cp /var/log/kind-entrypoint-cluster/matrix.md "$rows/$backend" 2> /dev/null || echo "| Docker 29 $backend | (no table: see the cluster tier's log) |" > "$rows/$backend"
+    stop_engine
+  done
+  {
+    head -n 2 "$rows/${backends%% *}"
+    for backend in $backends; do tail -n +3 "$rows/$backend"; done
+  } >&2
+  log "whole tier $(since "$tier_start") (exit $rc)"
+  exit "$rc"
+fi
 for backend in $backends; do
   start_engine "$backend"
   if ((!built)); then
