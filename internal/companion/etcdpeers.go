@@ -29,7 +29,7 @@ func etcdPeerNATOnce(ctx context.Context, h *boot.Host) ([]boot.Fact, []plan.Act
 	}
 	w, actions := etcdpeers.NewWatcher(h.Sys, cfg)
 	w.ProbeJumps(ctx)
-	actions = append(actions, w.Round(ctx)...)
+	actions = append(actions, w.Round(ctx).Actions()...)
 	for _, u := range w.Unresolved() {
 		actions = append(actions, plan.Info("etcd peer not resolved yet: "+u))
 	}
