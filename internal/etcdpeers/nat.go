@@ -68,10 +68,10 @@ func ReadConfig(sys system.System) (Config, error) {
 }
 
 // Watcher maps cfg's peers for as long as a run of etcd-peer-nat lasts,
-// a Round at a time. Its
-// memory is fixed when it is made, one entry per recorded address (at
-// most MaxMembers × maxPeerURLs, ReadConfig's caps), however long it
-// runs; a round's work is linear in their number.
+// a Round at a time. Its memory is fixed when it is made, one entry per
+// recorded address (at most MaxMembers × maxPeerURLs, ReadConfig's
+// caps), however long it runs; a round's work is linear in their
+// number.
 type Watcher struct {
 	cfg   Config
 	sys   system.System
@@ -148,7 +148,7 @@ func (w *Watcher) Round(ctx context.Context) Changes {
 		v6 := p.from.Addr.Is6()
 		// A peer's URLs of one family come one after another: one
 		// lookup serves them all.
-		if i == 0 || last.name != p.name || last.v6 != v6 {
+		if last.name != p.name || last.v6 != v6 { // names are never empty
 			last.name, last.v6 = p.name, v6
 			last.addr, last.err = w.lookup(ctx, p.name, v6)
 		}
