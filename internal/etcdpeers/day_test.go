@@ -2,6 +2,7 @@ package etcdpeers
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/netip"
@@ -27,7 +28,7 @@ type dayResolver struct {
 
 type lookupKey struct{ network, host string }
 
-var errNoHost = fmt.Errorf("no such host")
+var errNoHost = errors.New("no such host")
 
 func (d *dayResolver) LookupIP(_ context.Context, network, host string) ([]netip.Addr, error) {
 	a, ok := d.answers[lookupKey{network, host}]
