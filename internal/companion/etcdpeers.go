@@ -29,15 +29,16 @@ func etcdPeerNATOnce(ctx context.Context, h *boot.Host) ([]boot.Fact, []plan.Act
 	}
 	w, actions := etcdpeers.NewWatcher(h.Sys, cfg)
 	w.ProbeJumps(ctx)
-	actions = append(actions, w.Round(ctx)...)
+	actions = append(actions, w.Round(ctx).Actions()...)
 	for _, u := range w.Unresolved() {
 		actions = append(actions, plan.Info("etcd peer not resolved yet: "+u))
 	}
 	return facts, actions, nil
 }
 
-// etcdPeerNAT is the command's run: round after round until every peer
-// is mapped or its time is up (etcdpeers.Watch).
+// etcdPeerNAT is the command's run: rounds until every peer is mapped,
+// then a lookup of every peer every few seconds for as long as the node
+// runs (etcdpeers.Watch).
 func etcdPeerNAT(ctx context.Context, sys system.System, log *logline.Logger) error {
 	cfg, err := etcdpeers.ReadConfig(sys)
 	if err != nil {

@@ -10,11 +10,14 @@
 // system.Open, written here rather than taken from go.etcd.io/bbolt; see
 // boltread.go) and, on a control plane whose etcd has two or more
 // members, writes a runtime unit (unit.go) that runs `entrypoint
-// etcd-peer-nat`. That command (nat.go, watch.go) resolves each peer's
-// name through the node's resolver (Docker's embedded DNS) and DNATs
-// recorded:port → current:port in the node's own network namespace, in
-// a chain of its own. TLS still verifies: the dialled address is the one the peer's
-// certificate names; only the packets go elsewhere.
+// etcd-peer-nat`. That command (nat.go, rules.go, watch.go) resolves
+// each peer's name through the node's resolver (Docker's embedded DNS)
+// and DNATs recorded:port → current:port in the node's own network
+// namespace, in a chain of its own; then it keeps looking the names up,
+// every few seconds for as long as the node runs, and follows a peer
+// restarted alone at a new address. TLS still verifies: the dialled
+// address is the one the peer's certificate names; only the packets go
+// elsewhere.
 //
 // It does not read anything but the membership buckets, and it never
 // archives the file: the database holds the cluster's Secrets, so

@@ -1,7 +1,7 @@
 package etcdpeers
 
-// This file holds one round of etcd-peer-nat: resolve the peers not yet
-// settled, and plan the DNAT rules of the mappings found.
+// This file holds the Watcher of etcd-peer-nat: each recorded peer
+// address, where its peer's name resolves now, and what a lookup changes.
 
 import (
 	"bytes"
@@ -10,7 +10,6 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
-	"strings"
 	"time"
 
 	"github.com/kind-entrypoint/entrypoint/internal/plan"
@@ -68,32 +67,45 @@ func ReadConfig(sys system.System) (Config, error) {
 	return c, nil
 }
 
-// Watcher maps cfg's peers, round after round: what one run of
-// etcd-peer-nat knows.
+// Watcher maps cfg's peers for as long as a run of etcd-peer-nat lasts,
+// a Round at a time. Its memory is fixed when it is made, one entry per
+// recorded address (at most MaxMembers × maxPeerURLs, ReadConfig's
+// caps), however long it runs; a round's work is linear in their
+// number.
 type Watcher struct {
-	cfg     Config
-	sys     system.System
-	pending []pendingPeer
-	// Mappings are the redirects found, in the order found.
-	Mappings []Mapping
-	// installed counts the Mappings of each family in the kernel's
-	// rules; jumped: OUTPUT jumps to Chain.
-	installed map[bool]int
-	jumped    map[bool]bool
+	cfg   Config
+	sys   system.System
+	peers []peerAddr
+	// stale: the family's chain in the kernel is not what peers say;
+	// jumped: OUTPUT jumps to Chain. Indexed by family (v4, v6).
+	stale, jumped [2]bool
 }
 
-// pendingPeer is a peer's recorded address not yet settled (found
-// unchanged, or mapped).
-type pendingPeer struct {
+// peerAddr is one recorded address of a peer and where its rule sends
+// it.
+type peerAddr struct {
 	name string
 	from PeerAddr
-	err  error // the last lookup's failure
+	// to is the peer's address as last resolved: invalid until its
+	// name first resolves, from itself when no redirect is needed.
+	to netip.Addr
+	// failing: the last lookup failed, with err.
+	failing bool
+	err     error
+}
+
+// family indexes Watcher's arrays: 0 IPv4, 1 IPv6.
+func family(v6 bool) int {
+	if v6 {
+		return 1
+	}
+	return 0
 }
 
 // NewWatcher starts mapping cfg's peers; the log lines say which
 // recorded URLs cannot be redirected.
 func NewWatcher(sys system.System, cfg Config) (*Watcher, []plan.Action) {
-	w := &Watcher{cfg: cfg, sys: sys, installed: map[bool]int{}, jumped: map[bool]bool{}}
+	w := &Watcher{cfg: cfg, sys: sys}
 	var logs []plan.Action
 	for _, p := range cfg.Peers {
 		addrs, err := Member{PeerURLs: p.PeerURLs}.PeerAddrs()
@@ -101,145 +113,164 @@ func NewWatcher(sys system.System, cfg Config) (*Watcher, []plan.Action) {
 			logs = append(logs, plan.Warning(fmt.Sprintf("etcd peer %s: %v: not redirected", p.Name, err)))
 		}
 		for _, a := range addrs {
-			w.pending = append(w.pending, pendingPeer{name: p.Name, from: a})
+			w.peers = append(w.peers, peerAddr{name: p.Name, from: a})
 		}
 	}
 	return w, logs
 }
 
-// Done: every recorded address is settled.
-func (w *Watcher) Done() bool { return len(w.pending) == 0 }
-
-// Round looks up each pending peer once, and plans the rules of what it
-// found, one iptables-restore per family that has new mappings.
-func (w *Watcher) Round(ctx context.Context) []plan.Action {
-	var out []plan.Action
-	var still []pendingPeer
-	for _, p := range w.pending {
-		to, err := w.lookup(ctx, p)
-		switch {
-		case err != nil:
-			p.err = err
-			still = append(still, p)
-		case to == p.from.Addr:
-			out = append(out, plan.Info(fmt.Sprintf("etcd peer %s: still at %s, no redirect needed", p.name, p.from)))
-		default:
-			m := Mapping{Name: p.name, From: p.from, To: PeerAddr{Addr: to, Port: p.from.Port}}
-			w.Mappings = append(w.Mappings, m)
-			out = append(out, plan.Info(m.String()))
+// Done: every recorded address's peer has resolved once, and its rules
+// are installed.
+func (w *Watcher) Done() bool {
+	for _, p := range w.peers {
+		if !p.to.IsValid() {
+			return false
 		}
 	}
-	w.pending = still
+	return !w.stale[0] && !w.stale[1]
+}
+
+// Round looks up every peer once (one lookup per name and family), and
+// plans the rules of the families whose redirects changed or were never
+// installed. A peer found where it was costs nothing; one that moved
+// gets its rule replaced; one that stops resolving keeps its rule,
+// which is said once, and once more when it resolves again.
+func (w *Watcher) Round(ctx context.Context) Changes {
+	var c Changes
+	var last struct {
+		name string
+		v6   bool
+		addr []netip.Addr
+		err  error
+	}
+	for i := range w.peers {
+		p := &w.peers[i]
+		v6 := p.from.Addr.Is6()
+		// A peer's URLs of one family come one after another: one
+		// lookup serves them all.
+		if last.name != p.name || last.v6 != v6 { // names are never empty
+			last.name, last.v6 = p.name, v6
+			last.addr, last.err = w.lookup(ctx, p.name, v6)
+		}
+		if line, ok := w.found(p, last.addr, last.err); ok {
+			c.Logs = append(c.Logs, line)
+		}
+	}
 	for _, v6 := range []bool{false, true} {
-		if act, ok := w.restore(v6); ok {
-			out = append(out, act)
+		if w.stale[family(v6)] {
+			c.Restores = append(c.Restores, w.restore(v6))
 		}
 	}
-	return out
+	return c
 }
 
-// Unresolved says which peers never resolved, once the rounds are over.
-func (w *Watcher) Unresolved() []string {
-	var out []string
-	for _, p := range w.pending {
-		out = append(out, fmt.Sprintf("%s (recorded %s): %v", p.name, p.from, p.err))
+// found records what a lookup of p's name answered, and what there is
+// to say about it.
+func (w *Watcher) found(p *peerAddr, answers []netip.Addr, err error) (plan.Action, bool) {
+	var to netip.Addr
+	if err == nil {
+		if to = pick(answers, p.from.Addr.Is6(), p.to, p.from.Addr); !to.IsValid() {
+			err = errors.New("no address of a node in the answer")
+		}
 	}
-	return out
+	if err != nil {
+		was := p.failing
+		p.failing, p.err = true, err
+		if was || !p.to.IsValid() {
+			return plan.Action{}, false // a peer never resolved: Unresolved says it
+		}
+		if p.to == p.from.Addr {
+			return plan.Warning(fmt.Sprintf("etcd peer %s stopped resolving (%v): left at its recorded %s", p.name, err, p.from)), true
+		}
+		return plan.Warning(fmt.Sprintf("etcd peer %s stopped resolving (%v): its redirect to %s stays", p.name, err, w.current(p))), true
+	}
+	recovered := p.failing && p.to.IsValid()
+	p.failing, p.err = false, nil
+	switch {
+	case !p.to.IsValid():
+		p.to = to
+		if to == p.from.Addr {
+			return plan.Info(fmt.Sprintf("etcd peer %s: still at %s, no redirect needed", p.name, p.from)), true
+		}
+		w.stale[family(to.Is6())] = true
+		return plan.Info(Mapping{Name: p.name, From: p.from, To: w.current(p)}.String()), true
+	case to != p.to:
+		was := w.current(p)
+		p.to = to
+		w.stale[family(to.Is6())] = true
+		how := "redirected"
+		if to == p.from.Addr {
+			how = "no redirect needed"
+		}
+		return plan.Info(fmt.Sprintf("etcd peer %s moved: %s -> %s (recorded %s: %s)", p.name, was, w.current(p), p.from, how)), true
+	case recovered:
+		return plan.Info(fmt.Sprintf("etcd peer %s resolves again, still at %s", p.name, w.current(p))), true
+	}
+	return plan.Action{}, false
 }
 
-// lookup is the peer's current address in the family of its recorded
-// one: the first answer that is a node's address.
-func (w *Watcher) lookup(ctx context.Context, p pendingPeer) (netip.Addr, error) {
+// current is where p's rule sends its recorded address now.
+func (w *Watcher) current(p *peerAddr) PeerAddr { return PeerAddr{Addr: p.to, Port: p.from.Port} }
+
+// lookup is the answer for name in one family.
+func (w *Watcher) lookup(ctx context.Context, name string, v6 bool) ([]netip.Addr, error) {
 	network := "ip4"
-	if p.from.Addr.Is6() {
+	if v6 {
 		network = "ip6"
 	}
 	ctx, cancel := context.WithTimeout(ctx, LookupTimeout)
 	defer cancel()
-	addrs, err := w.sys.LookupIP(ctx, network, p.name)
-	if err != nil {
-		return netip.Addr{}, err
-	}
-	for _, a := range addrs {
+	return w.sys.LookupIP(ctx, network, name)
+}
+
+// pick is the peer's address among a lookup's answers: one of its
+// recorded address's family that a node can have (global unicast: no
+// loopback, link-local, multicast or unspecified address). When several
+// qualify (a name that two containers claim, in an order that may
+// change), it is the one the rule sends to now, else the recorded one,
+// else the first: a rule never flaps with the order of the answers. The
+// invalid address when none qualifies.
+func pick(answers []netip.Addr, v6 bool, now, recorded netip.Addr) netip.Addr {
+	var first, home netip.Addr
+	for _, a := range answers {
 		a = a.Unmap()
-		if a.Is6() == p.from.Addr.Is6() && a.IsGlobalUnicast() {
-			return a, nil
+		if a.Is6() != v6 || !a.IsGlobalUnicast() || a.Zone() != "" {
+			continue
+		}
+		switch {
+		case a == now:
+			return a
+		case a == recorded:
+			home = a
+		case !first.IsValid():
+			first = a
 		}
 	}
-	return netip.Addr{}, errors.New("no usable address")
+	if home.IsValid() {
+		return home
+	}
+	return first
 }
 
-// restore plans the rules of one family when it has mappings not yet
-// installed: Chain declared (iptables-restore --noflush flushes a chain
-// it declares, so the whole chain is rewritten each time), the jump
-// from OUTPUT when it is not there yet.
-func (w *Watcher) restore(v6 bool) (plan.Action, bool) {
-	var ms []Mapping
-	for _, m := range w.Mappings {
-		if m.From.Addr.Is6() == v6 {
-			ms = append(ms, m)
+// Mappings are the redirects in place: the peers resolved at an address
+// other than the recorded one, in the peers file's order.
+func (w *Watcher) Mappings() []Mapping {
+	var out []Mapping
+	for i := range w.peers {
+		if p := &w.peers[i]; p.to.IsValid() && p.to != p.from.Addr {
+			out = append(out, Mapping{Name: p.name, From: p.from, To: w.current(p)})
 		}
 	}
-	if len(ms) == w.installed[v6] {
-		return plan.Action{}, false
-	}
-	var b strings.Builder
-	fmt.Fprintf(&b, "*nat\n:%s - [0:0]\n", Chain)
-	if !w.jumped[v6] {
-		fmt.Fprintf(&b, "-A OUTPUT -j %s\n", Chain)
-	}
-	for _, m := range ms {
-		fmt.Fprintf(&b, "-A %s -d %s -p tcp -m tcp --dport %d -j DNAT --to-destination %s\n", Chain, netip.PrefixFrom(m.From.Addr, m.From.Addr.BitLen()), m.From.Port, m.To)
-	}
-	b.WriteString("COMMIT\n")
-	return plan.Run([]string{restoreCommand(w.cfg.Iptables, v6), "--noflush"}, []byte(b.String()), RestoreTimeout).
-		Because(fmt.Sprintf("%d etcd peer redirect(s)", len(ms))), true
+	return out
 }
 
-// Installed records that the rules Round planned are in the kernel.
-func (w *Watcher) Installed() {
-	for _, v6 := range []bool{false, true} {
-		n := 0
-		for _, m := range w.Mappings {
-			if m.From.Addr.Is6() == v6 {
-				n++
-			}
-		}
-		if n > 0 {
-			w.installed[v6], w.jumped[v6] = n, true
+// Unresolved says which peers never resolved.
+func (w *Watcher) Unresolved() []string {
+	var out []string
+	for _, p := range w.peers {
+		if !p.to.IsValid() {
+			out = append(out, fmt.Sprintf("%s (recorded %s): %v", p.name, p.from, p.err))
 		}
 	}
-}
-
-// ProbeJumps reads whether OUTPUT already jumps to Chain (an earlier run
-// of the command in this namespace), so that no jump is added twice.
-func (w *Watcher) ProbeJumps(ctx context.Context) {
-	for _, v6 := range []bool{false, true} {
-		out, _, err := w.sys.Run(ctx, []string{saveCommand(w.cfg.Iptables, v6), "-t", "nat"}, nil, RestoreTimeout)
-		if err == nil {
-			w.jumped[v6] = hasLine(out, "-A OUTPUT -j "+Chain)
-		}
-	}
-}
-
-// hasLine reports whether one of text's lines is line, looking at them
-// in place: the output of a save may be tens of MiB, in a unit that has
-// 64 MiB in all.
-func hasLine(text []byte, line string) bool {
-	for l := range bytes.Lines(text) {
-		if string(bytes.TrimSuffix(l, []byte("\n"))) == line {
-			return true
-		}
-	}
-	return false
-}
-
-func restoreCommand(mode string, v6 bool) string { return tool(v6) + "-" + mode + "-restore" }
-func saveCommand(mode string, v6 bool) string    { return tool(v6) + "-" + mode + "-save" }
-
-func tool(v6 bool) string {
-	if v6 {
-		return "ip6tables"
-	}
-	return "iptables"
+	return out
 }

@@ -22,10 +22,11 @@ import (
 type fakeResolver struct {
 	system.System
 	mu      sync.Mutex
-	answers map[string]string // "ip4 name" -> address; missing: no such host
+	answers map[string]string // "ip4 name" -> addresses, comma-separated; missing: no such host
 	runs    []string          // argv, then stdin
 	saved   string            // what a save prints
 	failRun bool
+	failV6  bool // ip6tables restores fail
 }
 
 func (f *fakeResolver) LookupIP(_ context.Context, network, host string) ([]netip.Addr, error) {
@@ -35,7 +36,13 @@ func (f *fakeResolver) LookupIP(_ context.Context, network, host string) ([]neti
 	if !ok {
 		return nil, errors.New("no such host")
 	}
-	return []netip.Addr{netip.MustParseAddr(a)}, nil
+	var out []netip.Addr
+	for s := range strings.SplitSeq(a, ",") {
+		if s != "" {
+			out = append(out, netip.MustParseAddr(s))
+		}
+	}
+	return out, nil
 }
 
 func (f *fakeResolver) Run(_ context.Context, argv []string, stdin []byte, _ time.Duration) ([]byte, []byte, error) {
@@ -45,7 +52,7 @@ func (f *fakeResolver) Run(_ context.Context, argv []string, stdin []byte, _ tim
 		return []byte(f.saved), nil, nil
 	}
 	f.runs = append(f.runs, strings.Join(argv, " ")+"\n"+string(stdin))
-	if f.failRun {
+	if f.failRun || f.failV6 && strings.HasPrefix(argv[0], "ip6") {
 		return nil, []byte("iptables-restore: line 2 failed"), errors.New("exit status 1")
 	}
 	return nil, nil, nil
@@ -65,7 +72,7 @@ func TestRounds(t *testing.T) {
 	if len(logs) != 0 {
 		t.Fatalf("logs %v", rendered(logs))
 	}
-	got := rendered(w.Round(context.Background()))
+	got := rendered(w.Round(context.Background()).Actions())
 	want := []string{
 		"log INFO: etcd peer kind-control-plane2: 172.18.0.5:2380 -> 172.18.0.3:2380",
 		"run iptables-nft-restore --noflush < \"*nat\\n:KIND-ETCD-PEERS - [0:0]\\n-A OUTPUT -j KIND-ETCD-PEERS\\n-A KIND-ETCD-PEERS -d 172.18.0.5/32 -p tcp -m tcp --dport 2380 -j DNAT --to-destination 172.18.0.3:2380\\nCOMMIT\\n\" (timeout 10s)  # 1 etcd peer redirect(s)",
@@ -73,11 +80,11 @@ func TestRounds(t *testing.T) {
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Fatalf("round 1 (-want +got):\n%s", diff)
 	}
-	w.Installed()
+	w.Installed(false)
 	// kind-control-plane3 comes up where it was; 4 (IPv6) moves.
 	f.answers["ip4 kind-control-plane3"] = "172.18.0.4"
 	f.answers["ip6 kind-control-plane4"] = "fc00::2"
-	got = rendered(w.Round(context.Background()))
+	got = rendered(w.Round(context.Background()).Actions())
 	want = []string{
 		"log INFO: etcd peer kind-control-plane3: still at 172.18.0.4:2380, no redirect needed",
 		"log INFO: etcd peer kind-control-plane4: [fc00::9]:2380 -> [fc00::2]:2380",
@@ -86,11 +93,11 @@ func TestRounds(t *testing.T) {
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Fatalf("round 2 (-want +got):\n%s", diff)
 	}
-	w.Installed()
+	w.Installed(true)
 	if !w.Done() {
 		t.Errorf("not done; unresolved %v", w.Unresolved())
 	}
-	if got := w.Round(context.Background()); len(got) != 0 {
+	if got := w.Round(context.Background()).Actions(); len(got) != 0 {
 		t.Errorf("a round after all settled: %v", rendered(got))
 	}
 }
@@ -100,7 +107,7 @@ func TestRoundsJumpThere(t *testing.T) {
 	f := &fakeResolver{answers: map[string]string{"ip4 kind-control-plane2": "172.18.0.3"}, saved: "*nat\n-A OUTPUT -j KIND-ETCD-PEERS\nCOMMIT\n"}
 	w, _ := NewWatcher(f, Config{Iptables: "legacy", Peers: cfg3.Peers[:1]})
 	w.ProbeJumps(context.Background())
-	for _, a := range rendered(w.Round(context.Background())) {
+	for _, a := range rendered(w.Round(context.Background()).Actions()) {
 		if strings.Contains(a, "-A OUTPUT") {
 			t.Errorf("jump added again: %s", a)
 		}
@@ -183,7 +190,7 @@ func TestProbeJumpsLines(t *testing.T) {
 	} {
 		w, _ := NewWatcher(savedRules{out: []byte(out)}, cfg3)
 		w.ProbeJumps(context.Background())
-		if w.jumped[false] != want || w.jumped[true] != want {
+		if w.jumped[0] != want || w.jumped[1] != want {
 			t.Errorf("%q: jumped %v, want %v", out, w.jumped, want)
 		}
 	}
@@ -198,7 +205,7 @@ func TestProbeJumpsMemory(t *testing.T) {
 		w, _ := NewWatcher(savedRules{out: out}, cfg3)
 		return bytesPerRun(5, func() {
 			w.ProbeJumps(context.Background())
-			if !w.jumped[false] || !w.jumped[true] {
+			if !w.jumped[0] || !w.jumped[1] {
 				t.Fatal("jump not found")
 			}
 		})

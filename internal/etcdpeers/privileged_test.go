@@ -7,10 +7,12 @@ package etcdpeers
 
 import (
 	"context"
+	"errors"
 	"io"
 	"net/netip"
 	"strings"
 	"testing"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -42,7 +44,8 @@ func chainLines(saved string) []string {
 
 // TestRulesInNamespace: Watch installs the DNAT rules, with each
 // backend, in the namespace it runs in, once, and nowhere else; the
-// namespace takes them with it.
+// namespace takes them with it. Following, it replaces a moved peer's
+// rule, the jump from OUTPUT still there once.
 func TestRulesInNamespace(t *testing.T) {
 	nstest.SkipEmulated(t, "starts iptables, a binary of the machine's architecture, in namespaces of its own")
 	machine := func() map[string]string {
@@ -81,6 +84,18 @@ func TestRulesInNamespace(t *testing.T) {
 		}
 		if strings.Join(got, "\n") != strings.Join(want, "\n") {
 			t.Errorf("%s: the namespace's rules:\n%s\nwant:\n%s", mode, strings.Join(got, "\n"), strings.Join(want, "\n"))
+		}
+		// A third run, following: kind-control-plane2 restarts alone
+		// at .7, and its rule is replaced in place.
+		ctx, cancel := context.WithCancel(context.Background())
+		c := &clock{stop: 2, cancel: cancel, on: func(int) { f.answers["ip4 kind-control-plane2"] = "172.18.0.7" }}
+		if err := Watch(ctx, linuxResolving{Linux: system.Linux{}, names: f}, logline.New(io.Discard, logline.Text), cfg, Rounds{Max: 1, Follow: time.Second, Wait: c.wait}); !errors.Is(err, context.Canceled) {
+			t.Fatalf("%s: following: %v", mode, err)
+		}
+		f.answers["ip4 kind-control-plane2"] = "172.18.0.3"
+		want[2] = strings.Replace(want[2], "172.18.0.3:2380", "172.18.0.7:2380", 1)
+		if got := chainLines(savedNAT(t, mode)); strings.Join(got, "\n") != strings.Join(want, "\n") {
+			t.Errorf("%s: the namespace's rules after a peer moved:\n%s\nwant:\n%s", mode, strings.Join(got, "\n"), strings.Join(want, "\n"))
 		}
 	}
 	after := machine()

@@ -16,16 +16,22 @@ const (
 	Command = "etcd-peer-nat"
 )
 
-// Unit is the unit running exe's etcd-peer-nat. No Restart: the command
-// bounds its own time (Deadline), and RuntimeMaxSec and MemoryMax bound
-// it again from outside; multi-user.target (which Wants it) and the
-// kubelet wait only for the exec, never for the mapping.
+// Unit is the unit running exe's etcd-peer-nat, as long as the node
+// runs: a control plane restarted alone comes back at a new address at
+// any time, and every other control plane must follow it. Type=exec
+// with no ordering (plan.RuntimeUnit): multi-user.target, which Wants
+// it, and the kubelet wait only for the exec, never for the mapping.
+// Restarted on failure (an unreadable peers file, a crash, MemoryMax
+// reached) at most 5 times a minute: a restart probes the jump the
+// last run left and writes its chains anew. MemoryMax and TasksMax
+// bound it from outside; the command bounds its own memory (Watcher).
 func Unit(exe string) plan.RuntimeUnit {
 	return plan.RuntimeUnit{
-		Name:          UnitName,
-		Description:   "DNAT etcd's peers from recorded to current addresses (kind#1689)",
-		Exec:          []string{exe, Command},
-		MemoryMax:     "64M",
-		RuntimeMaxSec: "900",
+		Name:        UnitName,
+		Description: "DNAT etcd's peers from recorded to current addresses (kind#1689)",
+		Exec:        []string{exe, Command},
+		MemoryMax:   "64M",
+		TasksMax:    "64",
+		Restart:     true,
 	}
 }

@@ -1,10 +1,13 @@
 package etcdpeers
 
-// This file holds Watch: etcd-peer-nat's rounds, until every peer is
-// settled or its time is up.
+// This file holds Watch: etcd-peer-nat's rounds until every peer is
+// mapped, then a lookup of every peer every few seconds for as long as
+// the node runs.
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"time"
 
 	"github.com/kind-entrypoint/entrypoint/internal/logline"
@@ -12,53 +15,136 @@ import (
 	"github.com/kind-entrypoint/entrypoint/internal/system"
 )
 
-// Rounds bound a run: peers start when their containers do, which after
-// `docker restart` of a cluster is within seconds, and after a node
-// started by hand may be minutes; ten minutes of rounds two seconds
-// apart (each lookup at most LookupTimeout) covers both and ends.
+// Rounds bound a run. First rounds Interval apart, at most Max, until
+// every peer is mapped: peers start when their containers do, which
+// after `docker restart` of a cluster is within seconds, and after a
+// node started by hand may be minutes. Then, every Follow, one lookup of
+// each peer, for as long as the command runs: a control plane restarted
+// alone comes back at a new address while the others run (each lookup
+// at most LookupTimeout).
 type Rounds struct {
 	Max      int
 	Interval time.Duration
+	// Follow is the time between lookups of every peer after the first
+	// rounds; 0 ends the run with them.
+	Follow time.Duration
+	// Wait waits d, or until ctx is done (then ctx's error); nil is a
+	// timer. A test gives its own clock.
+	Wait func(ctx context.Context, d time.Duration) error
 }
 
 // DefaultRounds are the production bounds (a function: no package state).
-func DefaultRounds() Rounds { return Rounds{Max: 300, Interval: 2 * time.Second} }
+func DefaultRounds() Rounds {
+	return Rounds{Max: 300, Interval: 2 * time.Second, Follow: 5 * time.Second}
+}
 
-// Watch maps cfg's peers: each round looks up the pending ones and
-// installs the rules of what it found, until every peer is settled or
-// r.Max rounds have run. It fails only when no round could install its
-// rules.
+// Watch maps cfg's peers: rounds r.Interval apart that look up every
+// peer and install the rules of what changed, until every peer is mapped
+// or r.Max rounds have run; then the same every r.Follow until ctx is
+// done. With no Follow it returns after the rounds, with an error when
+// the last round could not install its rules; else only ctx's error.
 func Watch(ctx context.Context, sys system.System, log *logline.Logger, cfg Config, r Rounds) error {
+	wait := r.Wait
+	if wait == nil {
+		wait = newTimer().wait
+	}
 	w, logs := NewWatcher(sys, cfg)
 	log.Info("mapping etcd's peers of " + cfg.Self + " to their current addresses")
 	if err := plan.Apply(ctx, sys, log, logs, false); err != nil {
 		return err
 	}
 	w.ProbeJumps(ctx)
+	in := installer{w: w, log: log}
 	var lastErr error
-	for round := 0; round < r.Max && (!w.Done() || lastErr != nil); round++ {
+	for round := 0; round < r.Max && !w.Done(); round++ {
 		if round > 0 {
-			select {
-			case <-ctx.Done():
-				return ctx.Err()
-			case <-time.After(r.Interval):
+			if err := wait(ctx, r.Interval); err != nil {
+				return err
 			}
 		}
-		if err := plan.Apply(ctx, sys, log, w.Round(ctx), false); err != nil {
-			// Left as not installed: the next round that finds
-			// anything writes the whole chain again.
-			log.Warn("installing etcd peer redirects: " + err.Error())
-			lastErr = err
-			continue
+		if lastErr = in.apply(ctx, w.Round(ctx)); ctx.Err() != nil {
+			return ctx.Err()
 		}
-		w.Installed()
-		lastErr = nil
+	}
+	unresolved := "etcd peer never resolved, left alone: "
+	if r.Follow > 0 {
+		unresolved = fmt.Sprintf("etcd peer not resolved yet, looked up again every %s: ", r.Follow)
 	}
 	for _, u := range w.Unresolved() {
-		log.Warn("etcd peer never resolved, left alone: " + u)
+		log.Warn(unresolved + u)
 	}
-	log.Info("etcd peer redirects: " + describe(w.Mappings))
-	return lastErr
+	log.Info("etcd peer redirects: " + describe(w.Mappings()))
+	if r.Follow <= 0 {
+		return lastErr
+	}
+	log.Info(fmt.Sprintf("following etcd's peers: each name looked up every %s, a peer that moves redirected anew", r.Follow))
+	for {
+		if err := wait(ctx, r.Follow); err != nil {
+			return err
+		}
+		if in.apply(ctx, w.Round(ctx)); ctx.Err() != nil {
+			return ctx.Err()
+		}
+	}
+}
+
+// installer applies what rounds plan, each family's restore on its own:
+// a family whose restore failed is left stale, and the next round
+// writes its chain again. A failure is logged when it starts (with what
+// the tool printed) and when it ends, not at every round.
+type installer struct {
+	w       *Watcher
+	log     *logline.Logger
+	failing [2]bool
+}
+
+func (in *installer) apply(ctx context.Context, c Changes) error {
+	if err := plan.Apply(ctx, in.w.sys, in.log, c.Logs, false); err != nil {
+		return err
+	}
+	var errs []error
+	for _, r := range c.Restores {
+		f := family(r.V6)
+		log := in.log
+		if in.failing[f] {
+			log = nil // a nil Logger discards: said when it started
+		}
+		if err := plan.Apply(ctx, in.w.sys, log, []plan.Action{r.Action}, false); err != nil {
+			if !in.failing[f] {
+				in.log.Warn(fmt.Sprintf("installing etcd peer redirects (%s): %v; tried again every round", tool(r.V6), err))
+			}
+			in.failing[f] = true
+			errs = append(errs, err)
+			continue
+		}
+		in.w.Installed(r.V6)
+		if in.failing[f] {
+			in.log.Info(fmt.Sprintf("etcd peer redirects (%s) installed", tool(r.V6)))
+		}
+		in.failing[f] = false
+	}
+	return errors.Join(errs...)
+}
+
+// timer is Rounds' default Wait: one timer for the whole run, so that a
+// wait allocates nothing.
+type timer struct{ t *time.Timer }
+
+func newTimer() *timer {
+	t := time.NewTimer(time.Hour)
+	t.Stop()
+	return &timer{t: t}
+}
+
+func (t *timer) wait(ctx context.Context, d time.Duration) error {
+	t.t.Reset(d)
+	select {
+	case <-ctx.Done():
+		t.t.Stop()
+		return ctx.Err()
+	case <-t.t.C:
+		return nil
+	}
 }
 
 func describe(ms []Mapping) string {
