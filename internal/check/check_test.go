@@ -107,7 +107,7 @@ func rowNamed(rows []Row, name string) (Row, bool) {
 // rowNames are every row, in order, of a host that gets that far.
 var rowNames = []string{
 	"user-namespace", "cgroup-version", "kubelet-cgroup-v1", "cgroupns", "cgroup-controllers", "cgroup-mounts", "nofile", "inotify", "keys-maxkeys",
-	"fs-kind", "fs-containerd", "snapshotter", "overlay", "dev-fuse", "containerd-nofile", "sys", "mount-propagation",
+	"fs-kind", "fs-containerd", "zfs-acl", "snapshotter", "overlay", "dev-fuse", "containerd-nofile", "sys", "mount-propagation",
 	"iptables-legacy", "iptables-nft", "iptables-mode", "docker-dns", "host-docker-internal", "node-name", "default-gateway",
 	"dns-forwarder", "dmi", "lib-modules", "kernel-modules", "plan",
 }
