@@ -107,7 +107,7 @@ func rowNamed(rows []Row, name string) (Row, bool) {
 // rowNames are every row, in order, of a host that gets that far.
 var rowNames = []string{
 	"user-namespace", "cgroup-version", "kubelet-cgroup-v1", "cgroupns", "cgroup-controllers", "cgroup-mounts", "nofile", "inotify", "keys-maxkeys",
-	"fs-kind", "fs-containerd", "snapshotter", "overlay", "dev-fuse", "containerd-nofile", "sys", "mount-propagation",
+	"fs-kind", "fs-containerd", "zfs-acl", "snapshotter", "overlay", "dev-fuse", "containerd-nofile", "sys", "mount-propagation",
 	"iptables-legacy", "iptables-nft", "iptables-mode", "docker-dns", "host-docker-internal", "node-name", "default-gateway",
 	"dns-forwarder", "dmi", "lib-modules", "kernel-modules", "plan",
 }
@@ -340,6 +340,17 @@ func TestRows(t *testing.T) {
 			name: "old IPv4 address, none now", host: "net-ipv4-gone",
 			want: map[string]string{"node-name": "fail:recorded IPv4 172.18.0.3", "plan": "fail:exit 20"},
 			exit: ExitFail,
+		},
+		{
+			name: "old IPv4 address, none now, no default route", host: "net-ipv4-gone-no-route",
+			want: map[string]string{"node-name": "fail:IPv4 none \\(lookup kind-control-plane: no such host; /proc/net/route: no IPv4 default route\\).*recorded IPv4 172.18.0.3$", "plan": "fail:exit 20"},
+			exit: ExitFail,
+		},
+		{
+			// kind #3989: followed by the default route's interface.
+			name: "name not resolving, new address", host: "net-ip-change-unresolved",
+			want: map[string]string{"node-name": "warn:^kind-control-plane: IPv4 172.18.0.4 from the default route's interface eth0 \\(lookup kind-control-plane: no such host\\), IPv6 fc00:f853:ccd:e793::4 from the default route's interface eth0", "plan": "warn:WARN"},
+			exit: ExitWarn,
 		},
 		{
 			name: "old IPv6 address, none now", host: "net-ipv6-gone",

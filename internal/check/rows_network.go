@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/netip"
 	"strings"
 
 	"github.com/kind-entrypoint/entrypoint/internal/network"
@@ -151,13 +152,17 @@ func (c *checker) names() []Row {
 	}
 
 	const nn = "node-name"
-	obs := fmt.Sprintf("%s: IPv4 %s, IPv6 %s", f.Hostname, addrOrWhy(f.IPv4.String(), f.IPv4.IsValid(), f.IPv4Err), addrOrWhy(f.IPv6.String(), f.IPv6.IsValid(), f.IPv6Err))
+	obs := fmt.Sprintf("%s: IPv4 %s, IPv6 %s", f.Hostname, nodeAddrOrWhy(f.IPv4, f.IPv4Iface, f.IPv4Err), nodeAddrOrWhy(f.IPv6, f.IPv6Iface, f.IPv6Err))
 	switch {
 	case f.Hostname == "":
 		rows = append(rows, Row{nn, Warn, "the node has no hostname", "kind names each node: check the container's --hostname"})
 	case !f.IPv4.IsValid() && f.OldIPv4 != nil:
 		rows = append(rows, Row{nn, Fail, fmt.Sprintf("%s; the last boot recorded IPv4 %s", obs, *f.OldIPv4),
-			"the entrypoint stops: it cannot follow the address change. The node's name must resolve to its address (Docker's embedded DNS, /etc/hosts)"})
+			"the entrypoint stops: it cannot follow the address change. The node's name must resolve to its address (Docker's embedded DNS, /etc/hosts), or its default route's interface hold one"})
+	case f.IPv4Iface != "" || f.IPv6Iface != "":
+		// kind #3989: followed all the same, but the name is wrong.
+		rows = append(rows, Row{nn, Warn, obs,
+			"the node's name does not resolve to its address (nerdctl rootless, kind #3989): the entrypoint follows the default route's interface; give the node its name in /etc/hosts"})
 	case timedOut(f.IPv4Err) || timedOut(f.IPv6Err):
 		rows = append(rows, Row{nn, Warn, obs, "the lookup delays every boot by its timeout: fix the node's DNS (/etc/resolv.conf)"})
 	case !f.IPv4.IsValid() && !f.IPv6.IsValid():
@@ -183,11 +188,15 @@ func (c *checker) names() []Row {
 	return rows
 }
 
-func addrOrWhy(addr string, ok bool, err error) string {
-	if ok {
-		return addr
-	}
-	if err != nil {
+// nodeAddrOrWhy is a node address of MagicFacts with its source, or why
+// there is none.
+func nodeAddrOrWhy(addr netip.Addr, iface string, err error) string {
+	switch {
+	case iface != "":
+		return fmt.Sprintf("%s from the default route's interface %s (%v)", addr, iface, err)
+	case addr.IsValid():
+		return addr.String()
+	case err != nil:
 		return "none (" + err.Error() + ")"
 	}
 	return "none"

@@ -12,12 +12,12 @@ import (
 	"github.com/kind-entrypoint/entrypoint/internal/system"
 )
 
-// storage is the rows of /kind's and containerd's filesystems, the
-// snapshotter that follows, overlay, and /dev/fuse.
+// storage is the rows of /kind's and containerd's filesystems (and ACLs
+// on ZFS), the snapshotter that follows, overlay, and /dev/fuse.
 func (c *checker) storage() []Row {
 	cf, err := c.st.Containerd.Get()
 	if err != nil {
-		rows := failRows(err, unreadableHint, "fs-kind", "fs-containerd")
+		rows := append(failRows(err, unreadableHint, "fs-kind", "fs-containerd"), c.zfsACL())
 		rows = append(rows, failRows(err, "configure_containerd cannot choose a snapshotter", "snapshotter")...)
 		return append(rows, failRows(err, unreadableHint, "overlay", "dev-fuse")...)
 	}
@@ -35,7 +35,7 @@ func (c *checker) storage() []Row {
 			snap, source = res.OldSnapshotter, "set in "+containerd.ConfigPath
 		}
 	}
-	rows := []Row{c.fsKind(cf.KindFSType, snap), c.fsContainerd(snap),
+	rows := []Row{c.fsKind(cf.KindFSType, snap), c.fsContainerd(snap), c.zfsACL(),
 		{"snapshotter", Pass, snap + " (" + source + ")", ""}}
 	return append(rows, c.overlay(cf, snap), c.devFuse(snap))
 }

@@ -94,10 +94,14 @@ type MagicFacts struct {
 	Search *string
 
 	Hostname string
-	// IPv4 and IPv6 are the node's first usable address of each family,
-	// invalid when it has none (the Err fields say why).
-	IPv4, IPv6       netip.Addr
-	IPv4Err, IPv6Err error
+	// IPv4 and IPv6 are the node's address of each family (see nodeAddr):
+	// the first usable answer for Hostname, else the address on the
+	// default route's interface, which IPv4Iface and IPv6Iface then name.
+	// Invalid when the node has none. The Err fields say why the name gave
+	// none, and with no address, why the interface gave none either.
+	IPv4, IPv6           netip.Addr
+	IPv4Iface, IPv6Iface string
+	IPv4Err, IPv6Err     error
 	// OldIPv4 and OldIPv6 are the addresses recorded at the last boot
 	// (blanks trimmed), nil when there is no record.
 	OldIPv4, OldIPv6 *string
@@ -174,13 +178,17 @@ func (f MagicFacts) Describe() [][2]string {
 	}
 	out = append(out, [2]string{DNSSearchEnv, search}, [2]string{"hostname", f.Hostname})
 	for _, a := range []struct {
-		name string
-		addr netip.Addr
-		err  error
-		old  *string
-	}{{"IPv4", f.IPv4, f.IPv4Err, f.OldIPv4}, {"IPv6", f.IPv6, f.IPv6Err, f.OldIPv6}} {
+		name  string
+		addr  netip.Addr
+		iface string
+		err   error
+		old   *string
+	}{{"IPv4", f.IPv4, f.IPv4Iface, f.IPv4Err, f.OldIPv4}, {"IPv6", f.IPv6, f.IPv6Iface, f.IPv6Err, f.OldIPv6}} {
 		v := show(a.addr)
-		if a.err != nil {
+		switch {
+		case a.iface != "":
+			v += fmt.Sprintf(" (from the default route's interface %s; %v)", a.iface, a.err)
+		case a.err != nil:
 			v += " (" + a.err.Error() + ")"
 		}
 		if a.old != nil {

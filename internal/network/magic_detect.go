@@ -45,8 +45,8 @@ func (p *Probes) detectMagic(ctx context.Context, lookupEnv func(string) (string
 		return f, n.hostnameErr
 	}
 	f.Hostname = n.hostname
-	f.IPv4, f.IPv4Err = n.ipv4, n.ipv4Err
-	f.IPv6, f.IPv6Err = n.ipv6, n.ipv6Err
+	f.IPv4, f.IPv4Iface, f.IPv4Err = n.ipv4, n.ipv4Iface, n.ipv4Err
+	f.IPv6, f.IPv6Iface, f.IPv6Err = n.ipv6, n.ipv6Iface, n.ipv6Err
 	if err != nil {
 		return f, err
 	}

@@ -27,14 +27,22 @@ func planAddressChange(f MagicFacts) ([]plan.Action, error) {
 	for _, fam := range []struct {
 		name    string
 		cur     netip.Addr
+		iface   string
+		why     error
 		old     *string
 		file    string
 		is4     bool
 		missing func(msg string) error // nil: an ERROR line is enough
 	}{
-		{"IPv4", f.IPv4, f.OldIPv4, OldIPv4, true, func(msg string) error { return errors.New(msg) }},
-		{"IPv6", f.IPv6, f.OldIPv6, OldIPv6, false, nil},
+		{"IPv4", f.IPv4, f.IPv4Iface, f.IPv4Err, f.OldIPv4, OldIPv4, true, func(msg string) error { return errors.New(msg) }},
+		{"IPv6", f.IPv6, f.IPv6Iface, f.IPv6Err, f.OldIPv6, OldIPv6, false, nil},
 	} {
+		if fam.iface != "" {
+			// Not the script's way: say it, and why (kind #3989).
+			actions = append(actions, plan.Warning(fmt.Sprintf(
+				"the node's name gives no %s address (%v); using %s, the address on the default route's interface %s",
+				fam.name, fam.why, fam.cur, fam.iface)))
+		}
 		// As the script (getent's empty answer): no value, not "none".
 		cur := ""
 		if fam.cur.IsValid() {
@@ -62,9 +70,12 @@ func planAddressChange(f MagicFacts) ([]plan.Action, error) {
 				actions = append(actions, plan.Info(fmt.Sprintf(
 					"%s: %s is IPv4-mapped, not an IPv6 address; ignoring it", fam.file, old)))
 			case !fam.cur.IsValid():
-				// The script's words: the old address is the line above,
-				// and why the lookup failed is a fact of the dry run.
+				// The script's words, then why: the name gave none and
+				// neither did the default route's interface.
 				msg := "have an old " + fam.name + " address but no current " + fam.name + " address (!)"
+				if fam.why != nil {
+					msg += ": " + fam.why.Error()
+				}
 				if fam.missing != nil {
 					return actions, fam.missing(msg)
 				}

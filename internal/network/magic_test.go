@@ -424,8 +424,9 @@ func TestPlanAddressChange(t *testing.T) {
 		f := base()
 		f.IPv4, f.IPv4Err = netip.Addr{}, errors.New("no such host")
 		actions, err := PlanMagic(f)
-		// The script's words, after the step-name prefix boot adds.
-		if err == nil || err.Error() != "have an old IPv4 address but no current IPv4 address (!)" {
+		// The script's words, after the step-name prefix boot adds, and
+		// why.
+		if err == nil || err.Error() != "have an old IPv4 address but no current IPv4 address (!): no such host" {
 			t.Fatalf("err %v", err)
 		}
 		for _, a := range actions {
@@ -444,7 +445,7 @@ func TestPlanAddressChange(t *testing.T) {
 			t.Fatal(err)
 		}
 		got := strings.Join(plan.Strings(actions), "\n")
-		if !slices.Contains(plan.Strings(actions), "log ERROR: have an old IPv6 address but no current IPv6 address (!)") {
+		if !slices.Contains(plan.Strings(actions), "log ERROR: have an old IPv6 address but no current IPv6 address (!): no such host") {
 			t.Errorf("no ERROR in:\n%s", got)
 		}
 		for _, a := range actions {

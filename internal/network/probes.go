@@ -3,7 +3,6 @@ package network
 import (
 	"bytes"
 	"context"
-	"errors"
 	"net/netip"
 	"sync"
 	"time"
@@ -54,9 +53,11 @@ type names struct {
 	hostname    string
 	hostnameErr error
 
-	ipv4, ipv6 netip.Addr
-	ipv4Err    error
-	ipv6Err    error
+	// See nodeAddr.
+	ipv4, ipv6           netip.Addr
+	ipv4Iface, ipv6Iface string
+	ipv4Err              error
+	ipv6Err              error
 }
 
 // NewProbes returns probes of sys, each limited to timeout, none started.
@@ -120,7 +121,7 @@ func (p *Probes) noTables(names string) (string, bool) {
 }
 
 // StartNames looks up host.docker.internal, and reads the hostname and
-// looks up the node's name in both families, concurrently, in the
+// finds the node's address in both families (nodeAddr), concurrently, in the
 // background; ctx bounds them. The two groups end apart: a node that does
 // not use Docker's DNS never waits for the first (see waitDockerHost).
 func (p *Probes) StartNames(ctx context.Context) {
@@ -138,14 +139,9 @@ func (p *Probes) StartNames(ctx context.Context) {
 			if n.hostname, n.hostnameErr = hostname(p.sys); n.hostnameErr != nil {
 				return
 			}
-			if n.hostname == "" {
-				n.ipv4Err = errors.New("the node has no hostname")
-				n.ipv6Err = n.ipv4Err
-				return
-			}
 			var wg sync.WaitGroup
-			wg.Go(func() { n.ipv4, n.ipv4Err = lookupFirst(ctx, p.sys, p.timeout, "ip4", n.hostname, true) })
-			wg.Go(func() { n.ipv6, n.ipv6Err = lookupFirst(ctx, p.sys, p.timeout, "ip6", n.hostname, true) })
+			wg.Go(func() { n.ipv4, n.ipv4Iface, n.ipv4Err = nodeAddr(ctx, p.sys, p.timeout, "ip4", n.hostname) })
+			wg.Go(func() { n.ipv6, n.ipv6Iface, n.ipv6Err = nodeAddr(ctx, p.sys, p.timeout, "ip6", n.hostname) })
 			wg.Wait()
 		}()
 	})

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"math/bits"
 	"net/netip"
 	"strconv"
 	"strings"
@@ -39,22 +40,76 @@ func DefaultGatewayV4(procNetRoute []byte) (netip.Addr, error) {
 }
 
 // defaultGatewayV4 is DefaultGatewayV4 with the byte order of the table made
-// explicit. The kernel prints each address (a network-order __be32) with
-// %08X, i.e. as the host-order integer it reads from memory: "0100A8C0" is
-// 192.168.0.1 on little-endian machines and 1.0.168.192 on big-endian ones.
-// Tests use this to cover both.
+// explicit (see parseRoutesV4). Tests use this to cover both.
 func defaultGatewayV4(table []byte, order binary.ByteOrder) (netip.Addr, error) {
+	routes, err := parseRoutesV4(table, order)
+	if err != nil {
+		return netip.Addr{}, err
+	}
+	var best, unusable netip.Addr
+	var bestMetric uint32
+	for _, r := range routes {
+		if !r.isDefault() || r.gateway.IsUnspecified() || r.flags&rtfGateway == 0 {
+			continue
+		}
+		if !UsableHostIP(r.gateway) {
+			// No kernel takes a loopback, multicast or broadcast
+			// gateway; a replayed table may hold one, and it must not
+			// become where pods are sent for DNS.
+			if !unusable.IsValid() {
+				unusable = r.gateway
+			}
+			continue
+		}
+		if best.IsValid() && r.metric >= bestMetric {
+			continue
+		}
+		best, bestMetric = r.gateway, r.metric
+	}
+	switch {
+	case best.IsValid():
+		return best, nil
+	case unusable.IsValid():
+		return netip.Addr{}, fmt.Errorf("the IPv4 default route's gateway %s is no host's address", unusable)
+	}
+	return netip.Addr{}, ErrNoDefaultRoute
+}
+
+// routeV4 is one row of /proc/net/route.
+type routeV4 struct {
+	iface         string // "" when the table has no Iface column
+	dest, gateway netip.Addr
+	// bits is the mask's prefix length, -1 when the mask is not one.
+	bits   int
+	flags  uint64
+	metric uint32
+}
+
+// isDefault reports whether r is a default route that is up and no reject
+// (unreachable, prohibit) route.
+func (r routeV4) isDefault() bool {
+	return r.dest.IsUnspecified() && r.bits == 0 && r.flags&rtfUp != 0 && r.flags&rtfReject == 0
+}
+
+// parseRoutesV4 reads the rows of /proc/net/route, in order. The kernel
+// prints each address (a network-order __be32) with %08X, i.e. as the
+// host-order integer it reads from memory: "0100A8C0" is 192.168.0.1 on
+// little-endian machines and 1.0.168.192 on big-endian ones; order is that
+// of the machine that printed the table.
+func parseRoutesV4(table []byte, order binary.ByteOrder) ([]routeV4, error) {
 	// The columns read, found by the header's names (the first of a name
-	// given twice); col holds their indexes, in names' order.
+	// given twice); col holds their indexes, in names' order. Iface is
+	// optional: only the interface of the default route needs it.
 	const (
 		destination = iota
 		gateway
 		flags
 		metric
 		mask
+		iface
 	)
-	names := [...]string{"Destination", "Gateway", "Flags", "Metric", "Mask"}
-	col := [len(names)]int{-1, -1, -1, -1, -1}
+	names := [...]string{"Destination", "Gateway", "Flags", "Metric", "Mask", "Iface"}
+	col := [len(names)]int{-1, -1, -1, -1, -1, -1}
 
 	header, rest, _ := strings.Cut(string(table), "\n")
 	n := 0
@@ -67,20 +122,27 @@ func defaultGatewayV4(table []byte, order binary.ByteOrder) (netip.Addr, error) 
 		n++
 	}
 	if n == 0 {
-		return netip.Addr{}, errors.New("line 1: no header")
+		return nil, errors.New("line 1: no header")
 	}
 	minFields := 0
 	for j, name := range names {
+		if j == iface && col[j] < 0 {
+			continue
+		}
 		if col[j] < 0 {
-			return netip.Addr{}, fmt.Errorf("line 1: header has no %s column", name)
+			return nil, fmt.Errorf("line 1: header has no %s column", name)
 		}
 		minFields = max(minFields, col[j]+1)
 	}
 
-	var best, unusable netip.Addr
-	var bestMetric uint32
+	var routes []routeV4
 	// One line's fields, in an array reused for every line.
 	var room [16]string
+	addr := func(v uint32) netip.Addr {
+		var b [4]byte
+		order.PutUint32(b[:], v)
+		return netip.AddrFrom4(b)
+	}
 	lineNo := 1
 	for line := range strings.SplitSeq(rest, "\n") {
 		lineNo++
@@ -92,7 +154,7 @@ func defaultGatewayV4(table []byte, order binary.ByteOrder) (netip.Addr, error) 
 			continue
 		}
 		if len(fields) < minFields {
-			return netip.Addr{}, fmt.Errorf("line %d: %d fields, want at least %d", lineNo, len(fields), minFields)
+			return nil, fmt.Errorf("line %d: %d fields, want at least %d", lineNo, len(fields), minFields)
 		}
 		field := func(j int) string { return fields[col[j]] }
 		bad := func(j int, err error) error {
@@ -100,53 +162,42 @@ func defaultGatewayV4(table []byte, order binary.ByteOrder) (netip.Addr, error) 
 		}
 		dest, err := parseRouteHex(field(destination))
 		if err != nil {
-			return netip.Addr{}, bad(destination, err)
+			return nil, bad(destination, err)
 		}
 		gw, err := parseRouteHex(field(gateway))
 		if err != nil {
-			return netip.Addr{}, bad(gateway, err)
+			return nil, bad(gateway, err)
 		}
 		m, err := parseRouteHex(field(mask))
 		if err != nil {
-			return netip.Addr{}, bad(mask, err)
+			return nil, bad(mask, err)
 		}
 		fl, err := strconv.ParseUint(field(flags), 16, 16)
 		if err != nil {
-			return netip.Addr{}, bad(flags, errors.Unwrap(err))
+			return nil, bad(flags, errors.Unwrap(err))
 		}
 		met, err := parseRouteMetric(field(metric))
 		if err != nil {
-			return netip.Addr{}, bad(metric, err)
+			return nil, bad(metric, err)
 		}
+		r := routeV4{dest: addr(dest), gateway: addr(gw), bits: maskBits(addr(m)), flags: fl, metric: met}
+		if col[iface] >= 0 && col[iface] < len(fields) {
+			r.iface = field(iface)
+		}
+		routes = append(routes, r)
+	}
+	return routes, nil
+}
 
-		if dest != 0 || m != 0 || gw == 0 ||
-			fl&(rtfUp|rtfGateway) != rtfUp|rtfGateway || fl&rtfReject != 0 {
-			continue
-		}
-		var b [4]byte
-		order.PutUint32(b[:], gw)
-		addr := netip.AddrFrom4(b)
-		if !UsableHostIP(addr) {
-			// No kernel takes a loopback, multicast or broadcast
-			// gateway; a replayed table may hold one, and it must not
-			// become where pods are sent for DNS.
-			if !unusable.IsValid() {
-				unusable = addr
-			}
-			continue
-		}
-		if best.IsValid() && met >= bestMetric {
-			continue
-		}
-		best, bestMetric = addr, met
+// maskBits is the prefix length of a network mask, -1 when it is none
+// (its ones are not all leading).
+func maskBits(m netip.Addr) int {
+	v := binary.BigEndian.Uint32(m.AsSlice())
+	ones := bits.OnesCount32(v)
+	if v != ^uint32(0)<<(32-ones) {
+		return -1
 	}
-	switch {
-	case best.IsValid():
-		return best, nil
-	case unusable.IsValid():
-		return netip.Addr{}, fmt.Errorf("the IPv4 default route's gateway %s is no host's address", unusable)
-	}
-	return netip.Addr{}, ErrNoDefaultRoute
+	return ones
 }
 
 // parseRouteHex parses an address or mask column: always 8 hex digits.

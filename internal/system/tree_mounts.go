@@ -98,7 +98,7 @@ func (t *Tree) Mount(source, target, fstype string, flags MountFlags, data strin
 			m.VFSOptions = setFirstOption(m.VFSOptions, flags&ReadOnly != 0)
 		}
 	case flags&Bind != 0:
-		src := containing(mounts, source)
+		src := Containing(mounts, source)
 		if src == nil {
 			return mErr(unix.ENOENT)
 		}
@@ -214,9 +214,9 @@ func escapeMountinfo(s string) string {
 	return b.String()
 }
 
-// containing is the mount that holds path p: the deepest mount point above
+// Containing is the mount that holds path p: the deepest mount point above
 // it, the latest one where several stack.
-func containing(mounts []*mountinfo.Info, p string) *mountinfo.Info {
+func Containing(mounts []*mountinfo.Info, p string) *mountinfo.Info {
 	var best *mountinfo.Info
 	for _, m := range mounts {
 		if Under(p, m.Mountpoint) && (best == nil || len(m.Mountpoint) >= len(best.Mountpoint)) {
@@ -235,7 +235,7 @@ func nextID(mounts []*mountinfo.Info) int {
 }
 
 func parentID(mounts []*mountinfo.Info, target string) int {
-	if m := containing(mounts, target); m != nil {
+	if m := Containing(mounts, target); m != nil {
 		return m.ID
 	}
 	return 0

@@ -67,7 +67,7 @@ func (t *Tree) FSType(p string) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("statfs %s: %w", p, err)
 	}
-	if m := containing(mounts, p); m != nil {
+	if m := Containing(mounts, p); m != nil {
 		return FSTypeFromMountinfo(m.FSType), nil
 	}
 	return "", fmt.Errorf("statfs %s: %s has no mount holding it (no mount at /)", p, MountinfoPath)
