@@ -163,6 +163,10 @@ func (c *checker) names() []Row {
 		// kind #3989: followed all the same, but the name is wrong.
 		rows = append(rows, Row{nn, Warn, obs,
 			"the node's name does not resolve to its address (nerdctl rootless, kind #3989): the entrypoint follows the default route's interface; give the node its name in /etc/hosts"})
+	case f.IPv4.IsValid() && f.IPv4Err != nil || f.IPv6.IsValid() && f.IPv6Err != nil:
+		// The name's stale answer, kept for want of another.
+		rows = append(rows, Row{nn, Warn, obs,
+			"the node's name resolves to an address on none of its interfaces, and no default route gives another: the entrypoint uses it all the same; fix the name's entry (/etc/hosts, the engine's DNS)"})
 	case timedOut(f.IPv4Err) || timedOut(f.IPv6Err):
 		rows = append(rows, Row{nn, Warn, obs, "the lookup delays every boot by its timeout: fix the node's DNS (/etc/resolv.conf)"})
 	case !f.IPv4.IsValid() && !f.IPv6.IsValid():
@@ -194,6 +198,8 @@ func nodeAddrOrWhy(addr netip.Addr, iface string, err error) string {
 	switch {
 	case iface != "":
 		return fmt.Sprintf("%s from the default route's interface %s (%v)", addr, iface, err)
+	case addr.IsValid() && err != nil:
+		return fmt.Sprintf("%s (%v)", addr, err)
 	case addr.IsValid():
 		return addr.String()
 	case err != nil:

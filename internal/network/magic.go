@@ -98,7 +98,9 @@ type MagicFacts struct {
 	// the first usable answer for Hostname, else the address on the
 	// default route's interface, which IPv4Iface and IPv6Iface then name.
 	// Invalid when the node has none. The Err fields say why the name gave
-	// none, and with no address, why the interface gave none either.
+	// none, and with no address, why the interface gave none either. A
+	// *StaleAddrError says the name's answer is on no interface of the
+	// node; with an address and no Iface, that answer is kept.
 	IPv4, IPv6           netip.Addr
 	IPv4Iface, IPv6Iface string
 	IPv4Err, IPv6Err     error

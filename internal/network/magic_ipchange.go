@@ -37,11 +37,8 @@ func planAddressChange(f MagicFacts) ([]plan.Action, error) {
 		{"IPv4", f.IPv4, f.IPv4Iface, f.IPv4Err, f.OldIPv4, OldIPv4, true, func(msg string) error { return errors.New(msg) }},
 		{"IPv6", f.IPv6, f.IPv6Iface, f.IPv6Err, f.OldIPv6, OldIPv6, false, nil},
 	} {
-		if fam.iface != "" {
-			// Not the script's way: say it, and why (kind #3989).
-			actions = append(actions, plan.Warning(fmt.Sprintf(
-				"the node's name gives no %s address (%v); using %s, the address on the default route's interface %s",
-				fam.name, fam.why, fam.cur, fam.iface)))
+		if w := sourceWarning(fam.name, fam.cur, fam.iface, fam.why); w != "" {
+			actions = append(actions, plan.Warning(w))
 		}
 		// As the script (getent's empty answer): no value, not "none".
 		cur := ""
@@ -126,4 +123,29 @@ func planAddressChange(f MagicFacts) ([]plan.Action, error) {
 		actions = append(actions, planCertRenewal(f)...)
 	}
 	return actions, nil
+}
+
+// sourceWarning is the WARN line for a node address of MagicFacts that is
+// not the script's (see nodeAddr), "" for one that is: the default route's
+// interface's, because the name gave none or a stale one (kind #3989), or
+// a stale answer kept for want of another.
+func sourceWarning(family string, cur netip.Addr, iface string, why error) string {
+	var stale *StaleAddrError
+	if !errors.As(why, &stale) {
+		if iface == "" {
+			return ""
+		}
+		return fmt.Sprintf("the node's name gives no %s address (%v); using %s, the address on the default route's interface %s",
+			family, why, cur, iface)
+	}
+	s := fmt.Sprintf("the node's name gives %s, an %s address on no interface of this node (a stale entry in /etc/hosts or the engine's DNS)",
+		stale.Addr, family)
+	if iface != "" {
+		return fmt.Sprintf("%s; using %s, the address on the default route's interface %s", s, cur, iface)
+	}
+	s += ", and the default route's interface gives none"
+	if stale.Route != nil {
+		s += " (" + stale.Route.Error() + ")"
+	}
+	return fmt.Sprintf("%s; using %s all the same", s, cur)
 }

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+	"slices"
 	"time"
 
 	"github.com/kind-entrypoint/entrypoint/internal/system"
@@ -23,13 +24,29 @@ import (
 // rootless nodes after a restart, kind #3989) the script found no address
 // and either stopped or left the old one in the node's files.
 //
+// The name's answer must also be one of the node's own addresses, when
+// those can be read (localAddrs): an answer on no interface of the node
+// (an engine that kept an old /etc/hosts entry after a restart with a new
+// address) is stale, and the default route's interface gives the address
+// instead; err is then a *StaleAddrError. With no address there either,
+// the stale answer is kept, with a *StaleAddrError naming why.
+//
 // err says why the name gave no address; with no address either, it adds
 // why the default route's interface gave none.
 func nodeAddr(ctx context.Context, sys system.System, timeout time.Duration, network, hostname string) (addr netip.Addr, iface string, err error) {
 	if hostname == "" {
 		err = errors.New("the node has no hostname")
 	} else if addr, err = lookupFirst(ctx, sys, timeout, network, hostname, true); err == nil {
-		return addr, "", nil
+		if local := localAddrs(sys, network); local == nil || slices.Contains(local, addr) {
+			return addr, "", nil
+		}
+		stale := &StaleAddrError{Name: hostname, Addr: addr}
+		routed, iface, routeErr := routeAddr(sys, network)
+		if routed.IsValid() {
+			return routed, iface, stale
+		}
+		stale.Route = routeErr
+		return addr, "", stale
 	}
 	addr, iface, routeErr := routeAddr(sys, network)
 	switch {
@@ -39,6 +56,53 @@ func nodeAddr(ctx context.Context, sys system.System, timeout time.Duration, net
 		return netip.Addr{}, "", fmt.Errorf("%w; %w", err, routeErr)
 	}
 	return netip.Addr{}, "", err
+}
+
+// StaleAddrError says that the node's name resolves to an address on no
+// interface of the node.
+type StaleAddrError struct {
+	Name string
+	Addr netip.Addr
+	// Route is why the default route's interface gave no address either,
+	// when the stale answer is kept; nil when it gave one, or when its
+	// files do not exist.
+	Route error
+}
+
+func (e *StaleAddrError) Error() string {
+	s := fmt.Sprintf("%s resolves to %s, on no interface of this node", e.Name, e.Addr)
+	if e.Route != nil {
+		s += "; " + e.Route.Error()
+	}
+	return s
+}
+
+func (e *StaleAddrError) Unwrap() error { return e.Route }
+
+// localAddrs returns the node's own addresses of network: the local /32
+// entries of /proc/net/fib_trie (IPv4), the addresses of
+// /proc/net/if_inet6 (IPv6). It returns nil when they cannot be known, and
+// the name's answer then stands as the script's does: the file does not
+// exist (a captured tree that did not record it), cannot be read or
+// parsed, or lists no address at all (not even loopback's, which every
+// network namespace holds: a format these parsers do not know).
+func localAddrs(sys system.System, network string) []netip.Addr {
+	p := ProcNetFibTrie
+	if network == "ip6" {
+		p = ProcNetIfInet6
+	}
+	b, err := system.ReadOptional(sys, p, system.LimitTable)
+	if err != nil || b == nil {
+		return nil
+	}
+	if network == "ip6" {
+		addrs, err := localAddrsV6(b)
+		if err != nil {
+			return nil
+		}
+		return addrs
+	}
+	return localAddrsV4(b)
 }
 
 // routeAddr returns the node's address of network on the interface of

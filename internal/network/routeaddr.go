@@ -4,6 +4,7 @@ package network
 // default route's interface (nodeaddr.go): the node's own IPv4 addresses in
 // /proc/net/fib_trie, and the IPv6 default route and addresses in
 // /proc/net/ipv6_route and /proc/net/if_inet6. /proc/net/route is route.go's.
+// The node's own addresses also tell a stale answer for its name.
 //
 // Files, not netlink: every read goes through system.System, so a captured
 // node's tree replays the answer and the Recorder archives what was read.
@@ -196,11 +197,52 @@ func defaultInterfaceV6(table []byte) (string, error) {
 
 // ifaceAddrV6 returns the first global IPv6 address /proc/net/if_inet6
 // lists on iface that is a host's address and not one whose duplicate
-// address detection failed. Its lines are "ADDR IFINDEX PLEN SCOPE FLAGS
-// NAME", numbers in hex; a line that cannot be read is an error naming it.
+// address detection failed.
 func ifaceAddrV6(list []byte, iface string) (netip.Addr, error) {
 	var found netip.Addr
-	err := eachRow(list, 6, func(lineNo int, f []string) error {
+	err := eachInet6(list, func(r inet6Row) {
+		if !found.IsValid() && r.iface == iface && r.scope == 0 && r.flags&ifaFDadFailed == 0 &&
+			!r.addr.Is4In6() && UsableHostIP(r.addr) {
+			found = r.addr
+		}
+	})
+	if err != nil {
+		return netip.Addr{}, err
+	}
+	if !found.IsValid() {
+		return netip.Addr{}, fmt.Errorf("%s, the default route's interface, has no global IPv6 address", iface)
+	}
+	return found, nil
+}
+
+// localAddrsV6 returns the IPv6 addresses /proc/net/if_inet6 lists, on any
+// interface and of any scope, but for those whose duplicate address
+// detection failed (another host holds them), in the file's order.
+func localAddrsV6(list []byte) ([]netip.Addr, error) {
+	var out []netip.Addr
+	err := eachInet6(list, func(r inet6Row) {
+		if r.flags&ifaFDadFailed == 0 {
+			out = append(out, r.addr)
+		}
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// inet6Row is one line of /proc/net/if_inet6.
+type inet6Row struct {
+	addr         netip.Addr
+	scope, flags uint64
+	iface        string
+}
+
+// eachInet6 calls row with each line of /proc/net/if_inet6: "ADDR IFINDEX
+// PLEN SCOPE FLAGS NAME", numbers in hex. A line that cannot be read is an
+// error naming it.
+func eachInet6(list []byte, row func(inet6Row)) error {
+	return eachRow(list, 6, func(lineNo int, f []string) error {
 		a, err := parseHexAddr6(f[0])
 		if err != nil {
 			return fmt.Errorf("line %d: address %s: %w", lineNo, logline.QuoteClipped(f[0]), err)
@@ -210,19 +252,9 @@ func ifaceAddrV6(list []byte, iface string) (netip.Addr, error) {
 		if err1 != nil || err2 != nil {
 			return fmt.Errorf("line %d: scope %s, flags %s: want hex digits", lineNo, logline.QuoteClipped(f[3]), logline.QuoteClipped(f[4]))
 		}
-		if !found.IsValid() && f[5] == iface && scope == 0 && flags&ifaFDadFailed == 0 &&
-			!a.Is4In6() && UsableHostIP(a) {
-			found = a
-		}
+		row(inet6Row{addr: a, scope: scope, flags: flags, iface: f[5]})
 		return nil
 	})
-	if err != nil {
-		return netip.Addr{}, err
-	}
-	if !found.IsValid() {
-		return netip.Addr{}, fmt.Errorf("%s, the default route's interface, has no global IPv6 address", iface)
-	}
-	return found, nil
 }
 
 // eachRow calls row with the fields of each line of a /proc table that has

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -246,86 +245,6 @@ func TestRouteAddrV6(t *testing.T) {
 				got = addr.String() + " " + iface
 			}
 			hosttest.Result(t, "address", got, err, tc.want, tc.wantErr)
-		})
-	}
-}
-
-// TestNodeAddr: the name's answer first, as the script; the default
-// route's interface only when the name gives none; a missing file adds
-// nothing to the name's answer.
-func TestNodeAddr(t *testing.T) {
-	v4 := fmt.Sprintf("%08X", binary.NativeEndian.Uint32([]byte{172, 18, 0, 1}))
-	net4 := fmt.Sprintf("%08X", binary.NativeEndian.Uint32([]byte{172, 18, 0, 0}))
-	mask := fmt.Sprintf("%08X", binary.NativeEndian.Uint32([]byte{255, 255, 0, 0}))
-	routes := map[string]string{
-		"proc/net/route":      routeTable("eth0 00000000 "+v4+" 0003 0 00000000", "eth0 "+net4+" 00000000 0001 0 "+mask),
-		"proc/net/fib_trie":   fibTrieKind,
-		"proc/net/ipv6_route": ipv6Tests[0].routes,
-		"proc/net/if_inet6":   ipv6Tests[0].addrs,
-	}
-	with := func(files map[string]string, more ...string) map[string]string {
-		out := map[string]string{}
-		for k, v := range files {
-			out[k] = v
-		}
-		for i := 0; i+1 < len(more); i += 2 {
-			out[more[i]] = more[i+1]
-		}
-		return out
-	}
-	for _, tc := range []struct {
-		name     string
-		files    map[string]string
-		hostname string
-		want     [2]string // per family: "ADDR IFACE" or "none: ERROR"
-	}{
-		{
-			name:  "the name resolves",
-			files: with(routes, ".host/hosts", "kind-control-plane 172.18.0.9 fc00::9\n"), hostname: "kind-control-plane",
-			want: [2]string{"172.18.0.9 ", "fc00::9 "},
-		},
-		{
-			name:  "the name does not resolve",
-			files: routes, hostname: "kind-control-plane",
-			want: [2]string{"172.18.0.4 eth0: lookup kind-control-plane: no such host", "fc00:f853:ccd:e793::4 eth0: lookup kind-control-plane: no such host"},
-		},
-		{
-			name:  "the name is loopback only",
-			files: with(routes, ".host/hosts", "kind-control-plane 127.0.1.1\n"), hostname: "kind-control-plane",
-			want: [2]string{"172.18.0.4 eth0: kind-control-plane has no usable IPv4 address", "fc00:f853:ccd:e793::4 eth0: lookup kind-control-plane: no such host"},
-		},
-		{
-			name:  "no hostname",
-			files: routes,
-			want:  [2]string{"172.18.0.4 eth0: the node has no hostname", "fc00:f853:ccd:e793::4 eth0: the node has no hostname"},
-		},
-		{
-			name:  "missing files add nothing",
-			files: map[string]string{"proc/net/route": routes["proc/net/route"], "proc/net/ipv6_route": routes["proc/net/ipv6_route"]}, hostname: "kind-control-plane",
-			want: [2]string{"none: lookup kind-control-plane: no such host", "none: lookup kind-control-plane: no such host"},
-		},
-		{
-			name:  "no default routes",
-			files: with(routes, "proc/net/route", routeTable("eth0 "+net4+" 00000000 0001 0 "+mask), "proc/net/ipv6_route", ""), hostname: "kind-control-plane",
-			want: [2]string{"none: lookup kind-control-plane: no such host; /proc/net/route: no IPv4 default route",
-				"none: lookup kind-control-plane: no such host; /proc/net/ipv6_route: no IPv6 default route"},
-		},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			sys := hosttest.Tree(t, tc.files)
-			for i, network := range []string{"ip4", "ip6"} {
-				addr, iface, err := nodeAddr(t.Context(), sys, time.Second, network, tc.hostname)
-				got := addr.String() + " " + iface
-				if err != nil {
-					got += ": " + err.Error()
-				}
-				if !addr.IsValid() {
-					got = "none: " + err.Error()
-				}
-				if got != tc.want[i] {
-					t.Errorf("%s: got %q, want %q", network, got, tc.want[i])
-				}
-			}
 		})
 	}
 }
