@@ -353,6 +353,25 @@ func TestRows(t *testing.T) {
 			exit: ExitWarn,
 		},
 		{
+			// The name's answers are the node's old addresses.
+			name: "name resolving to stale addresses", host: "net-ip-change-stale-hosts",
+			want: map[string]string{"node-name": "warn:^kind-control-plane: IPv4 172.18.0.4 from the default route's interface eth0 \\(kind-control-plane resolves to 172.18.0.3, on no interface of this node\\), IPv6 fc00:f853:ccd:e793::4 from the default route's interface eth0", "plan": "warn:WARN"},
+			exit: ExitWarn,
+		},
+		{
+			// No default route gives another: the stale answer is kept.
+			name: "name resolving to stale addresses, no route tables", host: "net-ip-change-stale-hosts",
+			change: func(t *testing.T, dir string) {
+				for _, f := range []string{"proc/net/route", "proc/net/ipv6_route"} {
+					if err := os.Remove(filepath.Join(dir, f)); err != nil {
+						t.Fatal(err)
+					}
+				}
+			},
+			want: map[string]string{"node-name": "warn:^kind-control-plane: IPv4 172.18.0.3 \\(kind-control-plane resolves to 172.18.0.3, on no interface of this node\\), IPv6 fc00:f853:ccd:e793::3 \\(.*\\)$", "plan": "warn:WARN"},
+			exit: ExitWarn,
+		},
+		{
 			name: "old IPv6 address, none now", host: "net-ipv6-gone",
 			want: map[string]string{"node-name": "warn:recorded IPv6", "plan": "warn:ERROR"},
 			exit: ExitWarn,

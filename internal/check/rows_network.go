@@ -162,7 +162,7 @@ func (c *checker) names() []Row {
 	case f.IPv4Iface != "" || f.IPv6Iface != "":
 		// kind #3989: followed all the same, but the name is wrong.
 		rows = append(rows, Row{nn, Warn, obs,
-			"the node's name does not resolve to its address (nerdctl rootless, kind #3989): the entrypoint follows the default route's interface; give the node its name in /etc/hosts"})
+			"the node's name does not resolve to its address (nerdctl rootless, kind #3989): the entrypoint follows the default route's interface; give the node its name with its current address in /etc/hosts"})
 	case f.IPv4.IsValid() && f.IPv4Err != nil || f.IPv6.IsValid() && f.IPv6Err != nil:
 		// The name's stale answer, kept for want of another.
 		rows = append(rows, Row{nn, Warn, obs,
