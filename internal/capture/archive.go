@@ -72,7 +72,10 @@ type Item struct {
 //     the environment and the drop-in, are an error, never archived
 //     unredacted. kubeadm's kubeconfigs (/etc/kubernetes/*.conf) are
 //     archived with the values of client-key-data, token and password
-//     redacted. etcd's database (which holds the cluster's Secrets) is
+//     redacted. containerd's config.toml is archived with the values of
+//     its registry credentials masked (containerd.Redact); one that does
+//     not parse and names a credential, empty. etcd's database (which
+//     holds the cluster's Secrets) is
 //     archived as a file of the same format holding only its members'
 //     names and peer URLs (etcdpeers.MembersDB), all that step 10 reads
 //     of it, taken from what step 10 read (Options.State): the database

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/kind-entrypoint/entrypoint/internal/containerd"
 	"github.com/kind-entrypoint/entrypoint/internal/etcdpeers"
 	"github.com/kind-entrypoint/entrypoint/internal/proxy"
 	"github.com/kind-entrypoint/entrypoint/internal/system"
@@ -164,6 +165,18 @@ func (b *builder) add(p string, a Access, limit, hops int) error {
 			if red, n := redactKubeconfig(data); n > 0 {
 				b.put(loc, fi, red, "")
 				b.note(p, "kubeconfig, %d secret values (client keys, tokens, passwords) redacted (%s)", n, a)
+				return nil
+			}
+		case p == containerd.ConfigPath:
+			red, n, err := containerd.Redact(data)
+			switch {
+			case err != nil && containerd.MayHoldCredential(data):
+				b.put(loc, fi, []byte{}, "")
+				b.note(p, "containerd config, NOT ARCHIVED: it does not parse (%v) and may hold registry credentials: an empty file (%s)", err, a)
+				return nil
+			case err == nil && n > 0:
+				b.put(loc, fi, red, "")
+				b.note(p, "containerd config, %d credential values (registry auth, headers) redacted (%s)", n, a)
 				return nil
 			}
 		case p == proxy.DropIn:
