@@ -14,6 +14,7 @@ import (
 	"github.com/kind-entrypoint/entrypoint/internal/capture"
 	"github.com/kind-entrypoint/entrypoint/internal/check"
 	"github.com/kind-entrypoint/entrypoint/internal/logline"
+	"github.com/kind-entrypoint/entrypoint/internal/system"
 )
 
 const captureUsage = `usage: entrypoint capture -o FILE.tar.gz [--root DIR]
@@ -44,16 +45,22 @@ func runCapture(args []string, stdout, stderr io.Writer) int {
 	if !checkRoot("entrypoint capture", *root, stderr) {
 		return 2
 	}
-	log := logline.New(stderr, logline.Text)
 	sys, lookupEnv, ok := hostSystem("entrypoint capture", *root, stderr)
 	if !ok {
 		return 2
 	}
+	return captureHost(sys, lookupEnv, *root == "", *out, stdout, stderr)
+}
+
+// captureHost is capture on sys, live when sys is this machine: its one
+// dry run (check's) and the archive of what it read, written to out.
+func captureHost(sys system.System, lookupEnv func(string) (string, bool), live bool, out string, stdout, stderr io.Writer) int {
+	log := logline.New(stderr, logline.Text)
 	rec := capture.NewRecorder(sys)
 	env := rec.Env(lookupEnv)
 	ctx := context.Background()
 	// check's one dry run is the plan archived too.
-	rep := check.Run(ctx, check.Options{Sys: rec, LookupEnv: env, Live: *root == ""})
+	rep := check.Run(ctx, check.Options{Sys: rec, LookupEnv: env, Live: live})
 	plan, planErr := capture.Plan(rep.Dry)
 	if planErr != nil {
 		log.Info("the dry run stops here: " + planErr.Error() + " (captured all the same)")
@@ -65,10 +72,11 @@ func runCapture(args []string, stdout, stderr io.Writer) int {
 	}
 
 	var items []capture.Item
-	err := writeOut(*out, stdout, func(w io.Writer) (err error) {
+	err := writeOut(out, stdout, func(w io.Writer) (err error) {
 		items, err = capture.Archive(w, rec, capture.Options{
 			Extra:   map[string][]byte{"check.json": rows.Bytes()},
 			Streams: map[string]func(io.Writer) error{"plan": plan},
+			State:   rep.Dry.State(),
 		})
 		return err
 	})
@@ -88,7 +96,7 @@ func runCapture(args []string, stdout, stderr io.Writer) int {
 			files++
 		}
 	}
-	log.Info(fmt.Sprintf("captured %d paths and the probe answers into %s (.host/%s lists them)", files, *out, capture.ManifestFile))
+	log.Info(fmt.Sprintf("captured %d paths and the probe answers into %s (.host/%s lists them)", files, out, capture.ManifestFile))
 	return 0
 }
 

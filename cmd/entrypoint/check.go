@@ -120,9 +120,14 @@ func runCheck(args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintln(stderr, "entrypoint check: pod-network preflight skipped: it needs root with CAP_NET_ADMIN and CAP_SYS_ADMIN")
 		}
 	}
+	return checkHost(o, *jsonOut, stdout, stderr)
+}
+
+// checkHost is check on o's host: its rows, printed, and its exit code.
+func checkHost(o check.Options, jsonOut bool, stdout, stderr io.Writer) int {
 	rep := check.Run(context.Background(), o)
 	write := check.WriteText
-	if *jsonOut {
+	if jsonOut {
 		write = check.WriteJSON
 	}
 	if err := write(stdout, rep.Rows); err != nil {

@@ -139,3 +139,50 @@ func TestSecretInputsNeverQuoted(t *testing.T) {
 		})
 	}
 }
+
+// TestContainerdCredentialsNeverQuoted: the marker as a registry's auth
+// password in containerd's config.toml, on a rootless host whose plan
+// rewrites the config: no command shows it, whether the config is read
+// and rewritten (the plan shows it masked, capture archives it masked)
+// or broken around the password in each way the reader reports (the
+// error names the file, line and column; capture archives it empty).
+func TestContainerdCredentialsNeverQuoted(t *testing.T) {
+	const auth = `[plugins."io.containerd.grpc.v1.cri".registry.configs."registry.example".auth]` + "\n"
+	for _, tc := range []struct {
+		name, config string
+		replace      bool // config replaces the host's, else is appended to it
+		dryWants     string
+		archiveWants string
+	}{
+		{"auth-password", auth + "username = \"u\"\npassword = \"" + marker + "\"\n", false, "(secrets masked)", "credential values (registry auth, headers) redacted"},
+		{"short-config", "version = 2\n" + auth + "password = \"" + marker + "\"\n", true, `\"(redacted)\"`, "credential values (registry auth, headers) redacted"},
+		{"inline-auth", "[plugins.\"io.containerd.grpc.v1.cri\".registry.configs.\"r\"]\nauth = { password = \"" + marker + "\" }\n", false, "(secrets masked)", "redacted"},
+		{"unquoted", auth + "password = " + marker + "\n", false, "/etc/containerd/config.toml: line ", "NOT ARCHIVED: it does not parse"},
+		{"bad-escape", auth + "password = \"\\" + marker + "\"\n", false, "/etc/containerd/config.toml: line ", "NOT ARCHIVED: it does not parse"},
+		{"newline-in-string", auth + "password = \"" + marker + "\nx\"\n", false, "/etc/containerd/config.toml: line ", "NOT ARCHIVED: it does not parse"},
+		{"unterminated", auth + "password = \"" + marker, false, "/etc/containerd/config.toml: line ", "NOT ARCHIVED: it does not parse"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			root := hosttest.Host(t, "rootless-v2-delegated")
+			p := filepath.Join(root, "etc/containerd/config.toml")
+			old, err := os.ReadFile(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			config := string(old) + tc.config
+			if tc.replace {
+				config = tc.config
+			}
+			if err := os.WriteFile(p, []byte(config), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			dry, archive := noMarker(t, root)
+			if !strings.Contains(dry, tc.dryWants) {
+				t.Errorf("the dry run does not say %q:\n%.3000s", tc.dryWants, dry)
+			}
+			if !strings.Contains(archive, tc.archiveWants) {
+				t.Errorf("the capture's manifest does not say %q", tc.archiveWants)
+			}
+		})
+	}
+}

@@ -295,6 +295,14 @@ func (d Dry) Shown() []Result {
 	return d.Results
 }
 
+// State is what the dry run detected: nil when Detect failed.
+func (d Dry) State() *State {
+	if d.Host == nil {
+		return nil
+	}
+	return &d.Host.State
+}
+
 // Render is Render of Shown.
 func (d Dry) Render(w io.Writer) error { return Render(w, d.Host, d.Shown()) }
 

@@ -48,6 +48,10 @@ type Options struct {
 	// and once into the archive, and must write the same both times. It
 	// is scrubbed line by line as Extra is whole (see scrubber).
 	Streams map[string]func(io.Writer) error
+	// State is what the run archived detected (boot.Dry's Host.State;
+	// nil when its detection failed): etcd's database is archived from
+	// the membership step 10 read (State.Peers), never read again.
+	State *boot.State
 }
 
 // Item is one line of the manifest.
@@ -68,10 +72,14 @@ type Item struct {
 //     the environment and the drop-in, are an error, never archived
 //     unredacted. kubeadm's kubeconfigs (/etc/kubernetes/*.conf) are
 //     archived with the values of client-key-data, token and password
-//     redacted. etcd's database (which holds the cluster's Secrets) is
+//     redacted. containerd's config.toml is archived with the values of
+//     its registry credentials masked (containerd.Redact); one that does
+//     not parse and names a credential, empty. etcd's database (which
+//     holds the cluster's Secrets) is
 //     archived as a file of the same format holding only its members'
-//     names and peer URLs (etcdpeers.MembershipOnly), all that step 10
-//     reads of it; it is read by pages, as step 10 reads it, never whole.
+//     names and peer URLs (etcdpeers.MembersDB), all that step 10 reads
+//     of it, taken from what step 10 read (Options.State): the database
+//     is read once, by pages, by step 10 alone.
 //   - read by pages (Open): etcd's database, as above; any other file
 //     whole, as far as its limit allows (none is read so today).
 //   - only stat'ed: an empty file with the mode and owner (the mount
@@ -87,7 +95,7 @@ func Archive(w io.Writer, rec *Recorder, o Options) ([]Item, error) {
 	if o.Time.IsZero() {
 		o.Time = time.Now()
 	}
-	b := &builder{sys: rec.sys, limit: rec.ReadLimit, preserve: map[string]bool{}, entries: map[string]*entry{}, mtime: o.Time.Truncate(time.Second)}
+	b := &builder{sys: rec.sys, state: o.State, limit: rec.ReadLimit, preserve: map[string]bool{}, entries: map[string]*entry{}, mtime: o.Time.Truncate(time.Second)}
 	// The proxy passwords are known before anything is archived: every
 	// file, and the plan that quotes the drop-in, is redacted of them.
 	for _, v := range rec.Probes().Env {
@@ -130,7 +138,8 @@ type entry struct {
 }
 
 type builder struct {
-	sys system.System
+	sys   system.System
+	state *boot.State
 	// limit is the read limit of a path read: a file is archived as
 	// much of it as the steps could read.
 	limit    func(p string) int

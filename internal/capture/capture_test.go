@@ -62,14 +62,15 @@ func replay(t *testing.T, dir string) ([]byte, error) {
 func captureTree(t *testing.T, sys system.System, env func(string) (string, bool)) (plan []byte, rec *Recorder, archive []byte, items []Item, planErr error) {
 	t.Helper()
 	rec = NewRecorder(sys)
-	render, planErr := Plan(boot.DryRunOn(context.Background(), rec, rec.Env(env), boot.Steps(), boot.DryRunOptions{ProbeTimeout: testProbeTimeout}))
+	dry := boot.DryRunOn(context.Background(), rec, rec.Env(env), boot.Steps(), boot.DryRunOptions{ProbeTimeout: testProbeTimeout})
+	render, planErr := Plan(dry)
 	var text bytes.Buffer
 	if err := render(&text); err != nil {
 		t.Fatal(err)
 	}
 	plan = text.Bytes()
 	var buf bytes.Buffer
-	items, err := Archive(&buf, rec, Options{Time: time.Unix(1700000000, 0), Streams: map[string]func(io.Writer) error{"plan": render}})
+	items, err := Archive(&buf, rec, Options{Time: time.Unix(1700000000, 0), Streams: map[string]func(io.Writer) error{"plan": render}, State: dry.State()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -89,9 +89,39 @@ func BenchmarkCaptureEtcd128MiB(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		rec := NewRecorder(tree)
-		render, _ := Plan(boot.DryRunOn(context.Background(), rec, rec.Env(env), boot.Steps(), boot.DryRunOptions{ProbeTimeout: testProbeTimeout}))
-		if _, err := Archive(io.Discard, rec, Options{Time: time.Unix(1700000000, 0), Streams: map[string]func(io.Writer) error{"plan": render}}); err != nil {
+		dry := boot.DryRunOn(context.Background(), rec, rec.Env(env), boot.Steps(), boot.DryRunOptions{ProbeTimeout: testProbeTimeout})
+		render, _ := Plan(dry)
+		if _, err := Archive(io.Discard, rec, Options{Time: time.Unix(1700000000, 0), Streams: map[string]func(io.Writer) error{"plan": render}, State: dry.State()}); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// TestEtcdDatabaseWithoutState: an archive given no membership of the
+// run (Options.State nil) does not read the database again to find one:
+// it is archived empty, and the manifest says why.
+func TestEtcdDatabaseWithoutState(t *testing.T) {
+	tree := system.NewTree(copyHost(t, "net-ha-restart"))
+	env, _ := tree.Environ()
+	rec := NewRecorder(tree)
+	boot.DryRunOn(context.Background(), rec, rec.Env(env), boot.Steps(), boot.DryRunOptions{ProbeTimeout: testProbeTimeout})
+	counted := hosttest.NewCounting(tree)
+	rec.sys = counted
+	var buf bytes.Buffer
+	items, err := Archive(&buf, rec, Options{Time: time.Unix(1700000000, 0)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const db = "/var/lib/etcd/member/snap/db"
+	if r := counted.Reads(db); r.Readings() != 0 {
+		t.Errorf("the archive read %s: %+v", db, r)
+	}
+	if e, ok := readArchive(t, buf.Bytes())[db]; !ok || len(e.data) != 0 {
+		t.Errorf("%s archived as %d bytes (present: %t), want an empty file", db, len(e.data), ok)
+	}
+	if !slices.ContainsFunc(items, func(it Item) bool {
+		return it.Path == db && strings.Contains(it.What, "recorded no membership")
+	}) {
+		t.Errorf("the manifest does not say why the database is empty: %v", items)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/kind-entrypoint/entrypoint/internal/containerd"
 	"github.com/kind-entrypoint/entrypoint/internal/etcdpeers"
 	"github.com/kind-entrypoint/entrypoint/internal/proxy"
 	"github.com/kind-entrypoint/entrypoint/internal/system"
@@ -143,7 +144,7 @@ func (b *builder) add(p string, a Access, limit, hops int) error {
 		}
 		b.note(p, "directory, its %d entries listed, their content not archived (%s)", len(entries), a)
 	case fi.Mode().IsRegular() && a&(Read|Pages) != 0 && etcdpeers.IsBackend(p):
-		b.backend(p, loc, fi, a, limit)
+		b.backend(p, loc, fi, a)
 	case fi.Mode().IsRegular() && a&(Read|Pages) != 0:
 		// A file read by pages other than etcd's database (none is
 		// today) is archived whole, as far as its limit allows: a
@@ -164,6 +165,18 @@ func (b *builder) add(p string, a Access, limit, hops int) error {
 			if red, n := redactKubeconfig(data); n > 0 {
 				b.put(loc, fi, red, "")
 				b.note(p, "kubeconfig, %d secret values (client keys, tokens, passwords) redacted (%s)", n, a)
+				return nil
+			}
+		case p == containerd.ConfigPath:
+			red, n, err := containerd.Redact(data)
+			switch {
+			case err != nil && containerd.MayHoldCredential(data):
+				b.put(loc, fi, []byte{}, "")
+				b.note(p, "containerd config, NOT ARCHIVED: it does not parse (%v) and may hold registry credentials: an empty file (%s)", err, a)
+				return nil
+			case err == nil && n > 0:
+				b.put(loc, fi, red, "")
+				b.note(p, "containerd config, %d credential values (registry auth, headers) redacted (%s)", n, a)
 				return nil
 			}
 		case p == proxy.DropIn:
@@ -193,23 +206,31 @@ func (b *builder) add(p string, a Access, limit, hops int) error {
 
 // backend archives etcd's database, which holds the cluster's Secrets:
 // only its membership, what step 10 reads, goes in, in the same format,
-// so that a replay reads it the same way. It is read by pages, as step 10
-// reads it, under the same limit: never whole.
-func (b *builder) backend(p, loc string, fi fs.FileInfo, a Access, limit int) {
-	f, err := b.sys.Open(loc, limit)
-	if err != nil {
-		b.note(p, "unreadable: %v (%s)", err, a)
-		return
-	}
-	members, err := etcdpeers.MembershipOnly(f, f.Size())
-	f.Close()
-	if err != nil {
+// so that a replay reads it the same way. The membership is the one step
+// 10 read (Options.State): the database is read once per run, by pages,
+// never again here.
+func (b *builder) backend(p, loc string, fi fs.FileInfo, a Access) {
+	f, ok := b.peers(p)
+	switch {
+	case !ok:
 		b.put(loc, fi, []byte{}, "")
-		b.note(p, "etcd database, NOT ARCHIVED (its membership is unreadable: %v): an empty file", err)
-		return
+		b.note(p, "etcd database, NOT ARCHIVED (the run recorded no membership of it): an empty file (%s)", a)
+	case f.Err != nil:
+		b.put(loc, fi, []byte{}, "")
+		b.note(p, "etcd database, NOT ARCHIVED (its membership is unreadable: %v): an empty file", f.Err)
+	default:
+		b.put(loc, fi, etcdpeers.MembersDB(f.Members), "")
+		b.note(p, "etcd database, NOT ARCHIVED: a file of its members' names and peer URLs only, in its format (%s)", a)
 	}
-	b.put(loc, fi, members, "")
-	b.note(p, "etcd database, NOT ARCHIVED: a file of its members' names and peer URLs only, in its format (%s)", a)
+}
+
+// peers is the membership the run read of etcd's database at p.
+func (b *builder) peers(p string) (etcdpeers.Facts, bool) {
+	if b.state == nil {
+		return etcdpeers.Facts{}, false
+	}
+	f, err := b.state.Peers.Get()
+	return f, err == nil && f.DB == p
 }
 
 // put adds an entry for node path p: a directory, a symlink to target

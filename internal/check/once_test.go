@@ -4,42 +4,19 @@ import (
 	"context"
 	"path"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/kind-entrypoint/entrypoint/internal/etcdpeers"
 	"github.com/kind-entrypoint/entrypoint/internal/system"
+	"github.com/kind-entrypoint/entrypoint/internal/system/hosttest"
 )
-
-// counting is a host that counts the reads of each file; the Tree under
-// it logs every command run (Ran).
-type counting struct {
-	system.System
-	mu    sync.Mutex
-	reads map[string]int
-}
-
-func (c *counting) ReadFile(p string, limit int) ([]byte, error) {
-	c.mu.Lock()
-	c.reads[p]++
-	c.mu.Unlock()
-	return c.System.ReadFile(p, limit)
-}
-
-// Open is counted as a read too: etcd's database is read by pages.
-func (c *counting) Open(p string, limit int) (system.File, error) {
-	c.mu.Lock()
-	c.reads[p]++
-	c.mu.Unlock()
-	return c.System.Open(p, limit)
-}
 
 // TestDetectsOnce: check builds its rows from its one dry run; it never
 // detects again what a step detected. No memo stands between check and
-// the host here, so a second read of the mount table or of etcd's
-// database, or a second run of an iptables save (the probes every row
-// used to repeat) is counted.
+// the host here (hosttest.Counting), so a second read of the mount table
+// or of etcd's database, or a second run of an iptables save (the probes
+// every row used to repeat) is counted.
 func TestDetectsOnce(t *testing.T) {
 	for _, name := range []string{
 		"docker-v1-no-cgroupns",        // fix_cgroup and the identity steps read the table too
@@ -51,16 +28,16 @@ func TestDetectsOnce(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			tree := system.NewTree(host(t, name, nil))
 			env, _ := tree.Environ()
-			sys := &counting{System: tree, reads: map[string]int{}}
+			sys := hosttest.NewCounting(tree)
 			rep := Run(context.Background(), Options{Sys: sys, LookupEnv: env, ProbeTimeout: 100 * time.Millisecond})
 			if _, ok := rowNamed(rep.Rows, "iptables-mode"); !ok {
 				t.Fatalf("no iptables-mode row: %v", rep.Rows)
 			}
-			if n := sys.reads[system.MountinfoPath]; n != 1 {
+			if n := sys.Reads(system.MountinfoPath).Readings(); n != 1 {
 				t.Errorf("%s read %d times, want once", system.MountinfoPath, n)
 			}
-			for p, n := range sys.reads {
-				if etcdpeers.IsBackend(p) && n != 1 {
+			for p, r := range sys.Paths() {
+				if n := r.Readings(); etcdpeers.IsBackend(p) && n != 1 {
 					t.Errorf("%s read %d times, want once", p, n)
 				}
 			}

@@ -263,7 +263,7 @@ func Plan(f Facts) ([]plan.Action, error) {
 		}
 	}
 	if res.Changed {
-		actions = append(actions, plan.WriteFile(ConfigPath, res.Config, f.ConfigMode).
+		actions = append(actions, shownMasked(plan.WriteFile(ConfigPath, res.Config, f.ConfigMode)).
 			Because(describeChange(ch)))
 	}
 	if f.Snapshotter == "fuse-overlayfs" {
@@ -278,6 +278,20 @@ func Plan(f Facts) ([]plan.Action, error) {
 		}
 	}
 	return actions, nil
+}
+
+// shownMasked is a write of config.toml as the plan shows it: with its
+// credentials masked (Redact), or, should the edited config not scan
+// (Edit verified that it decodes), by its size alone.
+func shownMasked(w plan.Action) plan.Action {
+	masked, n, err := Redact(w.Data)
+	switch {
+	case err != nil:
+		return w.Secret()
+	case n > 0:
+		return w.ShownMasked(masked)
+	}
+	return w
 }
 
 func describeChange(ch Change) string {

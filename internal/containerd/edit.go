@@ -212,9 +212,9 @@ func decode(b []byte) (map[string]any, error) {
 		var de *toml.DecodeError
 		if errors.As(err, &de) {
 			line, col := de.Position()
-			return nil, &positionError{line: line, column: col, msg: strings.TrimPrefix(de.Error(), "toml: ")}
+			return nil, &positionError{line: line, column: col, msg: contentFree(strings.TrimPrefix(de.Error(), "toml: "))}
 		}
-		return nil, fmt.Errorf("invalid TOML: %w", err)
+		return nil, errors.New("invalid TOML: " + contentFree(err.Error()))
 	}
 	if doc == nil {
 		doc = map[string]any{}
@@ -260,7 +260,8 @@ func lookup(doc map[string]any, path []string, sc *scan) (value any, found bool,
 func describe(v any) string {
 	switch v := v.(type) {
 	case string:
-		return "the string " + logline.QuoteClipped(v)
+		// Not quoted: the file can hold credentials (contentFree).
+		return fmt.Sprintf("a string of %d bytes", len(v))
 	case bool:
 		return fmt.Sprintf("the boolean %t", v)
 	case int64:

@@ -52,6 +52,9 @@ type keyValue struct {
 	start   int
 	lineEnd int
 	value   valueRef // kind Invalid unless the value is a string, boolean or inline table
+	// valueAt and end are where the value, of any kind, starts and
+	// ends (Redact masks it).
+	valueAt, end int
 }
 
 // valueRef keeps what plan needs of a value node, which the parser
@@ -105,15 +108,17 @@ func scanDocument(data []byte) (*scan, error) {
 			cur := len(sc.sections) - 1
 			key := expr.Key()
 			from := len(sc.parts)
-			raw, _, _ := sc.keyPath(&key, true)
-			start := int(expr.Raw.Offset)
+			raw, _, last := sc.keyPath(&key, true)
+			start, end := int(expr.Raw.Offset), int(expr.Raw.Offset+expr.Raw.Length)
 			sc.kvs = append(sc.kvs, keyValue{
 				section: cur,
 				key:     sc.parts[from:len(sc.parts):len(sc.parts)],
 				rawKey:  raw,
 				start:   start,
-				lineEnd: lineEnd(data, start+int(expr.Raw.Length)),
+				lineEnd: lineEnd(data, end),
 				value:   newValueRef(expr.Value()),
+				valueAt: valueStart(data, last),
+				end:     end,
 			})
 			sc.sections[cur].lastKV = len(sc.kvs) - 1
 		}
@@ -125,10 +130,10 @@ func scanDocument(data []byte) (*scan, error) {
 		if errors.As(err, &pe) {
 			if off, ok := offsetIn(data, pe.Highlight); ok {
 				line, col := position(data, off)
-				return nil, &positionError{line: line, column: col, msg: pe.Message}
+				return nil, &positionError{line: line, column: col, msg: contentFree(pe.Message)}
 			}
 		}
-		return nil, fmt.Errorf("invalid TOML: %w", err)
+		return nil, errors.New("invalid TOML: " + contentFree(err.Error()))
 	}
 	return sc, nil
 }
@@ -242,4 +247,14 @@ func (sc *scan) isPath(kv *keyValue, path []string) bool {
 // startsWith reports whether path starts with first and then second.
 func startsWith(path, first, second []string) bool {
 	return hasPrefix(path, first) && hasPrefix(path[len(first):], second)
+}
+
+// valueStart is the offset of a key/value's value: past the '=' after
+// its key, which ends at keyEnd, and the blanks after it.
+func valueStart(data []byte, keyEnd int) int {
+	i := keyEnd + bytes.IndexByte(data[keyEnd:], '=') + 1
+	for i < len(data) && (data[i] == ' ' || data[i] == '\t') {
+		i++
+	}
+	return i
 }

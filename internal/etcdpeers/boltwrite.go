@@ -8,7 +8,6 @@ package etcdpeers
 import (
 	"encoding/json"
 	"hash/fnv"
-	"io"
 	"slices"
 	"strconv"
 	"strings"
@@ -94,15 +93,3 @@ func writeMeta(p []byte, txid, highWater uint64) {
 
 // IsBackend reports whether p is an etcd data directory's backend file.
 func IsBackend(p string) bool { return strings.HasSuffix(p, "/"+dbInDataDir) }
-
-// MembershipOnly is the backend file (r, of size bytes, read by pages)
-// reduced to its membership, the form capture archives: the real file
-// holds every Secret of the cluster. A file the reader refuses gives an
-// error, and nothing.
-func MembershipOnly(r io.ReaderAt, size int64) ([]byte, error) {
-	ms, err := ReadMembersAt(r, size)
-	if err != nil {
-		return nil, err
-	}
-	return MembersDB(ms), nil
-}

@@ -102,6 +102,11 @@ type Extra struct {
 	// kubeconfig's client key, a proxy password) and is rendered by its
 	// size alone, never quoted nor hashed, in text and in JSON.
 	Secret bool
+	// Masked, when not nil, is what is shown of a write's content: Data
+	// with its secrets masked (a containerd config's registry
+	// credentials), rendered as Data would be and said to be masked.
+	// Data itself is never shown.
+	Masked []byte
 	// Creates are the files a run must leave behind, regular and not
 	// empty: a command that exits 0 without them has failed all the same.
 	Creates []string
@@ -209,6 +214,12 @@ func (a Action) ShownWhole() Action { return a.withExtra(func(e *Extra) { e.Whol
 // Secret marks a write whose content holds a secret: rendered by its
 // size only (Extra.Secret).
 func (a Action) Secret() Action { return a.withExtra(func(e *Extra) { e.Secret = true }) }
+
+// ShownMasked makes the plan show masked, data with its secrets masked,
+// in place of a write's content (Extra.Masked).
+func (a Action) ShownMasked(masked []byte) Action {
+	return a.withExtra(func(e *Extra) { e.Masked = masked })
+}
 
 // OrIgnore makes a failure of a silent.
 func (a Action) OrIgnore() Action { a.OnFail = Ignore; return a }

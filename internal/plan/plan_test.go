@@ -34,6 +34,8 @@ func TestString(t *testing.T) {
 		{WriteFile("/k.key", []byte("SECRET"), 0o600).Secret(), "write /k.key 0600 (6 bytes, a secret: not shown)"},
 		{WriteFile("/k.key", long, 0o600).Secret().ShownWhole(), "write /k.key 0600 (300 bytes, a secret: not shown)"},
 		{WriteInPlace("/p", []byte("SECRET")).Secret(), "write-in-place /p (6 bytes, a secret: not shown)"},
+		{WriteFile("/c.toml", []byte(`p = "SECRET"`), 0o644).ShownMasked([]byte(`p = "(redacted)"`)), `write /c.toml 0644 "p = \"(redacted)\"" (secrets masked)`},
+		{WriteInPlace("/c.toml", []byte(`p = "SECRET"`)).ShownMasked([]byte(`p = "(redacted)"`)), `write-in-place /c.toml "p = \"(redacted)\"" (secrets masked)`},
 		{Remove("/k").WithRollback(WriteFile("/k", []byte("SECRET"), 0o600).Secret()), "remove /k [rollback: write /k 0600 (6 bytes, a secret: not shown)]"},
 		{Mkdir("/d", 0o755), "mkdir /d 0755"},
 		{Remove("/d").OrWarn("failed rmdir /d"), `remove /d [on failure: warn "failed rmdir /d"]`},
@@ -85,6 +87,7 @@ func TestMarshalJSONBytes(t *testing.T) {
 		Run([]string{"iptables-nft-restore"}, []byte("\xff"), 0),
 		WriteFile("/f", []byte("ok"), 0o644),
 		WriteFile("/k", []byte("SECRET\xff"), 0o600).Secret(),
+		WriteFile("/c", []byte(`p = "SECRET"`), 0o644).ShownMasked([]byte(`p = "(redacted)"`)),
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -92,7 +95,8 @@ func TestMarshalJSONBytes(t *testing.T) {
 	want := `[{"op":"write-in-place","path":"/etc/resolv.conf","data_base64":"IyBjYWbpCg==","on_fail":"fatal"},` +
 		`{"op":"run","argv":["iptables-nft-restore"],"stdin_base64":"/w==","on_fail":"fatal"},` +
 		`{"op":"write","path":"/f","data":"ok","mode":"0644","on_fail":"fatal"},` +
-		`{"op":"write","path":"/k","secret":true,"data_bytes":7,"mode":"0600","on_fail":"fatal"}]`
+		`{"op":"write","path":"/k","secret":true,"data_bytes":7,"mode":"0600","on_fail":"fatal"},` +
+		`{"op":"write","path":"/c","data":"p = \"(redacted)\"","masked":true,"data_bytes":12,"mode":"0644","on_fail":"fatal"}]`
 	if diff := cmp.Diff(want, string(b)); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)
 	}

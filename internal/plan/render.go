@@ -31,14 +31,19 @@ func (a Action) String() string {
 		switch {
 		case x.Secret:
 			c = secretContent(a.Data)
+		case x.Masked != nil:
+			c = maskedContent(x.Masked)
 		case x.Whole:
 			c = strconv.Quote(string(a.Data))
 		}
 		fmt.Fprintf(&b, " %s %s %s", a.Path, octal(a.Mode), c)
 	case OpWriteInPlace:
 		c := content(a.Data)
-		if x.Secret {
+		switch {
+		case x.Secret:
 			c = secretContent(a.Data)
+		case x.Masked != nil:
+			c = maskedContent(x.Masked)
 		}
 		fmt.Fprintf(&b, " %s %s", a.Path, c)
 	case OpMkdir:
@@ -141,6 +146,12 @@ func secretContent(data []byte) string {
 	return fmt.Sprintf("(%d bytes, a secret: not shown)", len(data))
 }
 
+// maskedContent is how a content with its secrets masked is shown: as
+// any content, said to be masked.
+func maskedContent(masked []byte) string {
+	return content(masked) + " (secrets masked)"
+}
+
 // shellQuote makes an argument readable in a one-line rendering; it is
 // never given to a shell.
 func shellQuote(s string) string {
@@ -167,7 +178,10 @@ type jsonAction struct {
 	DataBase64 string `json:"data_base64,omitempty"`
 	// Secret: Data is left out, a secret (Extra.Secret); DataBytes is
 	// its size.
-	Secret    bool     `json:"secret,omitempty"`
+	Secret bool `json:"secret,omitempty"`
+	// Masked: Data is the content with its secrets masked
+	// (Extra.Masked), DataBytes the size of what is written.
+	Masked    bool     `json:"masked,omitempty"`
 	DataBytes int      `json:"data_bytes,omitempty"`
 	Mode      string   `json:"mode,omitempty"`
 	Owner     string   `json:"owner,omitempty"`
@@ -198,6 +212,11 @@ func (a Action) MarshalJSON() ([]byte, error) {
 	switch {
 	case x.Secret:
 		j.Data, j.Secret, j.DataBytes = "", true, len(a.Data)
+	case x.Masked != nil:
+		j.Data, j.Masked, j.DataBytes = string(x.Masked), true, len(a.Data)
+		if !utf8.Valid(x.Masked) {
+			j.Data, j.DataBase64 = "", base64.StdEncoding.EncodeToString(x.Masked)
+		}
 	case !utf8.Valid(a.Data):
 		j.Data, j.DataBase64 = "", base64.StdEncoding.EncodeToString(a.Data)
 	}
