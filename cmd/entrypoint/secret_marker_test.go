@@ -157,6 +157,7 @@ func TestContainerdCredentialsNeverQuoted(t *testing.T) {
 		{"auth-password", auth + "username = \"u\"\npassword = \"" + marker + "\"\n", false, "(secrets masked)", "credential values (registry auth, headers) redacted"},
 		{"short-config", "version = 2\n" + auth + "password = \"" + marker + "\"\n", true, `\"(redacted)\"`, "credential values (registry auth, headers) redacted"},
 		{"inline-auth", "[plugins.\"io.containerd.grpc.v1.cri\".registry.configs.\"r\"]\nauth = { password = \"" + marker + "\" }\n", false, "(secrets masked)", "redacted"},
+		{"commented-out", auth + "username = \"u\"\n# password = \"" + marker + "\"\n", false, "(secrets masked)", "credential values (registry auth, headers) redacted"},
 		{"unquoted", auth + "password = " + marker + "\n", false, "/etc/containerd/config.toml: line ", "NOT ARCHIVED: it does not parse"},
 		{"bad-escape", auth + "password = \"\\" + marker + "\"\n", false, "/etc/containerd/config.toml: line ", "NOT ARCHIVED: it does not parse"},
 		{"newline-in-string", auth + "password = \"" + marker + "\nx\"\n", false, "/etc/containerd/config.toml: line ", "NOT ARCHIVED: it does not parse"},

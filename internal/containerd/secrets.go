@@ -9,8 +9,10 @@ package containerd
 
 import (
 	"bytes"
+	"cmp"
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 
 	"github.com/pelletier/go-toml/v2/unstable"
@@ -97,7 +99,58 @@ func Redact(config []byte) (redacted []byte, n int, err error) {
 			masks = append(masks, whole)
 		}
 	}
+	comments, err := commentMasks(config)
+	if err != nil {
+		return nil, 0, err
+	}
+	if len(comments) > 0 {
+		masks = disjoint(append(masks, comments...))
+	}
 	return applySplices(config, masks), len(masks), nil
+}
+
+// disjoint sorts masks by where they start and drops each that starts
+// inside one before it: a comment within a value masked whole.
+func disjoint(masks []splice) []splice {
+	slices.SortFunc(masks, func(a, b splice) int { return cmp.Or(a.start-b.start, b.end-a.end) })
+	kept := masks[:0]
+	for _, m := range masks {
+		if len(kept) == 0 || m.start >= kept[len(kept)-1].end {
+			kept = append(kept, m)
+		}
+	}
+	return kept
+}
+
+// RedactedComment is what a comment that names a credential becomes.
+const RedactedComment = "# (redacted)"
+
+// commentMasks are the masks of config's comments that name a
+// credential (MayHoldCredential: a commented-out password line), each
+// replaced whole by RedactedComment. config has parsed already; a
+// second pass keeps the comments, which the scan drops, wherever they
+// stand: on a line of their own, after a value, inside an array or an
+// inline table.
+func commentMasks(config []byte) ([]splice, error) {
+	p := unstable.Parser{KeepComments: true}
+	p.Reset(config)
+	var masks []splice
+	var walk func(n *unstable.Node)
+	walk = func(n *unstable.Node) {
+		for ; n.Valid(); n = n.Next() {
+			if n.Kind == unstable.Comment && MayHoldCredential(n.Data) {
+				masks = append(masks, splice{int(n.Raw.Offset), int(n.Raw.Offset + n.Raw.Length), RedactedComment})
+			}
+			walk(n.Child())
+		}
+	}
+	for p.NextExpression() {
+		walk(p.Expression())
+	}
+	if err := p.Error(); err != nil {
+		return nil, fmt.Errorf("%s", contentFree(err.Error()))
+	}
+	return masks, nil
 }
 
 // redactInline appends the masks of an inline table's credentials to

@@ -25,6 +25,10 @@ func TestRedact(t *testing.T) {
 		"array of tables":     "[[x]]\npassword = \"" + marker + "\"\n",
 		"array of inline":     "x = [{ password = \"" + marker + "\" }]\n",
 		"password as integer": cri + "password = 1234\n",
+		"commented out":       cri + "# password = \"" + marker + "\"\n",
+		"trailing comment":    cri + "insecure_skip_verify = true # token " + marker + "\n",
+		"comment in array":    "x = [\n  1, # secret " + marker + "\n  2,\n]\n",
+		"comment in table":    "[registry] # auth " + marker + "\n",
 	} {
 		t.Run(strings.ReplaceAll(name, " ", "_"), func(t *testing.T) {
 			in := "version = 2\n[plugins.\"io.containerd.grpc.v1.cri\".containerd]\nsnapshotter = \"overlayfs\"\n" + cfg
@@ -41,7 +45,7 @@ func TestRedact(t *testing.T) {
 			}
 		})
 	}
-	plain := "version = 2\n[plugins.\"io.containerd.grpc.v1.cri\".containerd]\nsnapshotter = \"overlayfs\"\n"
+	plain := "version = 2\n# a comment\n[plugins.\"io.containerd.grpc.v1.cri\".containerd] # kind's\nsnapshotter = \"overlayfs\"\n"
 	if got, n, err := Redact([]byte(plain)); err != nil || n != 0 || string(got) != plain {
 		t.Errorf("a config without credentials: %d masked, %v\n%s", n, err, got)
 	}
