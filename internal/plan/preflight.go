@@ -27,7 +27,9 @@ const MaxPlannedDirs = 1 << 16
 // that its apply would stop at. Directories the plan makes itself (Mkdir)
 // count as there, paths it removes as gone.
 func Preflight(sys system.System, actions []Action) error {
-	f := preflight{sys: sys, made: map[string]int{}, gen: 1, removed: map[string]bool{}, seen: map[string]fact{}}
+	// The maps are made at their first write: most steps plan no Mkdir
+	// or Remove, and maps reached through f are allocated on the heap.
+	f := preflight{sys: sys, gen: 1}
 	fail := func(op Op, p string, errno syscall.Errno) error {
 		return &fs.PathError{Op: string(op) + " (planned)", Path: p, Err: errno}
 	}
@@ -65,6 +67,9 @@ func Preflight(sys system.System, actions []Action) error {
 			// A Mkdir marks its ancestors up to one already marked in
 			// this generation (those are marked up to "/"), so that
 			// deep paths cost their length once, not once per level.
+			if f.made == nil {
+				f.made = map[string]int{}
+			}
 			for d := p; d != "/" && d != "." && f.made[d] != f.gen; d = system.Parent(d) {
 				f.made[d] = f.gen
 			}
@@ -72,6 +77,9 @@ func Preflight(sys system.System, actions []Action) error {
 				return fmt.Errorf("mkdir (planned) %s: the plan's directories and their ancestors are more than %d (MaxPlannedDirs)", logline.QuoteClipped(p), MaxPlannedDirs)
 			}
 		case OpRemove:
+			if f.removed == nil {
+				f.removed = map[string]bool{}
+			}
 			f.removed[p] = true
 			delete(f.made, p)
 			f.gen++ // what a Mkdir marked before may be gone
@@ -106,6 +114,9 @@ func (f *preflight) onSys(p string, ask bool) fact {
 	if ask {
 		fi, err := f.sys.Stat(p)
 		s = fact{exists: err == nil, dir: err == nil && fi.IsDir()}
+	}
+	if f.seen == nil {
+		f.seen = map[string]fact{}
 	}
 	f.seen[p] = s
 	return s
