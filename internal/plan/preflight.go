@@ -27,139 +27,11 @@ const MaxPlannedDirs = 1 << 16
 // that its apply would stop at. Directories the plan makes itself (Mkdir)
 // count as there, paths it removes as gone.
 func Preflight(sys system.System, actions []Action) error {
-	// made holds the directories the plan makes, each with the
-	// generation it was marked in: a Mkdir marks its ancestors up to one
-	// already marked in this generation (they are marked up to "/"
-	// already), so that deep paths cost their length once, not once per
-	// level. A Remove starts a new generation.
-	made := map[string]int{}
-	gen := 1
-	removed := map[string]bool{}
-	// seen memoizes sys.Stat: the walk up from each path asks again for
-	// the parents of the paths before it. Below a path that is not a
-	// directory on sys nothing is there, and needs no stat either: the
-	// kubelet roots of 150k cgroup mounts were 450k stats.
-	type stat struct{ exists, dir bool }
-	seen := map[string]stat{}
-	isDir := func(p string) (exists, dir bool) {
-		if made[p] > 0 {
-			return true, true
-		}
-		if removed[p] {
-			return false, false
-		}
-		if s, ok := seen[p]; ok {
-			return s.exists, s.dir
-		}
-		var s stat
-		if up, ok := seen[system.Parent(p)]; !ok || up.dir {
-			fi, err := sys.Stat(p)
-			s = stat{exists: err == nil, dir: err == nil && fi.IsDir()}
-		}
-		seen[p] = s
-		return s.exists, s.dir
-	}
-	// parentOKDown: the nearest existing ancestor of p is a directory,
-	// by a walk down from "/" that knows, before it asks sys about an
-	// ancestor, whether one above is missing there (or is not a
-	// directory): then nothing below is, and needs no stat. Walking up
-	// from p asked sys about every level of a deep path whose top alone
-	// exists, each stat resolving its whole path again: quadratic in the
-	// depth (2.6 s of CPU for a cgroup mount 32k levels deep), and capture
-	// archived every level asked.
-	parentOKDown := func(p string) bool {
-		if !path.IsAbs(p) {
-			return parentOKUp(p, isDir)
-		}
-		ok := true    // the nearest existing ancestor so far is a directory ("/")
-		onSys := true // no ancestor so far is known to be missing on sys
-		for i := 1; i < len(p); i++ {
-			if p[i] != '/' {
-				continue
-			}
-			q := p[:i]
-			exists, dir := true, true
-			switch {
-			case made[q] > 0:
-			case removed[q]:
-				exists = false
-			default:
-				s, known := seen[q]
-				if !known {
-					if onSys {
-						fi, err := sys.Stat(q)
-						s = stat{exists: err == nil, dir: err == nil && fi.IsDir()}
-					}
-					seen[q] = s
-				}
-				exists, dir = s.exists, s.dir
-			}
-			if s, known := seen[q]; known && !s.dir {
-				onSys = false
-			}
-			if exists {
-				ok = dir
-			}
-		}
-		return ok
-	}
-	// parentOK is parentOKDown, started from the nearest ancestor known
-	// without sys (made, or seen): most paths are next to one the plan
-	// made or asked about (a kubelet root beside another, in a mount
-	// point under a made directory), and a walk from "/" looked up every
-	// level of those again. Below that ancestor nothing is known, so it
-	// asks sys a level at a time, down to the first that is missing.
-	parentOK := func(p string) bool {
-		if !path.IsAbs(p) {
-			return parentOKUp(p, isDir)
-		}
-		k := system.Parent(p)
-		for k != "/" && made[k] == 0 && !removed[k] {
-			if _, ok := seen[k]; ok {
-				break
-			}
-			k = system.Parent(k)
-		}
-		onSys := true // sys may have what is below k
-		if k != "/" {
-			exists, dir := isDir(k) // known: no stat
-			if !exists {
-				return parentOKDown(p) // the nearest existing is above k
-			}
-			if !dir {
-				return false // nothing below k exists
-			}
-			if s, known := seen[k]; known && !s.dir {
-				onSys = false
-			}
-		}
-		// Each level below k: asked of sys down to the first missing
-		// one, and known missing below it, so that neither a later
-		// path through them nor isDir's look at p asks again.
-		up := system.Parent(p)
-		for i := len(k) + 1; i <= len(up); i++ {
-			if i < len(up) && up[i] != '/' {
-				continue
-			}
-			var s stat
-			if onSys {
-				fi, err := sys.Stat(up[:i])
-				s = stat{exists: err == nil, dir: err == nil && fi.IsDir()}
-			}
-			seen[up[:i]] = s
-			if s.exists && !s.dir {
-				return false
-			}
-			onSys = s.dir
-		}
-		return true
-	}
-	lexists := func(p string) bool {
-		_, err := sys.Lstat(p)
-		return err == nil
-	}
-	fail := func(op, p string, errno syscall.Errno) error {
-		return &fs.PathError{Op: op + " (planned)", Path: p, Err: errno}
+	// The maps are made at their first write: most steps plan no Mkdir
+	// or Remove, and maps reached through f are allocated on the heap.
+	f := preflight{sys: sys, gen: 1}
+	fail := func(op Op, p string, errno syscall.Errno) error {
+		return &fs.PathError{Op: string(op) + " (planned)", Path: p, Err: errno}
 	}
 	for _, a := range actions {
 		if a.OnFail != Fatal {
@@ -173,49 +45,142 @@ func Preflight(sys system.System, actions []Action) error {
 		}
 		switch a.Op {
 		case OpWrite, OpWriteInPlace, OpSymlink:
-			if !parentOK(p) {
-				return fail(string(a.Op), p, syscall.ENOTDIR)
+			if !f.parentOK(p) {
+				return fail(a.Op, p, syscall.ENOTDIR)
 			}
-			if exists, dir := isDir(p); exists && dir {
-				return fail(string(a.Op), p, syscall.EISDIR)
+			if s := f.at(p); s.exists && s.dir {
+				return fail(a.Op, p, syscall.EISDIR)
 			}
 			// symlink(2) replaces nothing, a link (dangling or not,
 			// which Stat does not see) included.
-			if a.Op == OpSymlink && (made[p] > 0 || !removed[p] && lexists(p)) {
-				return fail(string(a.Op), p, syscall.EEXIST)
+			if a.Op == OpSymlink && (f.made[p] > 0 || !f.removed[p] && f.lexists(p)) {
+				return fail(a.Op, p, syscall.EEXIST)
 			}
 		case OpMkdir:
 			// The parent first: what it finds spares the stat of p.
-			if !parentOK(p) {
-				return fail(string(a.Op), p, syscall.ENOTDIR)
+			if !f.parentOK(p) {
+				return fail(a.Op, p, syscall.ENOTDIR)
 			}
-			if exists, dir := isDir(p); exists && !dir {
-				return fail(string(a.Op), p, syscall.ENOTDIR)
+			if s := f.at(p); s.exists && !s.dir {
+				return fail(a.Op, p, syscall.ENOTDIR)
 			}
-			for d := p; d != "/" && d != "." && made[d] != gen; d = system.Parent(d) {
-				made[d] = gen
+			// A Mkdir marks its ancestors up to one already marked in
+			// this generation (those are marked up to "/"), so that
+			// deep paths cost their length once, not once per level.
+			if f.made == nil {
+				f.made = map[string]int{}
 			}
-			if len(made) > MaxPlannedDirs {
+			for d := p; d != "/" && d != "." && f.made[d] != f.gen; d = system.Parent(d) {
+				f.made[d] = f.gen
+			}
+			if len(f.made) > MaxPlannedDirs {
 				return fmt.Errorf("mkdir (planned) %s: the plan's directories and their ancestors are more than %d (MaxPlannedDirs)", logline.QuoteClipped(p), MaxPlannedDirs)
 			}
 		case OpRemove:
-			removed[p] = true
-			delete(made, p)
-			gen++
+			if f.removed == nil {
+				f.removed = map[string]bool{}
+			}
+			f.removed[p] = true
+			delete(f.made, p)
+			f.gen++ // what a Mkdir marked before may be gone
 		}
 	}
 	return nil
 }
 
-// parentOKUp is Preflight's parentOK of a relative path, walking up from
-// it: the nearest existing ancestor of p is a directory.
-func parentOKUp(p string, isDir func(string) (exists, dir bool)) bool {
-	for d := system.Parent(p); ; d = system.Parent(d) {
-		if exists, dir := isDir(d); exists {
-			return dir
-		}
-		if d == "/" || d == "." {
-			return true
+// fact is what is at a path: nothing, a directory, or something else.
+type fact struct{ exists, dir bool }
+
+// preflight is what Preflight knows of the paths so far.
+type preflight struct {
+	sys system.System
+	// made holds the directories the plan makes, each with the
+	// generation it was marked in; a Remove starts a new one.
+	made    map[string]int
+	gen     int
+	removed map[string]bool
+	// seen memoizes sys.Stat: the paths of a plan share their parents
+	// (the kubelet roots of 150k cgroup mounts were 450k stats).
+	seen map[string]fact
+}
+
+// onSys is what sys has at p, asked once; ask false: p is below what sys
+// has as no directory, so nothing is there and sys is not asked.
+func (f *preflight) onSys(p string, ask bool) fact {
+	if s, ok := f.seen[p]; ok {
+		return s
+	}
+	var s fact
+	if ask {
+		fi, err := f.sys.Stat(p)
+		s = fact{exists: err == nil, dir: err == nil && fi.IsDir()}
+	}
+	if f.seen == nil {
+		f.seen = map[string]fact{}
+	}
+	f.seen[p] = s
+	return s
+}
+
+// atAsk is what p is when the plan reaches it: made, removed, or as on
+// sys (onSys).
+func (f *preflight) atAsk(p string, ask bool) fact {
+	switch {
+	case f.made[p] > 0:
+		return fact{exists: true, dir: true}
+	case f.removed[p]:
+		return fact{}
+	}
+	return f.onSys(p, ask)
+}
+
+// at is atAsk, asking sys unless p's parent is known to be no directory
+// there.
+func (f *preflight) at(p string) fact {
+	up, known := f.seen[system.Parent(p)]
+	return f.atAsk(p, !known || up.dir)
+}
+
+// parentOK reports whether the nearest existing ancestor of p is a
+// directory. It starts at the nearest ancestor known to exist (made, or
+// seen; "/" at worst) and walks down from there, so that sys learns of
+// each level's parent before the level: below the first level missing on
+// sys nothing is asked. Walking up from p instead asked sys about every
+// level of a deep path whose top alone exists, each stat resolving its
+// whole path again (2.6 s of CPU for a cgroup mount 32k levels deep), and
+// capture archived every level asked.
+func (f *preflight) parentOK(p string) bool {
+	up := system.Parent(p)
+	if up == "/" || up == "." {
+		return true
+	}
+	k := up
+	for ; k != "/" && k != "."; k = system.Parent(k) {
+		if s, ok := f.seen[k]; f.made[k] > 0 || ok && s.exists && !f.removed[k] {
+			break
 		}
 	}
+	ok, ask, start := true, true, 1
+	if k != "/" && k != "." {
+		s, known := f.seen[k]
+		ok, ask, start = f.atAsk(k, false).dir, !known || s.dir, len(k)+1
+	}
+	for i := start; i <= len(up); i++ {
+		if i < len(up) && up[i] != '/' {
+			continue
+		}
+		s := f.atAsk(up[:i], ask)
+		if on, known := f.seen[up[:i]]; known && !on.dir {
+			ask = false
+		}
+		if s.exists {
+			ok = s.dir
+		}
+	}
+	return ok
+}
+
+func (f *preflight) lexists(p string) bool {
+	_, err := f.sys.Lstat(p)
+	return err == nil
 }
