@@ -156,29 +156,66 @@ rm -rf "$rows"
 mkdir -p "$rows"
 rc=0 built=0
 if ((cluster)); then
-  # Every shape on the backend that is the point of the tier; on iptables
-  # the IPv4 shape, the one that shows both images as they are today.
-  declare -A shapes=([nftables]='^TestMatrix$/^(ipv4|ipv6|dual|ha)$/' [iptables]='^TestMatrix$/^ipv4$/')
-  for backend in $backends; do
-    run_var=D29_CLUSTER_RUN_${backend^^}
-    run=${!run_var:-${shapes[$backend]:-}}
-    [[ -n $run ]] || die "no shapes for backend $backend: set $run_var"
-    start_engine "$backend"
-    t=$(date +%s) status=0
-    rm -f /var/log/kind-entrypoint-cluster/matrix.md
+  # What each backend runs, as go test -run patterns: the shapes each
+  # image must pass, and those in which kind's script must fail. On
+  # nftables ours must pass every shape and the script must lose DNS (it
+  # restores no rule there: its workers cannot even resolve the control
+  # plane to join it); the IPv4 shape is its control, the others fail
+  # the same way and take 6 minutes each (kubeadm join's timeout). On
+  # iptables both pass the IPv4 shape, as on today's engines.
+  declare -A pass=([nftables]='^TestMatrix$/^(ipv4|ipv6|dual|ha)$/^ours$' [iptables]='^TestMatrix$/^ipv4$/')
+  declare -A fail=([nftables]='^TestMatrix$/^ipv4$/^script$' [iptables]='')
+  cluster_log=/var/log/kind-entrypoint-cluster
+  # matrix BACKEND RUN OUT: the cluster tier's matrix, the shapes RUN
+  # names, in this engine; its table to OUT, its output to OUT.log.
+  matrix() {
+    local t status=0
+    t=$(date +%s)
+    rm -f "$cluster_log/matrix.md"
     # The cluster tier builds in the machine's Docker (DOCKER_HOST unset)
     # and creates its clusters in this engine (CLUSTER_DOCKER_HOST).
-    env -u DOCKER_HOST CLUSTER_DOCKER_HOST="unix://$sock" CLUSTER_MATRIX_ENGINE="Docker 29 $backend" \
+    env -u DOCKER_HOST CLUSTER_DOCKER_HOST="unix://$sock" CLUSTER_MATRIX_ENGINE="Docker 29 $1" \
       CLUSTER_MATRIX_CREATES=1 CLUSTER_MATRIX_RESTARTS="${CLUSTER_MATRIX_RESTARTS:-1}" \
-      CLUSTER_GO_TEST_ARGS="-run $run" bash test/cluster/run.sh --matrix 9>&- || status=$?
-    log "the cluster matrix on $backend finished in $(since "$t") (exit $status)"
-    ((status == 0)) || rc=$status
-    cp /var/log/kind-entrypoint-cluster/matrix.md "$rows/$backend" 2> /dev/null || echo "| Docker 29 $backend | (no table: see the cluster tier's log) |" > "$rows/$backend"
+      CLUSTER_GO_TEST_ARGS="-run $2" bash test/cluster/run.sh --matrix 9>&- 2>&1 | tee "$3.log" || status=$?
+    cp "$cluster_log/matrix.md" "$3" 2> /dev/null || echo "| Docker 29 $1 | (no table for $2: see $3.log) |" > "$3"
+    log "the cluster matrix $2 on $1 finished in $(since "$t") (exit $status)"
+    return "$status"
+  }
+  for backend in $backends; do
+    run_var=D29_CLUSTER_RUN_${backend^^} fail_var=D29_CLUSTER_FAIL_${backend^^}
+    run=${!run_var-${pass[$backend]:-}} control=${!fail_var-${fail[$backend]:-}}
+    [[ -n $run$control ]] || die "no shapes for backend $backend: set $run_var or $fail_var"
+    start_engine "$backend"
+    if [[ -n $run ]]; then
+      matrix "$backend" "$run" "$rows/$backend-pass" || rc=1
+    fi
+    if [[ -n $control ]]; then
+      # The control must fail, and for the reason: every row of the
+      # script with a FAIL, and the log a lookup of a node's name at the
+      # node's nameserver that got no answer, or a pod's names check
+      # through Docker's DNS that failed.
+      if matrix "$backend" "$control" "$rows/$backend-fail"; then
+        log "FAIL: kind's script passed $control on $backend, where it restores no DNS rule"
+        rc=1
+      elif tail -n +3 "$rows/$backend-fail" | grep -qv FAIL; then
+        log "FAIL: a row of kind's script on $backend has no FAIL: $(tail -n +3 "$rows/$backend-fail" | grep -v FAIL)"
+        rc=1
+      elif ! grep -Eq "lookup [^ ]+ on [0-9.]+:53: .*(refused|timeout)|through CoreDNS and Docker's DNS: .*(refused|timeout|no such host|server misbehaving)" "$rows/$backend-fail.log"; then
+        log "FAIL: kind's script failed $control on $backend, but not on DNS (see $rows/$backend-fail.log)"
+        rc=1
+      else
+        log "kind's script failed $control on $backend, as it must: $(grep -Eom1 "lookup [^ ]+ on [0-9.]+:53: [^\"]*" "$rows/$backend-fail.log" || true)"
+      fi
+    fi
     stop_engine
   done
   {
-    head -n 2 "$rows/${backends%% *}"
-    for backend in $backends; do tail -n +3 "$rows/$backend"; done
+    for f in "$rows"/*; do
+      [[ $f == *.log ]] || { head -n 2 "$f"; break; }
+    done
+    for backend in $backends; do
+      for f in "$rows/$backend-pass" "$rows/$backend-fail"; do [[ ! -f $f ]] || tail -n +3 "$f"; done
+    done
   } >&2
   log "whole tier $(since "$tier_start") (exit $rc)"
   exit "$rc"
