@@ -84,7 +84,8 @@ type result struct {
 	names, namesAfter         string
 	createTimes, restartTimes []time.Duration
 	// more: the ha shapes' further stages (haRestarts): "reverse
-	// pass|FAIL, one K/N[, snapshot pass|FAIL]"; - elsewhere
+	// pass|FAIL, one K/N (Ready in ...)[, snapshot pass|FAIL]"; -
+	// elsewhere
 	more string
 }
 
