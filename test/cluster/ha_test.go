@@ -197,7 +197,7 @@ func (c *cluster) snapshotCatchUp(t *testing.T) {
 	// server-side apply: a repeat after a lost connection or a leader
 	// change (control-plane3 may have led) writes nothing twice
 	if err := c.eventually(3*time.Minute, func() error {
-		out, err := c.kubectlOn(t, writer, "apiVersion: v1\nkind: List\nitems:\n"+items.String(), "apply", "--server-side", "-f", "-")
+		out, err := c.kubectlOn(t, 5*time.Minute, writer, "apiVersion: v1\nkind: List\nitems:\n"+items.String(), "apply", "--server-side", "-f", "-")
 		if err != nil {
 			return fmt.Errorf("%w\n%s", err, lastLines(out, 5))
 		}
@@ -240,7 +240,7 @@ func (c *cluster) snapshotCatchUp(t *testing.T) {
 		t.Errorf("%s: %v", stage, err)
 	}
 	if err := c.eventually(2*time.Minute, func() error {
-		out, err := c.kubectlOn(t, cp, "", "get", "configmap", last, "-o", "jsonpath={.data.n}")
+		out, err := c.kubectlOn(t, time.Minute, cp, "", "get", "configmap", last, "-o", "jsonpath={.data.n}")
 		if err == nil && out != lastValue {
 			err = fmt.Errorf("%s holds %q, want %q", last, out, lastValue)
 		}
@@ -414,7 +414,7 @@ func (c *cluster) checkWrites(t *testing.T, stage string) {
 		name, value := fmt.Sprintf("ha-write-%s-%d", stage, i+1), strconv.FormatInt(time.Now().UnixNano(), 10)
 		manifest := fmt.Sprintf("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: %s\n  namespace: default\ndata:\n  v: %q\n", name, value)
 		if err := c.eventually(time.Minute, func() error {
-			out, err := c.kubectlOn(t, cp, manifest, "apply", "--server-side", "-f", "-")
+			out, err := c.kubectlOn(t, time.Minute, cp, manifest, "apply", "--server-side", "-f", "-")
 			if err != nil {
 				return fmt.Errorf("%w\n%s", err, out)
 			}
@@ -424,7 +424,7 @@ func (c *cluster) checkWrites(t *testing.T, stage string) {
 			continue
 		}
 		if err := c.eventually(time.Minute, func() error {
-			out, err := c.kubectlOn(t, via, "", "get", "configmap", name, "-o", "jsonpath={.data.v}")
+			out, err := c.kubectlOn(t, time.Minute, via, "", "get", "configmap", name, "-o", "jsonpath={.data.v}")
 			if err == nil && out != value {
 				err = fmt.Errorf("got %q, want %q", out, value)
 			}
@@ -439,8 +439,8 @@ func (c *cluster) checkWrites(t *testing.T, stage string) {
 
 // kubectlOn runs kubectl in node against node's own API server, at its
 // address of the cluster's first family (its certificate lists it), with
-// the admin kubeconfig's credentials.
-func (c *cluster) kubectlOn(t *testing.T, node, stdin string, args ...string) (string, error) {
+// the admin kubeconfig's credentials, for at most timeout.
+func (c *cluster) kubectlOn(t *testing.T, timeout time.Duration, node, stdin string, args ...string) (string, error) {
 	t.Helper()
 	server := "https://" + netip.AddrPortFrom(c.nodeAddr(t, node, c.families()[0]), 6443).String()
 	argv := []string{"exec"}
@@ -449,7 +449,7 @@ func (c *cluster) kubectlOn(t *testing.T, node, stdin string, args ...string) (s
 		argv, in = append(argv, "-i"), []byte(stdin)
 	}
 	argv = append(argv, node, "kubectl", "--kubeconfig=/etc/kubernetes/admin.conf", "--server="+server)
-	return c.cli(2*time.Minute, in, append(argv, args...)...)
+	return c.cli(timeout, in, append(argv, args...)...)
 }
 
 // checkPeerCerts: what etcd's peer TLS relies on after an address change.
