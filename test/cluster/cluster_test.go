@@ -1113,15 +1113,7 @@ func (c *cluster) readySince(t *testing.T, since time.Time, limit time.Duration,
 
 // certHasIP: the apiserver's serving certificate on node lists ip.
 func (c *cluster) certHasIP(node string, ip netip.Addr) error {
-	text, err := c.cli(time.Minute, nil, "exec", node, "cat", "/etc/kubernetes/pki/apiserver.crt")
-	if err != nil {
-		return err
-	}
-	block, _ := pem.Decode([]byte(text))
-	if block == nil {
-		return fmt.Errorf("apiserver.crt holds no PEM block")
-	}
-	cert, err := x509.ParseCertificate(block.Bytes)
+	cert, err := c.nodeCert(node, "/etc/kubernetes/pki/apiserver.crt")
 	if err != nil {
 		return err
 	}
@@ -1133,6 +1125,19 @@ func (c *cluster) certHasIP(node string, ip netip.Addr) error {
 		sans = append(sans, a.String())
 	}
 	return fmt.Errorf("SANs %v (DNS %v) lack %s", sans, cert.DNSNames, ip)
+}
+
+// nodeCert is the first certificate of the PEM file at path in node.
+func (c *cluster) nodeCert(node, path string) (*x509.Certificate, error) {
+	text, err := c.cli(time.Minute, nil, "exec", node, "cat", path)
+	if err != nil {
+		return nil, err
+	}
+	block, _ := pem.Decode([]byte(text))
+	if block == nil {
+		return nil, fmt.Errorf("%s: %s holds no PEM block", node, path)
+	}
+	return x509.ParseCertificate(block.Bytes)
 }
 
 func lastLines(s string, n int) string {

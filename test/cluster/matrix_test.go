@@ -48,6 +48,9 @@ type shape struct {
 	// ha: checked after every restart, then restarted in reverse order
 	// and one control plane alone (kind#1689: see haRestarts)
 	ha bool
+	// snapshot: an ha shape whose cluster also goes through the snapshot
+	// stage unless CLUSTER_MATRIX_HA_SNAPSHOT says otherwise (haPlan)
+	snapshot bool
 }
 
 func (s shape) nodes() string {
@@ -60,7 +63,10 @@ var shapes = []shape{
 	{name: "ipv6", family: "ipv6", workers: 1},
 	{name: "dual", family: "dual", workers: 1},
 	{name: "ipv4", workers: 2}, // kind CI's shape
-	{name: "ha", controlPlanes: 3, workers: 1, ha: true},
+	{name: "ha", controlPlanes: 3, workers: 1, ha: true, snapshot: true},
+	// with the CoreDNS change of the ipv6 shape; its etcd peers and the
+	// redirects are IPv6
+	{name: "ha-ipv6", family: "ipv6", controlPlanes: 3, workers: 1, ha: true},
 	{name: "podman", engine: "podman", workers: 1},
 }
 
@@ -77,8 +83,9 @@ type result struct {
 	// (Docker's shapes; - in podman's)
 	names, namesAfter         string
 	createTimes, restartTimes []time.Duration
-	// more: the ha shape's further restarts (reverse order, one control
-	// plane alone), each pass or FAIL; - elsewhere
+	// more: the ha shapes' further stages (haRestarts): "reverse
+	// pass|FAIL, one K/N (Ready in ...)[, snapshot pass|FAIL]"; -
+	// elsewhere
 	more string
 }
 
@@ -110,6 +117,7 @@ func TestMatrix(t *testing.T) {
 	// many times that one restarts, for the median of the restart time
 	// (0 restarts: no checks either, the create times only)
 	creates, restarts := envCount(t, "CLUSTER_MATRIX_CREATES", 1, 3), envCount(t, "CLUSTER_MATRIX_RESTARTS", 0, 3)
+	haSingle, haSnapshot := envCount(t, envHASingle, 1, 3), os.Getenv(envHASnapshot)
 	kind := mustEnv(t, envKind)
 	var results []*result
 	t.Cleanup(func() { writeTable(t, results) })
@@ -136,13 +144,17 @@ func TestMatrix(t *testing.T) {
 			r := newResult(sh, im[0])
 			base := spec{image: os.Getenv(im[1]), kind: kind, prefix: matrixPrefix, family: sh.family,
 				engine: sh.engine, controlPlanes: sh.controlPlanes, workers: sh.workers}
+			plan := newHAPlan(t, sh, haSingle, haSnapshot)
+			if plan.snapshot {
+				base.kubeadmPatches = append(base.kubeadmPatches, snapshotPatch)
+			}
 			name := sh.name + "/" + im[0]
 			if !t.Run(name, func(t *testing.T) {
 				if base.image == "" {
 					t.Fatalf("%s is not set: run test/cluster/matrix.sh (make e2e-cluster-matrix)", im[1])
 				}
 				results = append(results, r)
-				runShape(t, base, sh, r, restarts)
+				runShape(t, base, sh, r, restarts, plan)
 			}) {
 				continue
 			}
@@ -160,7 +172,7 @@ func TestMatrix(t *testing.T) {
 
 // runShape creates, checks and restarts one cluster, filling in r as it
 // goes: a stage that fails stays FAIL, one not reached stays -.
-func runShape(t *testing.T, s spec, sh shape, r *result, restarts int) {
+func runShape(t *testing.T, s spec, sh shape, r *result, restarts int, plan haPlan) {
 	s.tag = sh.name + "-" + r.image
 	r.create = "FAIL"
 	c := createCluster(t, s)
@@ -172,7 +184,12 @@ func runShape(t *testing.T, s spec, sh shape, r *result, restarts int) {
 	if c.family == "ipv6" {
 		c.coreDNSForIPv6(t)
 	}
-	r.checks = passed(t.Run("checks", func(t *testing.T) { c.checkAll(t, "before-restart") }))
+	r.checks = passed(t.Run("checks", func(t *testing.T) {
+		c.checkAll(t, "before-restart")
+		if sh.ha {
+			c.checkPeerCerts(t, "before-restart")
+		}
+	}))
 	if sh.ha {
 		c.recordEtcd(t, "before-restart")
 	}
@@ -189,7 +206,12 @@ func runShape(t *testing.T, s spec, sh shape, r *result, restarts int) {
 	if r.restart != "pass" {
 		return
 	}
-	r.checksAfter = passed(t.Run("checks-after-restart", func(t *testing.T) { c.checkAll(t, "after-restart") }))
+	r.checksAfter = passed(t.Run("checks-after-restart", func(t *testing.T) {
+		c.checkAll(t, "after-restart")
+		if sh.ha {
+			c.checkPeerCerts(t, "after-restart")
+		}
+	}))
 	if sh.ha {
 		c.recordEtcd(t, "after-restart")
 	}
@@ -202,6 +224,7 @@ func runShape(t *testing.T, s spec, sh shape, r *result, restarts int) {
 			if sh.ha { // every check again, after every restart
 				stage := fmt.Sprintf("after-restart%d", i)
 				c.checkAll(t, stage)
+				c.checkPeerCerts(t, stage)
 				c.recordEtcd(t, stage)
 			}
 		}) {
@@ -210,92 +233,7 @@ func runShape(t *testing.T, s spec, sh shape, r *result, restarts int) {
 		}
 	}
 	if sh.ha {
-		r.more = c.haRestarts(t)
-	}
-}
-
-// haRestarts restarts an HA cluster twice more, each time waiting for
-// every node to report Ready and checking it all again:
-//   - in reverse order (the load balancer, the worker, the last control
-//     plane first, ..., the first control plane last), 15 s apart, every
-//     address new: etcd's first members to start find no peer at all for
-//     a while, and the unit of each must map the peers that start after
-//     it (its rounds go on for 10 minutes);
-//   - one control plane alone (control-plane2), the others left running
-//     at their addresses: its unit finds every peer unchanged; the
-//     others' etcd dial it at its recorded, old address, and no unit runs
-//     on them (they did not start). etcd's stream connections are opened
-//     by both sides, so the members may still reach each other through
-//     the ones control-plane2 opens; this stage says whether they do.
-//
-// It returns "reverse pass|FAIL, one pass|FAIL".
-func (c *cluster) haRestarts(t *testing.T) string {
-	all := slices.Clone(c.nodes)
-	if c.lb != "" {
-		all = append(all, c.lb)
-	}
-	slices.Reverse(all)
-	reverse := passed(t.Run("restart-reverse", func(t *testing.T) {
-		since := c.restartInOrder(t, all, 15*time.Second)
-		c.readySince(t, since, restartLimit+time.Minute)
-		c.checkAll(t, "after-restart-reverse")
-		c.recordEtcd(t, "after-restart-reverse")
-	}))
-	one := passed(t.Run("restart-one-control-plane", func(t *testing.T) {
-		since := c.restartInOrder(t, []string{c.nodes[1]}, 0)
-		c.readySince(t, since, restartLimit, c.nodes[1])
-		c.checkAll(t, "after-restart-one")
-		c.recordEtcd(t, "after-restart-one")
-	}))
-	return "reverse " + reverse + ", one " + one
-}
-
-// restartInOrder stops containers, holds each one's addresses with a
-// throwaway (stopAndHold, as restartWithNewIPs does), then starts them one at a time
-// in the order given, gap apart, and returns when the first started.
-// Every container restarted must come back at new addresses.
-func (c *cluster) restartInOrder(t *testing.T, containers []string, gap time.Duration) time.Time {
-	t.Helper()
-	old := c.stopAndHold(t, containers)
-	started := time.Now()
-	for i, n := range containers {
-		if i > 0 {
-			time.Sleep(gap)
-		}
-		if _, err := c.cli(3*time.Minute, nil, "start", n); err != nil {
-			t.Fatal(err)
-		}
-	}
-	c.requireNewAddrs(t, containers, old)
-	return started
-}
-
-// recordEtcd writes, for the note of kind#1689, what each control plane's
-// kind-etcd-peer-nat.service logged (the script's image has none) and
-// the lines of each control plane's etcd log that name an elected leader, to
-// CLUSTER_LOG_DIR/NAME-STAGE-etcd.txt. It fails nothing: the checks do.
-func (c *cluster) recordEtcd(t *testing.T, stage string) {
-	t.Helper()
-	var b strings.Builder
-	for _, cp := range c.nodes[:c.controlPlanes] {
-		out, err := c.cli(time.Minute, nil, "exec", cp, "journalctl", "--no-pager", "-o", "short-precise", "-u", "kind-etcd-peer-nat.service")
-		fmt.Fprintf(&b, "$ %s exec %s journalctl -u kind-etcd-peer-nat.service (error: %v)\n%s\n", c.engine, cp, err, out)
-	}
-	// The etcd image here is etcd alone (no etcdctl): its own log says
-	// whether a leader was elected, and who.
-	for _, cp := range c.nodes[:c.controlPlanes] {
-		logs, err := c.kubectl("", "-n", "kube-system", "logs", "etcd-"+cp)
-		var leader []string
-		for _, l := range strings.Split(logs, "\n") {
-			if strings.Contains(l, "elected leader") || strings.Contains(l, "became leader") {
-				leader = append(leader, l)
-			}
-		}
-		fmt.Fprintf(&b, "$ kubectl -n kube-system logs etcd-%s | grep -e 'elected leader' -e 'became leader' (error: %v)\n%s\n", cp, err, strings.Join(leader, "\n"))
-	}
-	t.Logf("%s, etcd:\n%s", stage, b.String())
-	if err := os.WriteFile(filepath.Join(c.logDir, c.name+"-"+stage+"-etcd.txt"), []byte(b.String()), 0o644); err != nil {
-		t.Error(err)
+		r.more = c.haRestarts(t, plan)
 	}
 }
 
@@ -454,7 +392,7 @@ func writeTable(t *testing.T, results []*result) {
 	if engine != "" {
 		engine, head, rule = "| "+engine+" ", "| engine ", "| --- "
 	}
-	b.WriteString(head + "| shape | nodes | image | create | checks | names (AAAA; A in ipv4) | restart | checks after restart | names after restart | create time | restart-to-Ready | HA: reverse order, one control plane |\n")
+	b.WriteString(head + "| shape | nodes | image | create | checks | names (AAAA; A in ipv4) | restart | checks after restart | names after restart | create time | restart-to-Ready | HA: reverse order, one control plane (passed/run), snapshot |\n")
 	b.WriteString(rule + "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n")
 	for _, r := range results {
 		fmt.Fprintf(&b, "%s| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", engine, r.shape.name, r.shape.nodes(), r.image,

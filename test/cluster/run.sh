@@ -317,7 +317,7 @@ t=$(date +%s)
 rc=0
 if ((matrix)); then
   # shellcheck disable=SC2086 # CLUSTER_GO_TEST_ARGS is a list of arguments
-  go test -tags "$tags" -v -count=1 -timeout "$timeout" -run '^(TestMatrix|TestOfflineCorefile|TestContainsAddr)$' ${CLUSTER_GO_TEST_ARGS:-} ./test/cluster/ || rc=$?
+  go test -tags "$tags" -v -count=1 -timeout "$timeout" -run '^(TestMatrix|TestIPv6Corefile|TestContainsAddr|TestHA.*)$' ${CLUSTER_GO_TEST_ARGS:-} ./test/cluster/ || rc=$?
   [[ -z ${CLUSTER_DOCKER_HOST:-} ]] && command -v podman > /dev/null && remove_leftovers podman
 else
   # shellcheck disable=SC2086 # CLUSTER_GO_TEST_ARGS is a list of arguments

@@ -67,7 +67,7 @@ func TestVMCluster(t *testing.T) {
 	}
 	runShape(t, spec{image: image, kind: mustEnv(t, envKind), family: sh.family, engine: sh.engine, workers: 1,
 		slow: slow, kubeadmPatches: vmKubeadmPatches(slow, kubeadmV1beta4(t, engine, image)),
-		mounts: map[string]string{staticPodPatches(t, slow): vmPatchDir}}, sh, r, 1)
+		mounts: map[string]string{staticPodPatches(t, slow): vmPatchDir}}, sh, r, 1, haPlan{})
 }
 
 // engineRootless says whether engine (docker, as DOCKER_HOST names it, or
