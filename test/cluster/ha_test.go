@@ -190,7 +190,7 @@ func (c *cluster) snapshotCatchUp(t *testing.T) {
 	old := c.stopAndHold(t, []string{cp})
 	var items strings.Builder
 	for i := 1; i <= snapshotWrites; i++ {
-		fmt.Fprintf(&items, "- apiVersion: v1\n  kind: ConfigMap\n  metadata:\n    name: ha-snapshot-%d\n    namespace: default\n  data:\n    n: %q\n", i, strconv.Itoa(i))
+		fmt.Fprintf(&items, "- apiVersion: v1\n  kind: ConfigMap\n  metadata:\n    name: ha-snapshot-%d\n    namespace: default\n  data:\n    v: %q\n", i, strconv.Itoa(i))
 	}
 	last, lastValue := fmt.Sprintf("ha-snapshot-%d", snapshotWrites), strconv.Itoa(snapshotWrites)
 	start := time.Now()
@@ -240,7 +240,7 @@ func (c *cluster) snapshotCatchUp(t *testing.T) {
 		t.Errorf("%s: %v", stage, err)
 	}
 	if err := c.eventually(2*time.Minute, func() error {
-		out, err := c.kubectlOn(t, time.Minute, cp, "", "get", "configmap", last, "-o", "jsonpath={.data.n}")
+		out, err := c.kubectlOn(t, time.Minute, cp, "", "get", "configmap", last, "-o", "jsonpath={.data.v}")
 		if err == nil && out != lastValue {
 			err = fmt.Errorf("%s holds %q, want %q", last, out, lastValue)
 		}
