@@ -23,7 +23,11 @@
 // therefore bounded too (Limits.MemoryBound). Queries pipelined on a TCP
 // connection are forwarded at once and answered as their answers come
 // (RFC 7766 6.2.1.1), each over an upstream connection of its own: the
-// upstream need not pipeline.
+// upstream need not pipeline. UDP queries share one socket to the
+// upstream, each under an ID of the forwarder's that no other query in
+// flight holds and that comes again only after 65,535 others (udp.go):
+// a query costs four system calls, and a late copy of an answer reaches
+// no one.
 //
 // The entrypoint runs it as `entrypoint dns-forwarder` under a runtime
 // systemd unit that enable_network_magic writes (internal/network,

@@ -52,18 +52,23 @@ func DefaultLimits() Limits {
 }
 
 // MemoryBound is what the forwarder's buffers can hold at most: a
-// MaxMessage buffer for the UDP reader, one per query in flight (for the
-// query, then its reply, until it is sent), and one per TCP connection
-// reading a query's frame or waiting for its slot (idle ones hold none).
-// Goroutine stacks (one per query in flight and per connection) add a
-// few KiB each.
+// MaxMessage buffer for each of the two UDP readers (the clients' socket
+// and the upstream's), one per TCP query in flight (for the query, then
+// its reply, until it is sent), and one per TCP connection reading a
+// query's frame or waiting for its slot (idle ones hold none). A UDP
+// query in flight holds only its header and question (udpQuery).
+// Goroutine stacks (one per TCP query in flight and per connection) add
+// a few KiB each.
 func (l Limits) MemoryBound() int {
-	return (1 + l.InFlight + l.Conns) * MaxMessage
+	return (2 + l.InFlight + l.Conns) * MaxMessage
 }
 
 func (l Limits) check() error {
 	if l.InFlight < 1 || l.Conns < 1 || l.QueryTimeout <= 0 || l.IdleTimeout <= 0 || l.WriteTimeout <= 0 {
 		return fmt.Errorf("limits %+v: each must be positive", l)
+	}
+	if l.InFlight > maxInFlight {
+		return fmt.Errorf("limits %+v: at most %d queries in flight (DNS IDs are 16 bits)", l, maxInFlight)
 	}
 	return nil
 }
@@ -91,11 +96,11 @@ type Forwarder struct {
 	log      *logline.Logger
 	dial     func(ctx context.Context, network, address string) (net.Conn, error)
 
-	slots   slots         // the queries in flight, by client address
-	idleUDP chan net.Conn // upstream sockets kept for the next query
-	bufs    sync.Pool     // *[]byte of MaxMessage bytes
-	conns   connSet
-	st      stats
+	slots slots     // the queries in flight, by client address
+	up    udpUp     // the UDP queries' socket to the upstream
+	bufs  sync.Pool // *[]byte of MaxMessage bytes
+	conns connSet
+	st    stats
 }
 
 // Listen binds UDP and TCP on listen (port 0: one port free for both) and
@@ -110,8 +115,9 @@ func Listen(ctx context.Context, cfg Config) (*Forwarder, error) {
 	if !upstream.IsValid() || upstream.Port() == 0 {
 		return nil, fmt.Errorf("upstream %s: not an address and port", upstream)
 	}
-	f := &Forwarder{upstream: upstream, lim: lim, log: cfg.Log, dial: cfg.Dial, idleUDP: make(chan net.Conn, lim.InFlight)}
+	f := &Forwarder{upstream: upstream, lim: lim, log: cfg.Log, dial: cfg.Dial}
 	f.slots.init(lim.InFlight)
+	f.up.init(f)
 	if f.dial == nil {
 		var d net.Dialer
 		f.dial = d.DialContext
@@ -202,7 +208,7 @@ func (f *Forwarder) Serve(ctx context.Context, interval time.Duration) error {
 		f.addr, f.upstream, f.lim.InFlight, f.lim.Conns))
 	var wg sync.WaitGroup
 	errs := make(chan error, 2)
-	wg.Go(func() { errs <- f.serveUDP(&wg) })
+	wg.Go(func() { errs <- f.serveUDP() })
 	wg.Go(func() { errs <- f.serveTCP(&wg) })
 	ticker := time.NewTicker(interval)
 	defer ticker.Stop()
@@ -224,7 +230,7 @@ loop:
 	f.tcp.Close()
 	f.conns.closeAll()
 	wg.Wait()
-	f.closeIdleUDP()
+	f.up.close()
 	f.st.report(f.log, 0)
 	if err != nil && !errors.Is(err, net.ErrClosed) {
 		return err

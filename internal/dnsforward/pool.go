@@ -1,7 +1,7 @@
 package dnsforward
 
-// This file holds the check a kept upstream socket passes before it is
-// used again.
+// This file holds the check a kept upstream connection (TCP) passes
+// before it is used again.
 
 import (
 	"net"
@@ -10,15 +10,14 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// clean tells whether c, an upstream socket kept from an answered query,
-// has nothing queued to read: no late copy of an answer (an upstream may
-// answer twice), no error, and for TCP no end of stream. One that has is
-// closed rather than read: a copy queued there has the ID, and maybe the
-// question, of the last query, and the next query through the socket may
-// come from another client with the same ID. A copy that comes after the
-// check is told apart by its question (Answers). The check is one
-// non-blocking peek, a microsecond; a socket per query instead cost more
-// than half the UDP throughput with 16 clients (docs/performance.md).
+// clean tells whether c, an upstream connection kept from an answered
+// query, has nothing queued to read: no late copy of an answer (an
+// upstream may answer twice), no error, and no end of stream. One that
+// has is closed rather than read: a copy queued there has the ID, and
+// maybe the question, of the last query, and the next query through the
+// connection may come from another client with the same ID. A copy that
+// comes after the check is told apart by its question (Answers). The
+// check is one non-blocking peek, a microsecond.
 func clean(c net.Conn) bool {
 	sc, ok := c.(syscall.Conn)
 	if !ok {

@@ -7,7 +7,8 @@ import (
 )
 
 // TestClean: a kept socket with a datagram, a byte or the end of the
-// stream queued is not clean; one whose queue was read is.
+// stream queued is not clean; one whose queue was read is. (Only TCP
+// connections are kept now; the peek is the same for a UDP socket.)
 func TestClean(t *testing.T) {
 	l, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
 	if err != nil {

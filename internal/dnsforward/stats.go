@@ -34,7 +34,7 @@ type Counts struct {
 	// away with every connection busy.
 	Idle, Unread, Evicted, Refused int64
 	// Buffers is the MaxMessage buffers held now, PeakBuffers the most
-	// held at once: at most 1 + InFlight + Conns (Limits.MemoryBound).
+	// held at once: at most 2 + InFlight + Conns (Limits.MemoryBound).
 	Buffers, PeakBuffers int64
 }
 

@@ -93,7 +93,7 @@ func TestClientsThatDoNotRead(t *testing.T) {
 	if got.Unread+got.Evicted < 2*int64(lim.Conns+4)-int64(lim.Conns) {
 		t.Errorf("counts %+v: want most of the %d non-readers closed unread or evicted", got, 2*(lim.Conns+4))
 	}
-	if got.PeakBuffers > int64(1+lim.InFlight+lim.Conns) {
+	if got.PeakBuffers > int64(lim.MemoryBound()/dnsforward.MaxMessage) {
 		t.Errorf("counts %+v: over the bound of buffers", got)
 	}
 }
