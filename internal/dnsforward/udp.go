@@ -88,7 +88,7 @@ func (u *udpUp) init(f *Forwarder) {
 
 // send forwards the query in msg (which it rewrites to the upstream ID)
 // from client, which holds a slot; the slot is given back when the query
-// ends, or at once when send fails.
+// ends, or at once when send fails (its error: the caller counts it).
 func (u *udpUp) send(client netip.AddrPort, msg []byte) error {
 	f := u.f
 	q := &udpQuery{client: client, id: ID(msg)}
@@ -115,10 +115,10 @@ func (u *udpUp) send(client netip.AddrPort, msg []byte) error {
 			conn.Close()
 		}
 		u.mu.Unlock()
-		if q.timer() {
-			u.end(id, q, nil)
+		if q.timer() && u.end(id, q, nil) {
+			return err
 		}
-		return err
+		// Its timeout came first, and counted it.
 	}
 	return nil
 }
