@@ -121,14 +121,9 @@ var saveCommands = []struct {
 	{"ip6tables-nft-save", NFT, ""},
 }
 
-// DetectIptables counts the rules each backend holds (the four saves run
-// concurrently, see Probes) and reads the alternatives.
-func DetectIptables(ctx context.Context, sys system.System, timeout time.Duration) (IptablesFacts, error) {
-	return NewProbes(sys, timeout).DetectIptables(ctx)
-}
-
-// DetectIptables is the package's DetectIptables on the saves p started
-// (or starts now).
+// DetectIptables counts the rules each backend holds, on the saves p
+// started (or starts now: the four run concurrently), and reads the
+// alternatives.
 func (p *Probes) DetectIptables(ctx context.Context) (IptablesFacts, error) {
 	f := IptablesFacts{Links: map[string]string{}}
 	for _, name := range Alternatives {

@@ -15,15 +15,11 @@ import (
 	"github.com/kind-entrypoint/entrypoint/internal/system"
 )
 
-// DetectMagic reads the facts, for the backend select_iptables chose from
+// detectMagic reads the facts, for the backend select_iptables chose from
 // ipt. The rules are the ones its iptables-save printed there (nothing
 // has changed them since); only when it was not run is it run again. The
 // name lookups (and that iptables-save) run concurrently, each limited to
-// timeout.
-func DetectMagic(ctx context.Context, sys system.System, lookupEnv func(string) (string, bool), ipt IptablesFacts, timeout time.Duration) (MagicFacts, error) {
-	return NewProbes(sys, timeout).DetectMagic(ctx, lookupEnv, ipt)
-}
-
+// the probes' timeout.
 func (p *Probes) detectMagic(ctx context.Context, lookupEnv func(string) (string, bool), ipt IptablesFacts) (MagicFacts, error) {
 	p.StartNames(ctx)
 	mode := ipt.Mode()

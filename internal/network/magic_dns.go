@@ -95,11 +95,13 @@ func noEmbeddedDNS(f MagicFacts) (string, bool) {
 func dnatsToEmbeddedDNS(save []byte) bool {
 	// Only a rule naming the address can send to it: no other is parsed.
 	named := newLineMatcher(save, []string{dockerEmbeddedDNS})
+	var spans []span
 	for l := range saveRules(save) {
 		if !named.in(l.start, l.start+len(l.text)) {
 			continue
 		}
-		r := parseRule(strings.TrimRight(string(l.text), "\r"))
+		var r rule
+		r, spans = appendRule(spans[:0], strings.TrimRight(string(l.text), "\r"))
 		for i := range r.args {
 			if r.arg(i) == "--to-destination" {
 				if to := r.arg(i + 1); to == dockerEmbeddedDNS || strings.HasPrefix(to, dockerEmbeddedDNS+":") {

@@ -174,17 +174,6 @@ func rewriteRule(spans []span, text, host string) (ruleRewrite, []span) {
 	return rw, spans
 }
 
-// countBlanks counts the bytes of text a rule's arguments are split at.
-func countBlanks(text string) int {
-	n := 0
-	for i := 0; i < len(text); i++ {
-		if isBlank(text[i]) {
-			n++
-		}
-	}
-	return n
-}
-
 // rewriteDNSRule applies the per-line edits of RewriteDockerDNS to one rule;
 // an edited line is written to buf.
 func rewriteDNSRule(buf *strings.Builder, r rule, host string) string {
@@ -258,19 +247,11 @@ type rule struct {
 
 type span struct{ start, end int }
 
-// parseRule splits a rule line the way iptables-restore does: on blanks,
+// appendRule splits a rule line the way iptables-restore does: on blanks,
 // except inside double quotes, where a backslash escapes the next byte
 // (iptables-save quotes a --comment that contains blanks). An unterminated
-// quote runs to the end of the line.
-func parseRule(line string) rule {
-	// Room for every argument at once: one allocation per rule rather
-	// than one per doubling (rules were a third of a plan's allocations).
-	r, _ := appendRule(make([]span, 0, 1+countBlanks(line)), line)
-	return r
-}
-
-// appendRule is parseRule with the rule's arguments appended to spans,
-// which it returns grown: the rules of one text can share one array.
+// quote runs to the end of the line. The arguments are appended to spans,
+// which it returns grown: the rules of one text share one array.
 func appendRule(spans []span, line string) (rule, []span) {
 	first := len(spans)
 	i := 0
