@@ -61,25 +61,15 @@ const (
 	MaxSaveRules = 1 << 20
 )
 
-// countSave counts the rule lines of what command printed, and refuses
-// more than MaxSaveRules.
-func countSave(command string, out []byte) (int, error) {
-	n := CountRules(out)
-	if n > MaxSaveRules {
-		return 0, fmt.Errorf("%s: %d rule lines, more than the cap of %d (MaxSaveRules)", command, n, MaxSaveRules)
-	}
-	return n, nil
-}
-
-// runSave runs command, an iptables-save, within the caps on its output;
-// out is nil when it failed.
+// runSave runs command, an iptables-save, within the caps on its output
+// (more than MaxSaveRules rule lines is refused); out is nil when it
+// failed.
 func runSave(ctx context.Context, sys system.System, command string, timeout time.Duration) (out []byte, rules int, err error) {
-	out, _, err = sys.Run(ctx, []string{command}, nil, timeout)
-	if err == nil {
-		rules, err = countSave(command, out)
-	}
-	if err != nil {
+	if out, _, err = sys.Run(ctx, []string{command}, nil, timeout); err != nil {
 		return nil, 0, err
+	}
+	if rules = CountRules(out); rules > MaxSaveRules {
+		return nil, 0, fmt.Errorf("%s: %d rule lines, more than the cap of %d (MaxSaveRules)", command, rules, MaxSaveRules)
 	}
 	return out, rules, nil
 }

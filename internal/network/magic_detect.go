@@ -41,8 +41,8 @@ func (p *Probes) detectMagic(ctx context.Context, lookupEnv func(string) (string
 		return f, n.hostnameErr
 	}
 	f.Hostname = n.hostname
-	f.IPv4, f.IPv4Iface, f.IPv4Err = n.ipv4, n.ipv4Iface, n.ipv4Err
-	f.IPv6, f.IPv6Iface, f.IPv6Err = n.ipv6, n.ipv6Iface, n.ipv6Err
+	f.IPv4.Addr, f.IPv4.Iface, f.IPv4.Err = n.ipv4.Addr, n.ipv4.Iface, n.ipv4.Err
+	f.IPv6.Addr, f.IPv6.Iface, f.IPv6.Err = n.ipv6.Addr, n.ipv6.Iface, n.ipv6.Err
 	if err != nil {
 		return f, err
 	}
@@ -104,13 +104,13 @@ func (f *MagicFacts) readFiles(sys system.System) error {
 	if err := f.readForwarderFacts(sys); err != nil {
 		return err
 	}
-	if f.OldIPv4, err = readRecord(sys, OldIPv4); err != nil {
+	if f.IPv4.Old, err = readRecord(sys, OldIPv4); err != nil {
 		return err
 	}
-	if f.OldIPv6, err = readRecord(sys, OldIPv6); err != nil {
+	if f.IPv6.Old, err = readRecord(sys, OldIPv6); err != nil {
 		return err
 	}
-	if f.OldIPv4 == nil && f.OldIPv6 == nil {
+	if f.IPv4.Old == nil && f.IPv6.Old == nil {
 		// First boot: nothing can hold an old address yet.
 		return nil
 	}

@@ -25,29 +25,21 @@ func planAddressChange(f MagicFacts) ([]plan.Action, error) {
 	var changes []replacement
 	var records []plan.Action
 	for _, fam := range []struct {
-		name    string
-		cur     netip.Addr
-		iface   string
-		why     error
-		old     *string
-		file    string
-		is4     bool
-		missing func(msg string) error // nil: an ERROR line is enough
-	}{
-		{"IPv4", f.IPv4, f.IPv4Iface, f.IPv4Err, f.OldIPv4, OldIPv4, true, func(msg string) error { return errors.New(msg) }},
-		{"IPv6", f.IPv6, f.IPv6Iface, f.IPv6Err, f.OldIPv6, OldIPv6, false, nil},
-	} {
-		if w := sourceWarning(fam.name, fam.cur, fam.iface, fam.why); w != "" {
+		name, file string
+		NodeAddr
+	}{{"IPv4", OldIPv4, f.IPv4}, {"IPv6", OldIPv6, f.IPv6}} {
+		is4 := fam.name == "IPv4"
+		if w := sourceWarning(fam.name, fam.NodeAddr); w != "" {
 			actions = append(actions, plan.Warning(w))
 		}
 		// As the script (getent's empty answer): no value, not "none".
 		cur := ""
-		if fam.cur.IsValid() {
-			cur = fam.cur.String()
+		if fam.Addr.IsValid() {
+			cur = fam.Addr.String()
 		}
 		actions = append(actions, plan.Info("detected "+fam.name+" address: "+cur))
-		if fam.old != nil {
-			old := *fam.old
+		if fam.Old != nil {
+			old := *fam.Old
 			oldAddr, err := netip.ParseAddr(old)
 			// The script's line, with the recorded value as it is; a value
 			// that is no address at all is quoted and clipped, as the ERROR
@@ -58,7 +50,7 @@ func planAddressChange(f MagicFacts) ([]plan.Action, error) {
 			}
 			actions = append(actions, plan.Info(fmt.Sprintf("detected old %s address: %s", fam.name, shown)))
 			switch {
-			case err != nil || oldAddr.Is4() != fam.is4 || oldAddr.Zone() != "":
+			case err != nil || oldAddr.Is4() != is4 || oldAddr.Zone() != "":
 				actions = append(actions, plan.Error(fmt.Sprintf(
 					"%s: %s is not an %s address; not following an address change", fam.file, logline.QuoteClipped(old), fam.name)))
 			case oldAddr.Is4In6():
@@ -66,28 +58,28 @@ func planAddressChange(f MagicFacts) ([]plan.Action, error) {
 				// answer on IPv4-only networks: no IPv6 address at all.
 				actions = append(actions, plan.Info(fmt.Sprintf(
 					"%s: %s is IPv4-mapped, not an IPv6 address; ignoring it", fam.file, old)))
-			case !fam.cur.IsValid():
+			case !fam.Addr.IsValid():
 				// The script's words, then why: the name gave none and
 				// neither did the default route's interface.
 				msg := "have an old " + fam.name + " address but no current " + fam.name + " address (!)"
-				if fam.why != nil {
-					msg += ": " + fam.why.Error()
+				if fam.Err != nil {
+					msg += ": " + fam.Err.Error()
 				}
-				if fam.missing != nil {
-					return actions, fam.missing(msg)
+				if is4 { // IPv6 is not the script's: an ERROR line is enough
+					return actions, errors.New(msg)
 				}
 				actions = append(actions, plan.Error(msg))
-			case oldAddr != fam.cur:
-				if _, _, err := ReplaceAddress(nil, old, fam.cur.String()); err != nil {
+			case oldAddr != fam.Addr:
+				if _, _, err := ReplaceAddress(nil, old, fam.Addr.String()); err != nil {
 					actions = append(actions, plan.Error(fmt.Sprintf(
-						"%s: cannot replace %s with %s: %v", fam.file, old, fam.cur, err)))
+						"%s: cannot replace %s with %s: %v", fam.file, old, fam.Addr, err)))
 					break
 				}
-				changes = append(changes, replacement{old, fam.cur.String()})
+				changes = append(changes, replacement{old, fam.Addr.String()})
 			}
 		}
-		if fam.cur.IsValid() && (fam.old == nil || *fam.old != fam.cur.String()) {
-			records = append(records, plan.WriteFile(fam.file, []byte(fam.cur.String()), 0o644).
+		if fam.Addr.IsValid() && (fam.Old == nil || *fam.Old != fam.Addr.String()) {
+			records = append(records, plan.WriteFile(fam.file, []byte(fam.Addr.String()), 0o644).
 				Because("the address to follow after a restart"))
 		}
 	}
@@ -129,23 +121,23 @@ func planAddressChange(f MagicFacts) ([]plan.Action, error) {
 // not the script's (see nodeAddr), "" for one that is: the default route's
 // interface's, because the name gave none or a stale one (kind #3989), or
 // a stale answer kept for want of another.
-func sourceWarning(family string, cur netip.Addr, iface string, why error) string {
+func sourceWarning(family string, a NodeAddr) string {
 	var stale *StaleAddrError
-	if !errors.As(why, &stale) {
-		if iface == "" {
+	if !errors.As(a.Err, &stale) {
+		if a.Iface == "" {
 			return ""
 		}
 		return fmt.Sprintf("the node's name gives no %s address (%v); using %s, the address on the default route's interface %s",
-			family, why, cur, iface)
+			family, a.Err, a.Addr, a.Iface)
 	}
 	s := fmt.Sprintf("the node's name gives %s, an %s address on no interface of this node (a stale entry in /etc/hosts or the engine's DNS)",
 		stale.Addr, family)
-	if iface != "" {
-		return fmt.Sprintf("%s; using %s, the address on the default route's interface %s", s, cur, iface)
+	if a.Iface != "" {
+		return fmt.Sprintf("%s; using %s, the address on the default route's interface %s", s, a.Addr, a.Iface)
 	}
 	s += ", and the default route's interface gives none"
 	if stale.Route != nil {
 		s += " (" + stale.Route.Error() + ")"
 	}
-	return fmt.Sprintf("%s; using %s all the same", s, cur)
+	return fmt.Sprintf("%s; using %s all the same", s, a.Addr)
 }

@@ -52,12 +52,7 @@ type Probes struct {
 type names struct {
 	hostname    string
 	hostnameErr error
-
-	// See nodeAddr.
-	ipv4, ipv6           netip.Addr
-	ipv4Iface, ipv6Iface string
-	ipv4Err              error
-	ipv6Err              error
+	ipv4, ipv6  NodeAddr
 }
 
 // NewProbes returns probes of sys, each limited to timeout, none started.
@@ -140,8 +135,8 @@ func (p *Probes) StartNames(ctx context.Context) {
 				return
 			}
 			var wg sync.WaitGroup
-			wg.Go(func() { n.ipv4, n.ipv4Iface, n.ipv4Err = nodeAddr(ctx, p.sys, p.timeout, "ip4", n.hostname) })
-			wg.Go(func() { n.ipv6, n.ipv6Iface, n.ipv6Err = nodeAddr(ctx, p.sys, p.timeout, "ip6", n.hostname) })
+			wg.Go(func() { n.ipv4 = nodeAddr(ctx, p.sys, p.timeout, "ip4", n.hostname) })
+			wg.Go(func() { n.ipv6 = nodeAddr(ctx, p.sys, p.timeout, "ip6", n.hostname) })
 			wg.Wait()
 		}()
 	})

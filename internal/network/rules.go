@@ -51,23 +51,18 @@ func RewriteDockerDNS(save []byte, hostIP string) (out []byte, changed bool) {
 	// arguments of the rule at hand share one array, emptied for each.
 	spans := make([]span, 0, 64)
 
-	// The first finds the PREROUTING rules a twin could duplicate, and
-	// the most the edits and twins can add. A PREROUTING twin is only
-	// added when its table lacks it, which is what makes a second run a
-	// no-op. Tables are told apart by position ("*name" starts one,
-	// "COMMIT" ends it), not by name, so a twin is only ever compared
-	// with rules that iptables-restore would load alongside it.
+	// The first finds the PREROUTING rules a twin could duplicate. A
+	// PREROUTING twin is only added when its table lacks it, which is
+	// what makes a second run a no-op. Tables are told apart by position
+	// ("*name" starts one, "COMMIT" ends it), not by name, so a twin is
+	// only ever compared with rules that iptables-restore would load
+	// alongside it.
 	present := make(map[tableRule]bool)
-	candidates, grows := 0, 0
 	dns := newLineMatcher(save, dnsPatterns)
 	for l := range saveRules(save) {
 		line := l.text
-		if !dns.in(l.start, l.start+len(line)) {
-			continue
-		}
-		candidates++
-		grows += maxGrowth(line, hostText)
-		if !bytes.Contains(line, []byte("PREROUTING")) || !bytes.Contains(line, []byte("DOCKER_OUTPUT")) {
+		if !dns.in(l.start, l.start+len(line)) ||
+			!bytes.Contains(line, []byte("PREROUTING")) || !bytes.Contains(line, []byte("DOCKER_OUTPUT")) {
 			continue
 		}
 		var rw ruleRewrite
@@ -76,12 +71,8 @@ func RewriteDockerDNS(save []byte, hostIP string) (out []byte, changed bool) {
 			present[tableRule{l.table, rw.rule.key()}] = true
 		}
 	}
-	if candidates == 0 {
-		return save, false
-	}
-
 	// The second copies the save with its changes, what is between them
-	// as it is, into one array of the most it can need.
+	// as it is.
 	last := 0
 	dns = newLineMatcher(save, dnsPatterns)
 	for l := range saveRules(save) {
@@ -97,7 +88,7 @@ func RewriteDockerDNS(save []byte, hostIP string) (out []byte, changed bool) {
 			continue
 		}
 		if out == nil {
-			out = make([]byte, 0, len(save)+grows)
+			out = make([]byte, 0, len(save)+len(save)/8)
 		}
 		out = append(out, save[last:l.start]...)
 		out = append(out, rw.rule.line...)
@@ -129,22 +120,6 @@ type tableRule struct {
 // present). Each of those is an argument, and so a part of the line's
 // bytes: a line with none of the three is left alone, and never parsed.
 var dnsPatterns = []string{dockerEmbeddedDNS, "--to-source", "DOCKER_OUTPUT"}
-
-// maxGrowth is the most the rewrite can add for a rule line, from its
-// bytes alone: each "127.0.0.11" made the host IP (at most 15 bytes),
-// each "--to-source" given the host IP, one "--dport 53 ", and a twin
-// (the edited line again, one newline and "PREROUTING" for "OUTPUT").
-func maxGrowth(line []byte, host string) int {
-	edits := bytes.Count(line, []byte(dockerEmbeddedDNS))*max(len(host)-len(dockerEmbeddedDNS), 0) +
-		bytes.Count(line, []byte("--to-source"))*len(host)
-	if bytes.Contains(line, []byte(dockerEmbeddedDNS)) {
-		edits += len("--dport 53 ")
-	}
-	if bytes.Contains(line, []byte("DOCKER_OUTPUT")) {
-		return edits + len(line) + edits + 1 + len("PREROUTING") - len("OUTPUT")
-	}
-	return edits
-}
 
 // ruleRewrite is what RewriteDockerDNS makes of one rule: the rule after
 // its edits (edited when they changed it), and its PREROUTING twin (a
