@@ -153,12 +153,11 @@ func (f MagicFacts) Describe() [][2]string {
 	if errors.Is(f.DockerHostErr, ErrDockerHostNotNeeded) {
 		host = "not needed (the node does not use Docker's embedded DNS)"
 	}
-	out := [][2]string{{"host IP", host}}
+	rules := fmt.Sprintf("%d (%s)", CountRules(f.Rules), f.Mode.SaveCommand())
 	if f.RulesErr != nil {
-		out = append(out, [2]string{"iptables rules", fmt.Sprintf("%s failed: %v", f.Mode.SaveCommand(), f.RulesErr)})
-	} else {
-		out = append(out, [2]string{"iptables rules", fmt.Sprintf("%d (%s)", CountRules(f.Rules), f.Mode.SaveCommand())})
+		rules = fmt.Sprintf("%s failed: %v", f.Mode.SaveCommand(), f.RulesErr)
 	}
+	out := [][2]string{{"host IP", host}, {"iptables rules", rules}}
 	if d, ok := f.Native.Docker(); ok {
 		out = append(out, [2]string{"Docker's DNS", fmt.Sprintf("native nftables, table ip %s (udp %s, tcp %s)", d.Table, portOrNone(d.UDPPort), portOrNone(d.TCPPort))})
 	}

@@ -7,6 +7,7 @@ import (
 	"math"
 	"math/bits"
 	"net/netip"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -114,10 +115,8 @@ func parseRoutesV4(table []byte, order binary.ByteOrder) ([]routeV4, error) {
 	header, rest, _ := strings.Cut(string(table), "\n")
 	n := 0
 	for name := range strings.FieldsSeq(header) {
-		for j := range names {
-			if name == names[j] && col[j] < 0 {
-				col[j] = n
-			}
+		if j := slices.Index(names[:], name); j >= 0 && col[j] < 0 {
+			col[j] = n
 		}
 		n++
 	}
@@ -126,10 +125,7 @@ func parseRoutesV4(table []byte, order binary.ByteOrder) ([]routeV4, error) {
 	}
 	minFields := 0
 	for j, name := range names {
-		if j == iface && col[j] < 0 {
-			continue
-		}
-		if col[j] < 0 {
+		if col[j] < 0 && j != iface {
 			return nil, fmt.Errorf("line 1: header has no %s column", name)
 		}
 		minFields = max(minFields, col[j]+1)
@@ -177,7 +173,7 @@ func parseRoutesV4(table []byte, order binary.ByteOrder) ([]routeV4, error) {
 			return nil, bad(metric, err)
 		}
 		r := routeV4{dest: a[0], gateway: a[1], bits: maskBits(a[2]), flags: fl, metric: met}
-		if col[iface] >= 0 && col[iface] < len(fields) {
+		if col[iface] >= 0 {
 			r.iface = field(iface)
 		}
 		routes = append(routes, r)

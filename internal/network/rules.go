@@ -39,8 +39,8 @@ func RewriteDockerDNS(save []byte, hostIP string) (out []byte, changed bool) {
 		return save, false
 	}
 	// ParseAddr takes an IPv4 address only in its one spelling (dotted
-	// decimal, no leading zeros, no zone): hostIP is host.String().
-	hostText := hostIP
+	// decimal, no leading zeros, no zone): hostIP is host.String(), and
+	// is written as it is.
 
 	// Two passes over the rule lines (saveRules), neither keeping state
 	// for a line it does not change: a save of blank lines, comments or
@@ -66,7 +66,7 @@ func RewriteDockerDNS(save []byte, hostIP string) (out []byte, changed bool) {
 			continue
 		}
 		var rw ruleRewrite
-		rw, spans = rewriteRule(spans[:0], string(line), hostText)
+		rw, spans = rewriteRule(spans[:0], string(line), hostIP)
 		if rw.rule.chain() == "PREROUTING" {
 			present[tableRule{l.table, rw.rule.key()}] = true
 		}
@@ -81,7 +81,7 @@ func RewriteDockerDNS(save []byte, hostIP string) (out []byte, changed bool) {
 			continue
 		}
 		var rw ruleRewrite
-		rw, spans = rewriteRule(spans[:0], string(line), hostText)
+		rw, spans = rewriteRule(spans[:0], string(line), hostIP)
 		twinKey := tableRule{l.table, rw.twin.key()}
 		addTwin := rw.twin.line != "" && !present[twinKey]
 		if !rw.edited && !addTwin {
