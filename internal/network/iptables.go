@@ -120,9 +120,10 @@ func (p *Probes) DetectIptables(ctx context.Context) (IptablesFacts, error) {
 		// Not a link, or none: update-alternatives sets it.
 		f.Links[name], _ = p.sys.Readlink(AlternativesDir + "/" + name)
 	}
-	var err error
-	f.Saves, f.Native, err = p.waitSaves(ctx)
-	return f, err
+	p.StartSaves(ctx)
+	<-p.savesDone
+	f.Saves, f.Native = p.saves, p.native
+	return f, p.savesErr
 }
 
 // SavedRules returns what m's iptables-save printed (or why it failed),

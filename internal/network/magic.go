@@ -78,14 +78,9 @@ type MagicFacts struct {
 	// Rules is the output of Mode's iptables-save.
 	Rules    []byte
 	RulesErr error
-	// FailedSaves are the iptables-saves of select_iptables that failed
-	// (IptablesFacts.Failed): a likely cause when Rules lack Docker's.
-	FailedSaves []string
-	// Native is the native nftables ruleset select_iptables read
-	// (IptablesFacts.Native), and LookedAt every place it looked for
-	// Docker's DNS rules (IptablesFacts.LookedAt).
-	Native   NativeFacts
-	LookedAt string
+	// Iptables is what select_iptables read: its failed saves, every
+	// place it looked for Docker's DNS rules, the native ruleset.
+	Iptables IptablesFacts
 
 	// Resolv is /etc/resolv.conf, nil when it does not exist.
 	Resolv         *File
@@ -158,7 +153,7 @@ func (f MagicFacts) Describe() [][2]string {
 		rules = fmt.Sprintf("%s failed: %v", f.Mode.SaveCommand(), f.RulesErr)
 	}
 	out := [][2]string{{"host IP", host}, {"iptables rules", rules}}
-	if d, ok := f.Native.Docker(); ok {
+	if d, ok := f.Iptables.Native.Docker(); ok {
 		out = append(out, [2]string{"Docker's DNS", fmt.Sprintf("native nftables, table ip %s (udp %s, tcp %s)", d.Table, portOrNone(d.UDPPort), portOrNone(d.TCPPort))})
 	}
 	search := "unset"

@@ -32,11 +32,11 @@ func (p *Probes) detectMagic(ctx context.Context, lookupEnv func(string) (string
 	if f.Rules, f.RulesErr, saved = ipt.SavedRules(mode); !saved {
 		wg.Go(func() { f.Rules, _, f.RulesErr = runSave(ctx, p.sys, mode.SaveCommand(), p.timeout) })
 	}
-	f.FailedSaves = ipt.Failed()
-	f.Native, f.LookedAt = ipt.Native, ipt.LookedAt()
+	f.Iptables = ipt
 	err := f.readFiles(p.sys)
 	wg.Wait()
-	n := p.waitNames(ctx)
+	<-p.namesDone
+	n := p.names
 	if n.hostnameErr != nil {
 		return f, n.hostnameErr
 	}
@@ -54,7 +54,8 @@ func (p *Probes) detectMagic(ctx context.Context, lookupEnv func(string) (string
 		f.DockerHostErr = ErrDockerHostNotNeeded
 		return f, nil
 	}
-	f.DockerHost, f.DockerHostErr = p.waitDockerHost(ctx)
+	<-p.hostDone
+	f.DockerHost, f.DockerHostErr = p.host, p.hostErr
 	return f, nil
 }
 
@@ -65,17 +66,17 @@ func (p *Probes) detectMagic(ctx context.Context, lookupEnv func(string) (string
 // missing or failing; else no place holds Docker's rules.
 func (f MagicFacts) backendHint() string {
 	looked := ""
-	if f.LookedAt != "" {
-		looked = "looked at: " + f.LookedAt + "; "
+	if len(f.Iptables.Saves) > 0 {
+		looked = "looked at: " + f.Iptables.LookedAt() + "; "
 	}
 	switch {
-	case len(f.FailedSaves) > 0:
-		return looked + fmt.Sprintf("likely cause: %s, counted as no rules when the backend was chosen", strings.Join(f.FailedSaves, "; "))
-	case system.NotInstalled(f.Native.Err):
+	case len(f.Iptables.Failed()) > 0:
+		return looked + fmt.Sprintf("likely cause: %s, counted as no rules when the backend was chosen", strings.Join(f.Iptables.Failed(), "; "))
+	case system.NotInstalled(f.Iptables.Native.Err):
 		return looked + "likely cause: Docker's nftables firewall backend (Docker 29+) writes the redirect as a native nftables table, and the node image has no nft to read it (install Debian's nftables package)"
-	case f.Native.Err != nil:
+	case f.Iptables.Native.Err != nil:
 		return looked + "likely cause: Docker's nftables firewall backend (Docker 29+) writes the redirect as a native nftables table, and nft could not list it"
-	case f.Native.NotRun != "":
+	case f.Iptables.Native.NotRun != "":
 		return looked + "are Docker's rules in the other backend?"
 	}
 	return looked + "likely cause: the node is not on Docker's embedded DNS (a custom resolv.conf naming 127.0.0.11), or Docker writes its redirect somewhere this binary does not know"

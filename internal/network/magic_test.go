@@ -204,7 +204,7 @@ func TestPlanMagicResolvConf(t *testing.T) {
 func TestPlanMagicNoRulesForEmbeddedDNS(t *testing.T) {
 	f := facts()
 	f.Rules = []byte("*nat\n:OUTPUT ACCEPT [0:0]\nCOMMIT\n")
-	f.Native.NotRun = "iptables-legacy-save holds Docker's DNS rules"
+	f.Iptables.Native.NotRun = "iptables-legacy-save holds Docker's DNS rules"
 	actions, err := PlanMagic(f)
 	if err == nil || err.Error() != "the nft rules send nothing to 127.0.0.11, which /etc/resolv.conf names: pods could not use Docker's DNS (are Docker's rules in the other backend?)" {
 		t.Errorf("no DNS rule: %v", err)

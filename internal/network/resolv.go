@@ -36,8 +36,9 @@ func rewriteResolvConf(orig []byte, host netip.Addr, search *string) ([]byte, er
 		}
 	}
 
-	// Room for the input, a search line and a longer address or two.
-	out := make([]byte, 0, len(orig)+64+searchLen(search))
+	// Room for the input, a short search line and a longer address or
+	// two.
+	out := make([]byte, 0, len(orig)+64)
 	if search != nil && *search != "" {
 		out = append(out, "search "...)
 		out = append(out, *search...)
@@ -65,13 +66,6 @@ func rewriteResolvConf(orig []byte, host netip.Addr, search *string) ([]byte, er
 	}
 	// Dropped search lines can expose blank lines that were not last before.
 	return append(bytes.TrimRight(out, "\n"), '\n'), nil
-}
-
-func searchLen(search *string) int {
-	if search == nil {
-		return 0
-	}
-	return len(*search)
 }
 
 // checkSearch refuses a search value that would not stay one "search" line:
