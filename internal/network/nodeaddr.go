@@ -106,22 +106,20 @@ func (e *StaleAddrError) Unwrap() error { return e.Route }
 // parsed, or lists no address at all (not even loopback's, which every
 // network namespace holds: a format these parsers do not know).
 func localAddrs(sys system.System, network string) []netip.Addr {
-	p := ProcNetFibTrie
-	if network == "ip6" {
-		p = ProcNetIfInet6
-	}
-	b, err := system.ReadOptional(sys, p, system.LimitTable)
-	if err != nil || b == nil {
-		return nil
-	}
-	if network == "ip6" {
-		addrs, err := localAddrsV6(b)
+	if network == "ip4" {
+		// No file, or no address in it: nil all the same.
+		b, err := system.ReadOptional(sys, ProcNetFibTrie, system.LimitTable)
 		if err != nil {
 			return nil
 		}
-		return addrs
+		return localAddrsV4(b)
 	}
-	return localAddrsV4(b)
+	b, err := system.ReadOptional(sys, ProcNetIfInet6, system.LimitTable)
+	addrs, parseErr := localAddrsV6(b)
+	if err != nil || parseErr != nil {
+		return nil
+	}
+	return addrs
 }
 
 // routeAddr returns the node's address of network on the interface of
