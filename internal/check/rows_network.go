@@ -152,28 +152,28 @@ func (c *checker) names() []Row {
 	}
 
 	const nn = "node-name"
-	obs := fmt.Sprintf("%s: IPv4 %s, IPv6 %s", f.Hostname, nodeAddrOrWhy(f.IPv4, f.IPv4Iface, f.IPv4Err), nodeAddrOrWhy(f.IPv6, f.IPv6Iface, f.IPv6Err))
+	obs := fmt.Sprintf("%s: IPv4 %s, IPv6 %s", f.Hostname, nodeAddrOrWhy(f.IPv4.Addr, f.IPv4.Iface, f.IPv4.Err), nodeAddrOrWhy(f.IPv6.Addr, f.IPv6.Iface, f.IPv6.Err))
 	switch {
 	case f.Hostname == "":
 		rows = append(rows, Row{nn, Warn, "the node has no hostname", "kind names each node: check the container's --hostname"})
-	case !f.IPv4.IsValid() && f.OldIPv4 != nil:
-		rows = append(rows, Row{nn, Fail, fmt.Sprintf("%s; the last boot recorded IPv4 %s", obs, *f.OldIPv4),
+	case !f.IPv4.Addr.IsValid() && f.IPv4.Old != nil:
+		rows = append(rows, Row{nn, Fail, fmt.Sprintf("%s; the last boot recorded IPv4 %s", obs, *f.IPv4.Old),
 			"the entrypoint stops: it cannot follow the address change. The node's name must resolve to its address (Docker's embedded DNS, /etc/hosts), or its default route's interface hold one"})
-	case f.IPv4Iface != "" || f.IPv6Iface != "":
+	case f.IPv4.Iface != "" || f.IPv6.Iface != "":
 		// kind #3989: followed all the same, but the name is wrong.
 		rows = append(rows, Row{nn, Warn, obs,
 			"the node's name does not resolve to its address (nerdctl rootless, kind #3989): the entrypoint follows the default route's interface; give the node its name with its current address in /etc/hosts"})
-	case f.IPv4.IsValid() && f.IPv4Err != nil || f.IPv6.IsValid() && f.IPv6Err != nil:
+	case f.IPv4.Addr.IsValid() && f.IPv4.Err != nil || f.IPv6.Addr.IsValid() && f.IPv6.Err != nil:
 		// The name's stale answer, kept for want of another.
 		rows = append(rows, Row{nn, Warn, obs,
 			"the node's name resolves to an address on none of its interfaces, and no default route gives another: the entrypoint uses it all the same; fix the name's entry (/etc/hosts, the engine's DNS)"})
-	case timedOut(f.IPv4Err) || timedOut(f.IPv6Err):
+	case timedOut(f.IPv4.Err) || timedOut(f.IPv6.Err):
 		rows = append(rows, Row{nn, Warn, obs, "the lookup delays every boot by its timeout: fix the node's DNS (/etc/resolv.conf)"})
-	case !f.IPv4.IsValid() && !f.IPv6.IsValid():
+	case !f.IPv4.Addr.IsValid() && !f.IPv6.Addr.IsValid():
 		rows = append(rows, Row{nn, Warn, obs,
 			"the node's name must resolve to its own address (not loopback) for the entrypoint to follow an address change after a restart"})
-	case !f.IPv6.IsValid() && f.OldIPv6 != nil:
-		rows = append(rows, Row{nn, Warn, fmt.Sprintf("%s; the last boot recorded IPv6 %s", obs, *f.OldIPv6),
+	case !f.IPv6.Addr.IsValid() && f.IPv6.Old != nil:
+		rows = append(rows, Row{nn, Warn, fmt.Sprintf("%s; the last boot recorded IPv6 %s", obs, *f.IPv6.Old),
 			"the node's files keep the old IPv6 address"})
 	default:
 		rows = append(rows, Row{nn, Pass, obs, ""})

@@ -3,12 +3,18 @@ package network
 // Test helpers the network tests share.
 
 import (
+	"context"
+	"fmt"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/kind-entrypoint/entrypoint/internal/system"
 )
 
 // forEachInput runs test on every testdata/PATTERN.input, in a subtest named
@@ -60,4 +66,23 @@ func checkRefused(t *testing.T, out []byte, err error, wantErr string) {
 	if out != nil {
 		t.Errorf("output %q along with the error", out)
 	}
+}
+
+// DetectIptables is Probes.DetectIptables on probes of its own.
+func DetectIptables(ctx context.Context, sys system.System, timeout time.Duration) (IptablesFacts, error) {
+	return NewProbes(sys, timeout).DetectIptables(ctx)
+}
+
+// DetectMagic is Probes.DetectMagic on probes of its own.
+func DetectMagic(ctx context.Context, sys system.System, lookupEnv func(string) (string, bool), ipt IptablesFacts, timeout time.Duration) (MagicFacts, error) {
+	return NewProbes(sys, timeout).DetectMagic(ctx, lookupEnv, ipt)
+}
+
+// RewriteResolvConf is rewriteResolvConf of a host IP in text.
+func RewriteResolvConf(orig []byte, hostIP string, search *string) ([]byte, error) {
+	host, err := netip.ParseAddr(hostIP)
+	if err != nil {
+		return nil, fmt.Errorf("host IP: %w", err)
+	}
+	return rewriteResolvConf(orig, host, search)
 }

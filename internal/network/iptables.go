@@ -61,25 +61,15 @@ const (
 	MaxSaveRules = 1 << 20
 )
 
-// countSave counts the rule lines of what command printed, and refuses
-// more than MaxSaveRules.
-func countSave(command string, out []byte) (int, error) {
-	n := CountRules(out)
-	if n > MaxSaveRules {
-		return 0, fmt.Errorf("%s: %d rule lines, more than the cap of %d (MaxSaveRules)", command, n, MaxSaveRules)
-	}
-	return n, nil
-}
-
-// runSave runs command, an iptables-save, within the caps on its output;
-// out is nil when it failed.
+// runSave runs command, an iptables-save, within the caps on its output
+// (more than MaxSaveRules rule lines is refused); out is nil when it
+// failed.
 func runSave(ctx context.Context, sys system.System, command string, timeout time.Duration) (out []byte, rules int, err error) {
-	out, _, err = sys.Run(ctx, []string{command}, nil, timeout)
-	if err == nil {
-		rules, err = countSave(command, out)
-	}
-	if err != nil {
+	if out, _, err = sys.Run(ctx, []string{command}, nil, timeout); err != nil {
 		return nil, 0, err
+	}
+	if rules = CountRules(out); rules > MaxSaveRules {
+		return nil, 0, fmt.Errorf("%s: %d rule lines, more than the cap of %d (MaxSaveRules)", command, rules, MaxSaveRules)
 	}
 	return out, rules, nil
 }
@@ -121,23 +111,19 @@ var saveCommands = []struct {
 	{"ip6tables-nft-save", NFT, ""},
 }
 
-// DetectIptables counts the rules each backend holds (the four saves run
-// concurrently, see Probes) and reads the alternatives.
-func DetectIptables(ctx context.Context, sys system.System, timeout time.Duration) (IptablesFacts, error) {
-	return NewProbes(sys, timeout).DetectIptables(ctx)
-}
-
-// DetectIptables is the package's DetectIptables on the saves p started
-// (or starts now).
+// DetectIptables counts the rules each backend holds, on the saves p
+// started (or starts now: the four run concurrently), and reads the
+// alternatives.
 func (p *Probes) DetectIptables(ctx context.Context) (IptablesFacts, error) {
 	f := IptablesFacts{Links: map[string]string{}}
 	for _, name := range Alternatives {
 		// Not a link, or none: update-alternatives sets it.
 		f.Links[name], _ = p.sys.Readlink(AlternativesDir + "/" + name)
 	}
-	var err error
-	f.Saves, f.Native, err = p.waitSaves(ctx)
-	return f, err
+	p.StartSaves(ctx)
+	<-p.savesDone
+	f.Saves, f.Native = p.saves, p.native
+	return f, p.savesErr
 }
 
 // SavedRules returns what m's iptables-save printed (or why it failed),

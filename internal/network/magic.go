@@ -78,14 +78,9 @@ type MagicFacts struct {
 	// Rules is the output of Mode's iptables-save.
 	Rules    []byte
 	RulesErr error
-	// FailedSaves are the iptables-saves of select_iptables that failed
-	// (IptablesFacts.Failed): a likely cause when Rules lack Docker's.
-	FailedSaves []string
-	// Native is the native nftables ruleset select_iptables read
-	// (IptablesFacts.Native), and LookedAt every place it looked for
-	// Docker's DNS rules (IptablesFacts.LookedAt).
-	Native   NativeFacts
-	LookedAt string
+	// Iptables is what select_iptables read: its failed saves, every
+	// place it looked for Docker's DNS rules, the native ruleset.
+	Iptables IptablesFacts
 
 	// Resolv is /etc/resolv.conf, nil when it does not exist.
 	Resolv         *File
@@ -93,20 +88,8 @@ type MagicFacts struct {
 	// Search is KIND_DNS_SEARCH, nil when unset.
 	Search *string
 
-	Hostname string
-	// IPv4 and IPv6 are the node's address of each family (see nodeAddr):
-	// the first usable answer for Hostname, else the address on the
-	// default route's interface, which IPv4Iface and IPv6Iface then name.
-	// Invalid when the node has none. The Err fields say why the name gave
-	// none, and with no address, why the interface gave none either. A
-	// *StaleAddrError says the name's answer is on no interface of the
-	// node; with an address and no Iface, that answer is kept.
-	IPv4, IPv6           netip.Addr
-	IPv4Iface, IPv6Iface string
-	IPv4Err, IPv6Err     error
-	// OldIPv4 and OldIPv6 are the addresses recorded at the last boot
-	// (blanks trimmed), nil when there is no record.
-	OldIPv4, OldIPv6 *string
+	Hostname   string
+	IPv4, IPv6 NodeAddr
 
 	// Files are the NodeConfigFiles present, Cert and Key the API server's
 	// pair (nil when missing); read only when an old address is recorded.
@@ -165,13 +148,12 @@ func (f MagicFacts) Describe() [][2]string {
 	if errors.Is(f.DockerHostErr, ErrDockerHostNotNeeded) {
 		host = "not needed (the node does not use Docker's embedded DNS)"
 	}
-	out := [][2]string{{"host IP", host}}
+	rules := fmt.Sprintf("%d (%s)", CountRules(f.Rules), f.Mode.SaveCommand())
 	if f.RulesErr != nil {
-		out = append(out, [2]string{"iptables rules", fmt.Sprintf("%s failed: %v", f.Mode.SaveCommand(), f.RulesErr)})
-	} else {
-		out = append(out, [2]string{"iptables rules", fmt.Sprintf("%d (%s)", CountRules(f.Rules), f.Mode.SaveCommand())})
+		rules = fmt.Sprintf("%s failed: %v", f.Mode.SaveCommand(), f.RulesErr)
 	}
-	if d, ok := f.Native.Docker(); ok {
+	out := [][2]string{{"host IP", host}, {"iptables rules", rules}}
+	if d, ok := f.Iptables.Native.Docker(); ok {
 		out = append(out, [2]string{"Docker's DNS", fmt.Sprintf("native nftables, table ip %s (udp %s, tcp %s)", d.Table, portOrNone(d.UDPPort), portOrNone(d.TCPPort))})
 	}
 	search := "unset"
@@ -180,21 +162,18 @@ func (f MagicFacts) Describe() [][2]string {
 	}
 	out = append(out, [2]string{DNSSearchEnv, search}, [2]string{"hostname", f.Hostname})
 	for _, a := range []struct {
-		name  string
-		addr  netip.Addr
-		iface string
-		err   error
-		old   *string
-	}{{"IPv4", f.IPv4, f.IPv4Iface, f.IPv4Err, f.OldIPv4}, {"IPv6", f.IPv6, f.IPv6Iface, f.IPv6Err, f.OldIPv6}} {
-		v := show(a.addr)
+		name string
+		NodeAddr
+	}{{"IPv4", f.IPv4}, {"IPv6", f.IPv6}} {
+		v := show(a.Addr)
 		switch {
-		case a.iface != "":
-			v += fmt.Sprintf(" (from the default route's interface %s; %v)", a.iface, a.err)
-		case a.err != nil:
-			v += " (" + a.err.Error() + ")"
+		case a.Iface != "":
+			v += fmt.Sprintf(" (from the default route's interface %s; %v)", a.Iface, a.Err)
+		case a.Err != nil:
+			v += " (" + a.Err.Error() + ")"
 		}
-		if a.old != nil {
-			v += fmt.Sprintf(", recorded %q", *a.old)
+		if a.Old != nil {
+			v += fmt.Sprintf(", recorded %q", *a.Old)
 		}
 		out = append(out, [2]string{a.name, v})
 	}
@@ -225,28 +204,16 @@ func PlanMagic(f MagicFacts) ([]plan.Action, error) {
 	}
 	var actions []plan.Action
 	hostIP, source := f.HostIP()
-	if why, ok := noEmbeddedDNS(f); ok {
+	why, noDocker := noEmbeddedDNS(f)
+	switch {
+	case noDocker:
 		// No address of the Docker host is needed: only a search line
 		// may change.
 		actions = append(actions, plan.Info(why))
-		a, _, err := planResolvConf(f, netip.Addr{}, false, netip.Addr{})
-		actions = append(actions, a...)
-		if err != nil {
-			return actions, err
-		}
-	} else if !hostIP.IsValid() {
+	case !hostIP.IsValid():
 		actions = append(actions, plan.Warning(fmt.Sprintf(
 			"found no address of the Docker host (%s); leaving the DNS rules and the nameservers of %s as they are", source, ResolvConf)))
-		// KIND_DNS_SEARCH is the user's, not Docker's: applied all
-		// the same (unset, it changes nothing).
-		if f.Search != nil {
-			a, _, err := planResolvConf(f, netip.Addr{}, false, netip.Addr{})
-			actions = append(actions, a...)
-			if err != nil {
-				return actions, err
-			}
-		}
-	} else {
+	default:
 		a, served, err := planDNSRules(f, hostIP)
 		actions = append(actions, a...)
 		if err != nil {
@@ -263,6 +230,15 @@ func PlanMagic(f MagicFacts) ([]plan.Action, error) {
 		}
 		if forwarded {
 			actions = append(actions, planForwarder(f, v6, hostIP)...)
+		}
+	}
+	// KIND_DNS_SEARCH is the user's, not Docker's: applied all the same
+	// without a host IP (unset, it changes nothing).
+	if noDocker || !hostIP.IsValid() && f.Search != nil {
+		a, _, err := planResolvConf(f, netip.Addr{}, false, netip.Addr{})
+		actions = append(actions, a...)
+		if err != nil {
+			return actions, err
 		}
 	}
 	a, err := planAddressChange(f)

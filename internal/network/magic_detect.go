@@ -15,15 +15,11 @@ import (
 	"github.com/kind-entrypoint/entrypoint/internal/system"
 )
 
-// DetectMagic reads the facts, for the backend select_iptables chose from
+// detectMagic reads the facts, for the backend select_iptables chose from
 // ipt. The rules are the ones its iptables-save printed there (nothing
 // has changed them since); only when it was not run is it run again. The
 // name lookups (and that iptables-save) run concurrently, each limited to
-// timeout.
-func DetectMagic(ctx context.Context, sys system.System, lookupEnv func(string) (string, bool), ipt IptablesFacts, timeout time.Duration) (MagicFacts, error) {
-	return NewProbes(sys, timeout).DetectMagic(ctx, lookupEnv, ipt)
-}
-
+// the probes' timeout.
 func (p *Probes) detectMagic(ctx context.Context, lookupEnv func(string) (string, bool), ipt IptablesFacts) (MagicFacts, error) {
 	p.StartNames(ctx)
 	mode := ipt.Mode()
@@ -36,17 +32,17 @@ func (p *Probes) detectMagic(ctx context.Context, lookupEnv func(string) (string
 	if f.Rules, f.RulesErr, saved = ipt.SavedRules(mode); !saved {
 		wg.Go(func() { f.Rules, _, f.RulesErr = runSave(ctx, p.sys, mode.SaveCommand(), p.timeout) })
 	}
-	f.FailedSaves = ipt.Failed()
-	f.Native, f.LookedAt = ipt.Native, ipt.LookedAt()
+	f.Iptables = ipt
 	err := f.readFiles(p.sys)
 	wg.Wait()
-	n := p.waitNames(ctx)
+	<-p.namesDone
+	n := p.names
 	if n.hostnameErr != nil {
 		return f, n.hostnameErr
 	}
 	f.Hostname = n.hostname
-	f.IPv4, f.IPv4Iface, f.IPv4Err = n.ipv4, n.ipv4Iface, n.ipv4Err
-	f.IPv6, f.IPv6Iface, f.IPv6Err = n.ipv6, n.ipv6Iface, n.ipv6Err
+	f.IPv4.Addr, f.IPv4.Iface, f.IPv4.Err = n.ipv4.Addr, n.ipv4.Iface, n.ipv4.Err
+	f.IPv6.Addr, f.IPv6.Iface, f.IPv6.Err = n.ipv6.Addr, n.ipv6.Iface, n.ipv6.Err
 	if err != nil {
 		return f, err
 	}
@@ -58,7 +54,8 @@ func (p *Probes) detectMagic(ctx context.Context, lookupEnv func(string) (string
 		f.DockerHostErr = ErrDockerHostNotNeeded
 		return f, nil
 	}
-	f.DockerHost, f.DockerHostErr = p.waitDockerHost(ctx)
+	<-p.hostDone
+	f.DockerHost, f.DockerHostErr = p.host, p.hostErr
 	return f, nil
 }
 
@@ -69,17 +66,17 @@ func (p *Probes) detectMagic(ctx context.Context, lookupEnv func(string) (string
 // missing or failing; else no place holds Docker's rules.
 func (f MagicFacts) backendHint() string {
 	looked := ""
-	if f.LookedAt != "" {
-		looked = "looked at: " + f.LookedAt + "; "
+	if len(f.Iptables.Saves) > 0 {
+		looked = "looked at: " + f.Iptables.LookedAt() + "; "
 	}
 	switch {
-	case len(f.FailedSaves) > 0:
-		return looked + fmt.Sprintf("likely cause: %s, counted as no rules when the backend was chosen", strings.Join(f.FailedSaves, "; "))
-	case system.NotInstalled(f.Native.Err):
+	case len(f.Iptables.Failed()) > 0:
+		return looked + fmt.Sprintf("likely cause: %s, counted as no rules when the backend was chosen", strings.Join(f.Iptables.Failed(), "; "))
+	case system.NotInstalled(f.Iptables.Native.Err):
 		return looked + "likely cause: Docker's nftables firewall backend (Docker 29+) writes the redirect as a native nftables table, and the node image has no nft to read it (install Debian's nftables package)"
-	case f.Native.Err != nil:
+	case f.Iptables.Native.Err != nil:
 		return looked + "likely cause: Docker's nftables firewall backend (Docker 29+) writes the redirect as a native nftables table, and nft could not list it"
-	case f.Native.NotRun != "":
+	case f.Iptables.Native.NotRun != "":
 		return looked + "are Docker's rules in the other backend?"
 	}
 	return looked + "likely cause: the node is not on Docker's embedded DNS (a custom resolv.conf naming 127.0.0.11), or Docker writes its redirect somewhere this binary does not know"
@@ -108,13 +105,13 @@ func (f *MagicFacts) readFiles(sys system.System) error {
 	if err := f.readForwarderFacts(sys); err != nil {
 		return err
 	}
-	if f.OldIPv4, err = readRecord(sys, OldIPv4); err != nil {
+	if f.IPv4.Old, err = readRecord(sys, OldIPv4); err != nil {
 		return err
 	}
-	if f.OldIPv6, err = readRecord(sys, OldIPv6); err != nil {
+	if f.IPv6.Old, err = readRecord(sys, OldIPv6); err != nil {
 		return err
 	}
-	if f.OldIPv4 == nil && f.OldIPv6 == nil {
+	if f.IPv4.Old == nil && f.IPv6.Old == nil {
 		// First boot: nothing can hold an old address yet.
 		return nil
 	}

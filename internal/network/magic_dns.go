@@ -42,10 +42,10 @@ func (p *Probes) DNSRestoreAhead(ctx context.Context, lookupEnv func(string) (st
 // DNS queries for the host IP to Docker's server: only then may
 // resolv.conf name the host IP instead of 127.0.0.11.
 func planDNSRules(f MagicFacts, hostIP netip.Addr) (actions []plan.Action, served bool, err error) {
-	if _, ok := f.Native.Docker(); ok {
+	if _, ok := f.Iptables.Native.Docker(); ok {
 		// Only read when no backend holds Docker's rules: a failed
 		// save of the chosen backend does not matter then.
-		actions, served = planNativeDNS(f.Native, hostIP)
+		actions, served = planNativeDNS(f.Iptables.Native, hostIP)
 		return actions, served, nil
 	}
 	if f.RulesErr != nil {
@@ -83,7 +83,7 @@ func planDNSRules(f MagicFacts, hostIP netip.Addr) (actions []plan.Action, serve
 // something of Docker's, or when resolv.conf or the rules could not be read
 // (those cases have their own lines).
 func noEmbeddedDNS(f MagicFacts) (string, bool) {
-	if _, native := f.Native.Docker(); f.Resolv == nil || f.RulesErr != nil || native || namesEmbeddedDNS(f.Resolv.Data) || dnatsToEmbeddedDNS(f.Rules) {
+	if _, native := f.Iptables.Native.Docker(); f.Resolv == nil || f.RulesErr != nil || native || namesEmbeddedDNS(f.Resolv.Data) || dnatsToEmbeddedDNS(f.Rules) {
 		return "", false
 	}
 	return fmt.Sprintf("no nameserver %s in %s and no %s rule sending to it (not Docker's embedded DNS): leaving the nameservers and the DNS rules as they are",
@@ -95,11 +95,13 @@ func noEmbeddedDNS(f MagicFacts) (string, bool) {
 func dnatsToEmbeddedDNS(save []byte) bool {
 	// Only a rule naming the address can send to it: no other is parsed.
 	named := newLineMatcher(save, []string{dockerEmbeddedDNS})
+	var spans []span
 	for l := range saveRules(save) {
 		if !named.in(l.start, l.start+len(l.text)) {
 			continue
 		}
-		r := parseRule(strings.TrimRight(string(l.text), "\r"))
+		var r rule
+		r, spans = appendRule(spans[:0], strings.TrimRight(string(l.text), "\r"))
 		for i := range r.args {
 			if r.arg(i) == "--to-destination" {
 				if to := r.arg(i + 1); to == dockerEmbeddedDNS || strings.HasPrefix(to, dockerEmbeddedDNS+":") {

@@ -51,12 +51,12 @@ func ForwarderUnit(exe string, listen, upstream netip.Addr) plan.RuntimeUnit {
 // its rules serving the host IP, resolv.conf naming it) PlanMagic checks.
 func (f MagicFacts) ForwarderAddr() (netip.Addr, string) {
 	switch {
-	case !f.IPv6.IsValid():
+	case !f.IPv6.Addr.IsValid():
 		return netip.Addr{}, "the node has no IPv6 address"
 	case !f.IPv6Forwarding:
 		return netip.Addr{}, fmt.Sprintf("%s is not 1: not an ipv6 or dual-stack kind cluster", IPv6Forwarding)
 	}
-	return f.IPv6, ""
+	return f.IPv6.Addr, ""
 }
 
 // readForwarderFacts reads the sysctl and what is there of the forwarder
@@ -142,9 +142,9 @@ func withForwarder(resolv []byte, host, v6, old netip.Addr) (out []byte, ok bool
 
 // recordedIPv6 is the IPv6 address the last boot recorded, if it parses.
 func (f MagicFacts) recordedIPv6() netip.Addr {
-	if f.OldIPv6 == nil {
+	if f.IPv6.Old == nil {
 		return netip.Addr{}
 	}
-	a, _ := netip.ParseAddr(*f.OldIPv6)
+	a, _ := netip.ParseAddr(*f.IPv6.Old)
 	return a
 }

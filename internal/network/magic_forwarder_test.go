@@ -16,7 +16,7 @@ var node6 = netip.MustParseAddr("fc00:f853:ccd:e793::2")
 // ipv6Facts is facts() on a node of an ipv6 or dual-stack cluster.
 func ipv6Facts() MagicFacts {
 	f := facts()
-	f.IPv6, f.IPv6Err = node6, nil
+	f.IPv6.Addr, f.IPv6.Err = node6, nil
 	f.IPv6Forwarding = true
 	return f
 }
@@ -113,7 +113,7 @@ func TestPlanMagicForwarder(t *testing.T) {
 	ipv4Cluster := ipv6Facts()
 	ipv4Cluster.IPv6Forwarding = false
 	noIPv6 := ipv6Facts()
-	noIPv6.IPv6, noIPv6.IPv6Err = netip.Addr{}, errors.New("no such host")
+	noIPv6.IPv6.Addr, noIPv6.IPv6.Err = netip.Addr{}, errors.New("no such host")
 	notDocker := ipv6Facts()
 	notDocker.Resolv = &File{Path: ResolvConf, Data: []byte("nameserver 10.0.0.53\n"), Mode: 0o644}
 	notDocker.Rules = nil
@@ -156,8 +156,8 @@ func TestPlanMagicForwarderRestart(t *testing.T) {
 	f := ipv6Facts()
 	f.Resolv.Data = []byte("nameserver 172.18.0.1\nnameserver fc00:f853:ccd:e793::9\n")
 	f.OriginalExists = true
-	f.OldIPv6 = new("fc00:f853:ccd:e793::9")
-	f.OldIPv4 = new("172.18.0.2")
+	f.IPv6.Old = new("fc00:f853:ccd:e793::9")
+	f.IPv4.Old = new("172.18.0.2")
 	actions, err := PlanMagic(f)
 	if err != nil {
 		t.Fatal(err)

@@ -1,7 +1,8 @@
 package network
 
 // This file holds the IP change of enable_network_magic: rewriting the
-// node's old address in kubeadm's and the kubelet's files.
+// node's old address in kubeadm's and the kubelet's files, and renewing
+// the API server's serving certificate for the new one.
 
 import (
 	"errors"
@@ -25,29 +26,21 @@ func planAddressChange(f MagicFacts) ([]plan.Action, error) {
 	var changes []replacement
 	var records []plan.Action
 	for _, fam := range []struct {
-		name    string
-		cur     netip.Addr
-		iface   string
-		why     error
-		old     *string
-		file    string
-		is4     bool
-		missing func(msg string) error // nil: an ERROR line is enough
-	}{
-		{"IPv4", f.IPv4, f.IPv4Iface, f.IPv4Err, f.OldIPv4, OldIPv4, true, func(msg string) error { return errors.New(msg) }},
-		{"IPv6", f.IPv6, f.IPv6Iface, f.IPv6Err, f.OldIPv6, OldIPv6, false, nil},
-	} {
-		if w := sourceWarning(fam.name, fam.cur, fam.iface, fam.why); w != "" {
+		name, file string
+		NodeAddr
+	}{{"IPv4", OldIPv4, f.IPv4}, {"IPv6", OldIPv6, f.IPv6}} {
+		is4 := fam.name == "IPv4"
+		if w := sourceWarning(fam.name, fam.NodeAddr); w != "" {
 			actions = append(actions, plan.Warning(w))
 		}
 		// As the script (getent's empty answer): no value, not "none".
 		cur := ""
-		if fam.cur.IsValid() {
-			cur = fam.cur.String()
+		if fam.Addr.IsValid() {
+			cur = fam.Addr.String()
 		}
 		actions = append(actions, plan.Info("detected "+fam.name+" address: "+cur))
-		if fam.old != nil {
-			old := *fam.old
+		if fam.Old != nil {
+			old := *fam.Old
 			oldAddr, err := netip.ParseAddr(old)
 			// The script's line, with the recorded value as it is; a value
 			// that is no address at all is quoted and clipped, as the ERROR
@@ -58,7 +51,7 @@ func planAddressChange(f MagicFacts) ([]plan.Action, error) {
 			}
 			actions = append(actions, plan.Info(fmt.Sprintf("detected old %s address: %s", fam.name, shown)))
 			switch {
-			case err != nil || oldAddr.Is4() != fam.is4 || oldAddr.Zone() != "":
+			case err != nil || oldAddr.Is4() != is4 || oldAddr.Zone() != "":
 				actions = append(actions, plan.Error(fmt.Sprintf(
 					"%s: %s is not an %s address; not following an address change", fam.file, logline.QuoteClipped(old), fam.name)))
 			case oldAddr.Is4In6():
@@ -66,28 +59,28 @@ func planAddressChange(f MagicFacts) ([]plan.Action, error) {
 				// answer on IPv4-only networks: no IPv6 address at all.
 				actions = append(actions, plan.Info(fmt.Sprintf(
 					"%s: %s is IPv4-mapped, not an IPv6 address; ignoring it", fam.file, old)))
-			case !fam.cur.IsValid():
+			case !fam.Addr.IsValid():
 				// The script's words, then why: the name gave none and
 				// neither did the default route's interface.
 				msg := "have an old " + fam.name + " address but no current " + fam.name + " address (!)"
-				if fam.why != nil {
-					msg += ": " + fam.why.Error()
+				if fam.Err != nil {
+					msg += ": " + fam.Err.Error()
 				}
-				if fam.missing != nil {
-					return actions, fam.missing(msg)
+				if is4 { // IPv6 is not the script's: an ERROR line is enough
+					return actions, errors.New(msg)
 				}
 				actions = append(actions, plan.Error(msg))
-			case oldAddr != fam.cur:
-				if _, _, err := ReplaceAddress(nil, old, fam.cur.String()); err != nil {
+			case oldAddr != fam.Addr:
+				if _, _, err := ReplaceAddress(nil, old, fam.Addr.String()); err != nil {
 					actions = append(actions, plan.Error(fmt.Sprintf(
-						"%s: cannot replace %s with %s: %v", fam.file, old, fam.cur, err)))
+						"%s: cannot replace %s with %s: %v", fam.file, old, fam.Addr, err)))
 					break
 				}
-				changes = append(changes, replacement{old, fam.cur.String()})
+				changes = append(changes, replacement{old, fam.Addr.String()})
 			}
 		}
-		if fam.cur.IsValid() && (fam.old == nil || *fam.old != fam.cur.String()) {
-			records = append(records, plan.WriteFile(fam.file, []byte(fam.cur.String()), 0o644).
+		if fam.Addr.IsValid() && (fam.Old == nil || *fam.Old != fam.Addr.String()) {
+			records = append(records, plan.WriteFile(fam.file, []byte(fam.Addr.String()), 0o644).
 				Because("the address to follow after a restart"))
 		}
 	}
@@ -129,23 +122,59 @@ func planAddressChange(f MagicFacts) ([]plan.Action, error) {
 // not the script's (see nodeAddr), "" for one that is: the default route's
 // interface's, because the name gave none or a stale one (kind #3989), or
 // a stale answer kept for want of another.
-func sourceWarning(family string, cur netip.Addr, iface string, why error) string {
+func sourceWarning(family string, a NodeAddr) string {
 	var stale *StaleAddrError
-	if !errors.As(why, &stale) {
-		if iface == "" {
+	if !errors.As(a.Err, &stale) {
+		if a.Iface == "" {
 			return ""
 		}
 		return fmt.Sprintf("the node's name gives no %s address (%v); using %s, the address on the default route's interface %s",
-			family, why, cur, iface)
+			family, a.Err, a.Addr, a.Iface)
 	}
 	s := fmt.Sprintf("the node's name gives %s, an %s address on no interface of this node (a stale entry in /etc/hosts or the engine's DNS)",
 		stale.Addr, family)
-	if iface != "" {
-		return fmt.Sprintf("%s; using %s, the address on the default route's interface %s", s, cur, iface)
+	if a.Iface != "" {
+		return fmt.Sprintf("%s; using %s, the address on the default route's interface %s", s, a.Addr, a.Iface)
 	}
 	s += ", and the default route's interface gives none"
 	if stale.Route != nil {
 		s += " (" + stale.Route.Error() + ")"
 	}
-	return fmt.Sprintf("%s; using %s all the same", s, cur)
+	return fmt.Sprintf("%s; using %s all the same", s, a.Addr)
+}
+
+// planCertRenewal regenerates the API server's certificate, whose SANs hold
+// the old address. kubeadm will not replace an existing certificate, so the
+// old pair is moved aside first (kept as .old) and put back if kubeadm
+// fails, or exits 0 without writing both: a certificate for the old
+// address still lets the node boot, none at all does not. Once the pair in
+// place is whole again, new or put back, the kept copy goes: no stray copy
+// of a private key is left. (Were the pair not put back, Apply would stop
+// before that, and .old would be the only copy.)
+func planCertRenewal(f MagicFacts) []plan.Action {
+	if f.Cert == nil || f.Key == nil {
+		return nil // not a control-plane node
+	}
+	hasConfig := false
+	for _, file := range f.Files {
+		hasConfig = hasConfig || file.Path == KubeadmConfig
+	}
+	if !hasConfig {
+		return []plan.Action{plan.Error(fmt.Sprintf(
+			"cannot regenerate the API server certificate for the new address: %s does not exist", KubeadmConfig))}
+	}
+	restoreCert := plan.WriteFile(f.Cert.Path, f.Cert.Data, f.Cert.Mode)
+	restoreKey := plan.WriteFile(f.Key.Path, f.Key.Data, f.Key.Mode).Secret()
+	return []plan.Action{
+		plan.Info("clearing and regenerating the certificate for serving the Kubernetes API"),
+		plan.WriteFile(f.Cert.Path+".old", f.Cert.Data, f.Cert.Mode).Because("keep the old pair until a new one exists"),
+		plan.WriteFile(f.Key.Path+".old", f.Key.Data, f.Key.Mode).Secret(),
+		plan.Remove(f.Cert.Path).Because("kubeadm refuses to replace an existing certificate"),
+		plan.Remove(f.Key.Path).WithRollback(restoreCert),
+		plan.Run(KubeadmCertsArgv, nil, KubeadmTimeout).Creating(f.Cert.Path, f.Key.Path).
+			OrError("kept the old API server certificate, which does not cover the new address; regenerating it failed").
+			WithRollback(restoreCert, restoreKey),
+		plan.Remove(f.Cert.Path + ".old").OrWarn("failed to remove " + f.Cert.Path + ".old"),
+		plan.Remove(f.Key.Path + ".old").OrWarn("failed to remove " + f.Key.Path + ".old"),
+	}
 }

@@ -86,8 +86,8 @@ func facts() MagicFacts {
 		Rules:         []byte(rulesDocker24),
 		Resolv:        &File{Path: ResolvConf, Data: []byte(resolvDocker), Mode: 0o644},
 		Hostname:      "kind-control-plane",
-		IPv4:          node4,
-		IPv6Err:       errors.New("no such host"),
+		IPv4:          NodeAddr{Addr: node4},
+		IPv6:          NodeAddr{Err: errors.New("no such host")},
 	}
 }
 
@@ -204,7 +204,7 @@ func TestPlanMagicResolvConf(t *testing.T) {
 func TestPlanMagicNoRulesForEmbeddedDNS(t *testing.T) {
 	f := facts()
 	f.Rules = []byte("*nat\n:OUTPUT ACCEPT [0:0]\nCOMMIT\n")
-	f.Native.NotRun = "iptables-legacy-save holds Docker's DNS rules"
+	f.Iptables.Native.NotRun = "iptables-legacy-save holds Docker's DNS rules"
 	actions, err := PlanMagic(f)
 	if err == nil || err.Error() != "the nft rules send nothing to 127.0.0.11, which /etc/resolv.conf names: pods could not use Docker's DNS (are Docker's rules in the other backend?)" {
 		t.Errorf("no DNS rule: %v", err)
@@ -353,10 +353,10 @@ func TestPlanAddressChange(t *testing.T) {
 	key := &File{Path: APIServerKey, Data: []byte("old key"), Mode: 0o600}
 	base := func() MagicFacts {
 		f := facts()
-		f.IPv4 = netip.MustParseAddr("172.18.0.4")
-		f.IPv6 = netip.MustParseAddr("fc00::4")
-		f.IPv6Err = nil
-		f.OldIPv4, f.OldIPv6 = new("172.18.0.3"), new("fc00::3")
+		f.IPv4.Addr = netip.MustParseAddr("172.18.0.4")
+		f.IPv6.Addr = netip.MustParseAddr("fc00::4")
+		f.IPv6.Err = nil
+		f.IPv4.Old, f.IPv6.Old = new("172.18.0.3"), new("fc00::3")
 		f.Files, f.Cert, f.Key = files, cert, key
 		return f
 	}
@@ -411,7 +411,7 @@ func TestPlanAddressChange(t *testing.T) {
 
 	t.Run("same addresses", func(t *testing.T) {
 		f := base()
-		f.OldIPv4, f.OldIPv6 = new("172.18.0.4"), new("fc00::4")
+		f.IPv4.Old, f.IPv6.Old = new("172.18.0.4"), new("fc00::4")
 		actions, _ := PlanMagic(f)
 		for _, a := range actions {
 			if a.Op == plan.OpWrite && a.Path != ResolvConfOriginal || a.Op == plan.OpRemove || a.Op == plan.OpRun && a.Argv[0] == "kubeadm" {
@@ -422,7 +422,7 @@ func TestPlanAddressChange(t *testing.T) {
 
 	t.Run("old IPv4, no current IPv4: fatal", func(t *testing.T) {
 		f := base()
-		f.IPv4, f.IPv4Err = netip.Addr{}, errors.New("no such host")
+		f.IPv4.Addr, f.IPv4.Err = netip.Addr{}, errors.New("no such host")
 		actions, err := PlanMagic(f)
 		// The script's words, after the step-name prefix boot adds, and
 		// why.
@@ -438,8 +438,8 @@ func TestPlanAddressChange(t *testing.T) {
 
 	t.Run("IPv6 gone: ERROR only", func(t *testing.T) {
 		f := base()
-		f.IPv4 = netip.MustParseAddr("172.18.0.3") // unchanged
-		f.IPv6, f.IPv6Err = netip.Addr{}, errors.New("no such host")
+		f.IPv4.Addr = netip.MustParseAddr("172.18.0.3") // unchanged
+		f.IPv6.Addr, f.IPv6.Err = netip.Addr{}, errors.New("no such host")
 		actions, err := PlanMagic(f)
 		if err != nil {
 			t.Fatal(err)
@@ -465,7 +465,7 @@ func TestPlanAddressChange(t *testing.T) {
 			strings.Repeat("9", 4096): `log ERROR: /kind/old-ipv4: "` + strings.Repeat("9", 80) + `"... is not an IPv4 address`,
 		} {
 			f := base()
-			f.OldIPv4, f.OldIPv6 = new(old4), nil
+			f.IPv4.Old, f.IPv6.Old = new(old4), nil
 			actions, err := PlanMagic(f)
 			if err != nil {
 				t.Fatal(err)
@@ -494,9 +494,9 @@ func TestPlanAddressChange(t *testing.T) {
 		// The reference recorded getent's IPv4-mapped answer on
 		// IPv4-only networks.
 		f := base()
-		f.OldIPv4 = new("172.18.0.4")
-		f.IPv6, f.IPv6Err = netip.Addr{}, errors.New("no such host")
-		f.OldIPv6 = new("::ffff:172.18.0.4")
+		f.IPv4.Old = new("172.18.0.4")
+		f.IPv6.Addr, f.IPv6.Err = netip.Addr{}, errors.New("no such host")
+		f.IPv6.Old = new("::ffff:172.18.0.4")
 		actions, _ := PlanMagic(f)
 		if got := strings.Join(plan.Strings(actions), "\n"); strings.Contains(got, "ERROR") {
 			t.Errorf("an IPv4-mapped old-ipv6 is not an error:\n%s", got)
@@ -547,7 +547,7 @@ func TestCertRenewalApply(t *testing.T) {
 			}
 			return nil, hosttest.Files(t, tree).WriteFile(APIServerKey, []byte("new key\n"), 0o600)
 		}
-		f := MagicFacts{Hostname: "n", IPv4: netip.MustParseAddr("172.18.0.4"), OldIPv4: new("172.18.0.3")}
+		f := MagicFacts{Hostname: "n", IPv4: NodeAddr{Addr: netip.MustParseAddr("172.18.0.4"), Old: new("172.18.0.3")}}
 		var err error
 		if f.Files, err = readFiles(tree, KubeadmConfig); err != nil {
 			t.Fatal(err)
@@ -637,8 +637,8 @@ func TestDetectMagic(t *testing.T) {
 	if f.DockerHost.String() != "192.168.65.254" || f.Gateway != gateway {
 		t.Errorf("host IP candidates %s, %s", f.DockerHost, f.Gateway)
 	}
-	if f.IPv4.String() != "172.18.0.3" || f.IPv6.String() != "fc00::3" {
-		t.Errorf("node addresses %s %s (the loopback 127.0.1.1 must be skipped)", f.IPv4, f.IPv6)
+	if f.IPv4.Addr.String() != "172.18.0.3" || f.IPv6.Addr.String() != "fc00::3" {
+		t.Errorf("node addresses %s %s (the loopback 127.0.1.1 must be skipped)", f.IPv4.Addr, f.IPv6.Addr)
 	}
 	if string(f.Rules) != rulesDocker24 || f.RulesErr != nil {
 		t.Errorf("rules %q, %v", f.Rules, f.RulesErr)
@@ -646,8 +646,8 @@ func TestDetectMagic(t *testing.T) {
 	if f.Search == nil || *f.Search != "" {
 		t.Errorf("KIND_DNS_SEARCH set and empty: %v", f.Search)
 	}
-	if f.OldIPv4 == nil || *f.OldIPv4 != "172.18.0.2" || f.OldIPv6 != nil {
-		t.Errorf("records %v %v", f.OldIPv4, f.OldIPv6)
+	if f.IPv4.Old == nil || *f.IPv4.Old != "172.18.0.2" || f.IPv6.Old != nil {
+		t.Errorf("records %v %v", f.IPv4.Old, f.IPv6.Old)
 	}
 	if len(f.Files) != 1 || f.Files[0].Path != KubeadmConfig || f.Cert == nil || f.Key != nil {
 		t.Errorf("files %v cert %v key %v", f.Files, f.Cert, f.Key)
@@ -661,8 +661,8 @@ func TestDetectMagic(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if f.IPv4.IsValid() || f.IPv4Err == nil || !strings.Contains(f.IPv4Err.Error(), "timed out after 50ms") {
-		t.Errorf("hanging lookup: %s, %v", f.IPv4, f.IPv4Err)
+	if f.IPv4.Addr.IsValid() || f.IPv4.Err == nil || !strings.Contains(f.IPv4.Err.Error(), "timed out after 50ms") {
+		t.Errorf("hanging lookup: %s, %v", f.IPv4.Addr, f.IPv4.Err)
 	}
 	if string(f.Rules) != rulesNoDport || len(hang.Ran()) != 0 {
 		t.Errorf("rules %q; ran %q", f.Rules, hang.Ran())
@@ -697,8 +697,8 @@ func TestDetectMagicPodmanDoesNotWait(t *testing.T) {
 		if !errors.Is(f.DockerHostErr, ErrDockerHostNotNeeded) || f.DockerHost.IsValid() {
 			t.Errorf("Docker host %s, %v; want %v", f.DockerHost, f.DockerHostErr, ErrDockerHostNotNeeded)
 		}
-		if f.IPv4.String() != "10.89.0.2" {
-			t.Errorf("node address %s, %v", f.IPv4, f.IPv4Err)
+		if f.IPv4.Addr.String() != "10.89.0.2" {
+			t.Errorf("node address %s, %v", f.IPv4.Addr, f.IPv4.Err)
 		}
 	case <-time.After(time.Minute): // a bound on a hang, not a speed goal
 		t.Fatal("DetectMagic waited for host.docker.internal on a node without Docker's DNS")
@@ -806,7 +806,7 @@ func TestNodeAddressIsAHost(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if f.IPv4.String() != "172.18.0.3" || f.IPv6.String() != "fc00::3" {
-		t.Errorf("node addresses %s %s, want 172.18.0.3 fc00::3", f.IPv4, f.IPv6)
+	if f.IPv4.Addr.String() != "172.18.0.3" || f.IPv6.Addr.String() != "fc00::3" {
+		t.Errorf("node addresses %s %s, want 172.18.0.3 fc00::3", f.IPv4.Addr, f.IPv6.Addr)
 	}
 }

@@ -223,22 +223,16 @@ func (r *NatRule) match(op string, p *struct{ Protocol, Field string }, right js
 
 // natTarget reads a dnat's or snat's plain address and port; either may
 // be missing, not both.
-func natTarget(n *nftNAT) (netip.Addr, uint16, bool) {
-	var to netip.Addr
-	var port uint16
+func natTarget(n *nftNAT) (to netip.Addr, port uint16, ok bool) {
 	if n.Addr != nil {
-		a, ok := jsonAddr(n.Addr)
-		if !ok {
-			return netip.Addr{}, 0, false
+		if to, ok = jsonAddr(n.Addr); !ok {
+			return
 		}
-		to = a
 	}
 	if n.Port != nil {
-		p, ok := jsonPort(n.Port)
-		if !ok {
-			return netip.Addr{}, 0, false
+		if port, ok = jsonPort(n.Port); !ok {
+			return
 		}
-		port = p
 	}
 	return to, port, to.IsValid() || port != 0
 }

@@ -15,6 +15,23 @@ import (
 	"github.com/kind-entrypoint/entrypoint/internal/system"
 )
 
+// NodeAddr is the node's address of one family (see nodeAddr), and the
+// one recorded at the last boot.
+type NodeAddr struct {
+	// Addr is the first usable answer for the node's name, else the
+	// address on the default route's interface, which Iface then names;
+	// invalid when the node has none. Err says why the name gave none,
+	// and with no address, why the interface gave none either. A
+	// *StaleAddrError says the name's answer is on no interface of the
+	// node; with an address and no Iface, that answer is kept.
+	Addr  netip.Addr
+	Iface string
+	Err   error
+	// Old is the address recorded at the last boot (blanks trimmed), nil
+	// when there is no record.
+	Old *string
+}
+
 // nodeAddr is the node's own address of network ("ip4" or "ip6"). First,
 // as kind's script (`getent ahostsv4 $(hostname)`), the first usable
 // answer for its name: that is the address Docker writes in the node's
@@ -31,31 +48,33 @@ import (
 // instead; err is then a *StaleAddrError. With no address there either,
 // the stale answer is kept, with a *StaleAddrError naming why.
 //
-// err says why the name gave no address; with no address either, it adds
+// Err says why the name gave no address; with no address either, it adds
 // why the default route's interface gave none.
-func nodeAddr(ctx context.Context, sys system.System, timeout time.Duration, network, hostname string) (addr netip.Addr, iface string, err error) {
+func nodeAddr(ctx context.Context, sys system.System, timeout time.Duration, network, hostname string) NodeAddr {
+	var addr netip.Addr
+	var err error
 	if hostname == "" {
 		err = errors.New("the node has no hostname")
 	} else if addr, err = lookupFirst(ctx, sys, timeout, network, hostname, true); err == nil {
 		if local := localAddrs(sys, network); local == nil || slices.Contains(local, addr) {
-			return addr, "", nil
+			return NodeAddr{Addr: addr}
 		}
 		stale := &StaleAddrError{Name: hostname, Addr: addr}
 		routed, iface, routeErr := routeAddr(sys, network)
 		if routed.IsValid() {
-			return routed, iface, stale
+			return NodeAddr{Addr: routed, Iface: iface, Err: stale}
 		}
 		stale.Route = routeErr
-		return addr, "", stale
+		return NodeAddr{Addr: addr, Err: stale}
 	}
 	addr, iface, routeErr := routeAddr(sys, network)
 	switch {
 	case addr.IsValid():
-		return addr, iface, err
+		return NodeAddr{Addr: addr, Iface: iface, Err: err}
 	case routeErr != nil:
-		return netip.Addr{}, "", fmt.Errorf("%w; %w", err, routeErr)
+		return NodeAddr{Err: fmt.Errorf("%w; %w", err, routeErr)}
 	}
-	return netip.Addr{}, "", err
+	return NodeAddr{Err: err}
 }
 
 // StaleAddrError says that the node's name resolves to an address on no
@@ -87,22 +106,20 @@ func (e *StaleAddrError) Unwrap() error { return e.Route }
 // parsed, or lists no address at all (not even loopback's, which every
 // network namespace holds: a format these parsers do not know).
 func localAddrs(sys system.System, network string) []netip.Addr {
-	p := ProcNetFibTrie
-	if network == "ip6" {
-		p = ProcNetIfInet6
-	}
-	b, err := system.ReadOptional(sys, p, system.LimitTable)
-	if err != nil || b == nil {
-		return nil
-	}
-	if network == "ip6" {
-		addrs, err := localAddrsV6(b)
+	if network == "ip4" {
+		// No file, or no address in it: nil all the same.
+		b, err := system.ReadOptional(sys, ProcNetFibTrie, system.LimitTable)
 		if err != nil {
 			return nil
 		}
-		return addrs
+		return localAddrsV4(b)
 	}
-	return localAddrsV4(b)
+	b, err := system.ReadOptional(sys, ProcNetIfInet6, system.LimitTable)
+	addrs, parseErr := localAddrsV6(b)
+	if err != nil || parseErr != nil {
+		return nil
+	}
+	return addrs
 }
 
 // routeAddr returns the node's address of network on the interface of

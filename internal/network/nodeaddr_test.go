@@ -127,7 +127,8 @@ func TestNodeAddr(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			sys := hosttest.Tree(t, tc.files)
 			for i, network := range []string{"ip4", "ip6"} {
-				addr, iface, err := nodeAddr(t.Context(), sys, time.Second, network, tc.hostname)
+				a := nodeAddr(t.Context(), sys, time.Second, network, tc.hostname)
+				addr, iface, err := a.Addr, a.Iface, a.Err
 				got := addr.String() + " " + iface
 				if err != nil {
 					got += ": " + err.Error()
@@ -304,7 +305,7 @@ func TestSourceWarning(t *testing.T) {
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := sourceWarning("IPv4", tc.cur, tc.iface, tc.why); got != tc.want {
+			if got := sourceWarning("IPv4", NodeAddr{Addr: tc.cur, Iface: tc.iface, Err: tc.why}); got != tc.want {
 				t.Errorf("got  %q\nwant %q", got, tc.want)
 			}
 		})

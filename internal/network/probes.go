@@ -52,12 +52,7 @@ type Probes struct {
 type names struct {
 	hostname    string
 	hostnameErr error
-
-	// See nodeAddr.
-	ipv4, ipv6           netip.Addr
-	ipv4Iface, ipv6Iface string
-	ipv4Err              error
-	ipv6Err              error
+	ipv4, ipv6  NodeAddr
 }
 
 // NewProbes returns probes of sys, each limited to timeout, none started.
@@ -123,7 +118,7 @@ func (p *Probes) noTables(names string) (string, bool) {
 // StartNames looks up host.docker.internal, and reads the hostname and
 // finds the node's address in both families (nodeAddr), concurrently, in the
 // background; ctx bounds them. The two groups end apart: a node that does
-// not use Docker's DNS never waits for the first (see waitDockerHost).
+// not use Docker's DNS never waits for the first (see detectMagic).
 func (p *Probes) StartNames(ctx context.Context) {
 	p.namesOnce.Do(func() {
 		p.running.Add(2)
@@ -140,8 +135,8 @@ func (p *Probes) StartNames(ctx context.Context) {
 				return
 			}
 			var wg sync.WaitGroup
-			wg.Go(func() { n.ipv4, n.ipv4Iface, n.ipv4Err = nodeAddr(ctx, p.sys, p.timeout, "ip4", n.hostname) })
-			wg.Go(func() { n.ipv6, n.ipv6Iface, n.ipv6Err = nodeAddr(ctx, p.sys, p.timeout, "ip6", n.hostname) })
+			wg.Go(func() { n.ipv4 = nodeAddr(ctx, p.sys, p.timeout, "ip4", n.hostname) })
+			wg.Go(func() { n.ipv6 = nodeAddr(ctx, p.sys, p.timeout, "ip6", n.hostname) })
 			wg.Wait()
 		}()
 	})
@@ -150,26 +145,3 @@ func (p *Probes) StartNames(ctx context.Context) {
 // Wait waits until every probe started has ended (cancel their context
 // first to end them early).
 func (p *Probes) Wait() { p.running.Wait() }
-
-// waitSaves starts the saves if they are not running and waits for them.
-func (p *Probes) waitSaves(ctx context.Context) ([]Save, NativeFacts, error) {
-	p.StartSaves(ctx)
-	<-p.savesDone
-	return p.saves, p.native, p.savesErr
-}
-
-// waitNames starts the name probes if they are not running and waits for
-// the hostname and the node's own addresses.
-func (p *Probes) waitNames(ctx context.Context) names {
-	p.StartNames(ctx)
-	<-p.namesDone
-	return p.names
-}
-
-// waitDockerHost starts the name probes if they are not running and waits
-// for the lookup of host.docker.internal.
-func (p *Probes) waitDockerHost(ctx context.Context) (netip.Addr, error) {
-	p.StartNames(ctx)
-	<-p.hostDone
-	return p.host, p.hostErr
-}

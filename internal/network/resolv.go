@@ -9,7 +9,7 @@ import (
 	"github.com/kind-entrypoint/entrypoint/internal/logline"
 )
 
-// RewriteResolvConf rewrites resolv.conf: nameserver 127.0.0.11 -> hostIP.
+// rewriteResolvConf rewrites resolv.conf: nameserver 127.0.0.11 -> host.
 // search == nil: KIND_DNS_SEARCH unset (keep search lines);
 // *search == "": drop every search line; otherwise one "search <value>" line first and every other search line dropped.
 // Returns an error for a search value containing a newline / control character.
@@ -17,26 +17,15 @@ import (
 // Every other byte is kept: comments (Docker's generated file carries several),
 // options, ordering, blank lines and a nameserver whose address merely starts
 // with 127.0.0.11 (127.0.0.110). Trailing newlines are collapsed to one, as
-// the reference's `echo "$(...)"` does. hostIP must be a valid IP address
-// other than 127.0.0.11 itself, so a bad detection never produces a
-// "nameserver" line without an address.
+// the reference's `echo "$(...)"` does. host must not be 127.0.0.11 itself;
+// an invalid host only rewrites the search lines: every nameserver line is
+// kept, so none is ever written without an address.
 //
 // A line's keyword is its first field, with fields split on spaces, tabs and
 // '\r'. glibc only honours keywords at the very start of a line, but Go's
 // resolver, and with it the kubelet and CoreDNS that read this file for pods,
 // also accepts leading blanks. A line either reader takes as a search line
 // is dropped, and one either takes as a nameserver line is rewritten.
-func RewriteResolvConf(orig []byte, hostIP string, search *string) ([]byte, error) {
-	host, err := netip.ParseAddr(hostIP)
-	if err != nil {
-		return nil, fmt.Errorf("host IP: %w", err)
-	}
-	return rewriteResolvConf(orig, host, search)
-}
-
-// rewriteResolvConf is RewriteResolvConf of a parsed host IP. An invalid
-// host only rewrites the search lines: every nameserver line is kept, so
-// none is ever written without an address.
 func rewriteResolvConf(orig []byte, host netip.Addr, search *string) ([]byte, error) {
 	if host == netip.MustParseAddr(dockerEmbeddedDNS) {
 		return nil, fmt.Errorf("host IP %s is Docker's embedded DNS itself", host)
@@ -47,8 +36,9 @@ func rewriteResolvConf(orig []byte, host netip.Addr, search *string) ([]byte, er
 		}
 	}
 
-	// Room for the input, a search line and a longer address or two.
-	out := make([]byte, 0, len(orig)+64+searchLen(search))
+	// Room for the input, a short search line and a longer address or
+	// two.
+	out := make([]byte, 0, len(orig)+64)
 	if search != nil && *search != "" {
 		out = append(out, "search "...)
 		out = append(out, *search...)
@@ -76,13 +66,6 @@ func rewriteResolvConf(orig []byte, host netip.Addr, search *string) ([]byte, er
 	}
 	// Dropped search lines can expose blank lines that were not last before.
 	return append(bytes.TrimRight(out, "\n"), '\n'), nil
-}
-
-func searchLen(search *string) int {
-	if search == nil {
-		return 0
-	}
-	return len(*search)
 }
 
 // checkSearch refuses a search value that would not stay one "search" line:

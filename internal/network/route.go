@@ -7,6 +7,7 @@ import (
 	"math"
 	"math/bits"
 	"net/netip"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -114,10 +115,8 @@ func parseRoutesV4(table []byte, order binary.ByteOrder) ([]routeV4, error) {
 	header, rest, _ := strings.Cut(string(table), "\n")
 	n := 0
 	for name := range strings.FieldsSeq(header) {
-		for j := range names {
-			if name == names[j] && col[j] < 0 {
-				col[j] = n
-			}
+		if j := slices.Index(names[:], name); j >= 0 && col[j] < 0 {
+			col[j] = n
 		}
 		n++
 	}
@@ -126,10 +125,7 @@ func parseRoutesV4(table []byte, order binary.ByteOrder) ([]routeV4, error) {
 	}
 	minFields := 0
 	for j, name := range names {
-		if j == iface && col[j] < 0 {
-			continue
-		}
-		if col[j] < 0 {
+		if col[j] < 0 && j != iface {
 			return nil, fmt.Errorf("line 1: header has no %s column", name)
 		}
 		minFields = max(minFields, col[j]+1)
@@ -160,17 +156,13 @@ func parseRoutesV4(table []byte, order binary.ByteOrder) ([]routeV4, error) {
 		bad := func(j int, err error) error {
 			return fmt.Errorf("line %d: field %s %s: %w", lineNo, names[j], logline.QuoteClipped(field(j)), err)
 		}
-		dest, err := parseRouteHex(field(destination))
-		if err != nil {
-			return nil, bad(destination, err)
-		}
-		gw, err := parseRouteHex(field(gateway))
-		if err != nil {
-			return nil, bad(gateway, err)
-		}
-		m, err := parseRouteHex(field(mask))
-		if err != nil {
-			return nil, bad(mask, err)
+		var a [3]netip.Addr // destination, gateway, mask: 8 hex digits each
+		for i, j := range [3]int{destination, gateway, mask} {
+			v, err := strconv.ParseUint(field(j), 16, 32)
+			if err != nil || len(field(j)) != 8 {
+				return nil, bad(j, errors.New("want 8 hex digits"))
+			}
+			a[i] = addr(uint32(v))
 		}
 		fl, err := strconv.ParseUint(field(flags), 16, 16)
 		if err != nil {
@@ -180,8 +172,8 @@ func parseRoutesV4(table []byte, order binary.ByteOrder) ([]routeV4, error) {
 		if err != nil {
 			return nil, bad(metric, err)
 		}
-		r := routeV4{dest: addr(dest), gateway: addr(gw), bits: maskBits(addr(m)), flags: fl, metric: met}
-		if col[iface] >= 0 && col[iface] < len(fields) {
+		r := routeV4{dest: a[0], gateway: a[1], bits: maskBits(a[2]), flags: fl, metric: met}
+		if col[iface] >= 0 {
 			r.iface = field(iface)
 		}
 		routes = append(routes, r)
@@ -198,18 +190,6 @@ func maskBits(m netip.Addr) int {
 		return -1
 	}
 	return ones
-}
-
-// parseRouteHex parses an address or mask column: always 8 hex digits.
-func parseRouteHex(s string) (uint32, error) {
-	if len(s) != 8 {
-		return 0, errors.New("want 8 hex digits")
-	}
-	v, err := strconv.ParseUint(s, 16, 32)
-	if err != nil {
-		return 0, errors.New("want 8 hex digits")
-	}
-	return uint32(v), nil
 }
 
 // parseRouteMetric parses the Metric column. The kernel keeps the priority

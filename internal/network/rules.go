@@ -39,8 +39,8 @@ func RewriteDockerDNS(save []byte, hostIP string) (out []byte, changed bool) {
 		return save, false
 	}
 	// ParseAddr takes an IPv4 address only in its one spelling (dotted
-	// decimal, no leading zeros, no zone): hostIP is host.String().
-	hostText := hostIP
+	// decimal, no leading zeros, no zone): hostIP is host.String(), and
+	// is written as it is.
 
 	// Two passes over the rule lines (saveRules), neither keeping state
 	// for a line it does not change: a save of blank lines, comments or
@@ -51,37 +51,28 @@ func RewriteDockerDNS(save []byte, hostIP string) (out []byte, changed bool) {
 	// arguments of the rule at hand share one array, emptied for each.
 	spans := make([]span, 0, 64)
 
-	// The first finds the PREROUTING rules a twin could duplicate, and
-	// the most the edits and twins can add. A PREROUTING twin is only
-	// added when its table lacks it, which is what makes a second run a
-	// no-op. Tables are told apart by position ("*name" starts one,
-	// "COMMIT" ends it), not by name, so a twin is only ever compared
-	// with rules that iptables-restore would load alongside it.
+	// The first finds the PREROUTING rules a twin could duplicate. A
+	// PREROUTING twin is only added when its table lacks it, which is
+	// what makes a second run a no-op. Tables are told apart by position
+	// ("*name" starts one, "COMMIT" ends it), not by name, so a twin is
+	// only ever compared with rules that iptables-restore would load
+	// alongside it.
 	present := make(map[tableRule]bool)
-	candidates, grows := 0, 0
 	dns := newLineMatcher(save, dnsPatterns)
 	for l := range saveRules(save) {
 		line := l.text
-		if !dns.in(l.start, l.start+len(line)) {
-			continue
-		}
-		candidates++
-		grows += maxGrowth(line, hostText)
-		if !bytes.Contains(line, []byte("PREROUTING")) || !bytes.Contains(line, []byte("DOCKER_OUTPUT")) {
+		if !dns.in(l.start, l.start+len(line)) ||
+			!bytes.Contains(line, []byte("PREROUTING")) || !bytes.Contains(line, []byte("DOCKER_OUTPUT")) {
 			continue
 		}
 		var rw ruleRewrite
-		rw, spans = rewriteRule(spans[:0], string(line), hostText)
+		rw, spans = rewriteRule(spans[:0], string(line), hostIP)
 		if rw.rule.chain() == "PREROUTING" {
 			present[tableRule{l.table, rw.rule.key()}] = true
 		}
 	}
-	if candidates == 0 {
-		return save, false
-	}
-
 	// The second copies the save with its changes, what is between them
-	// as it is, into one array of the most it can need.
+	// as it is.
 	last := 0
 	dns = newLineMatcher(save, dnsPatterns)
 	for l := range saveRules(save) {
@@ -90,14 +81,14 @@ func RewriteDockerDNS(save []byte, hostIP string) (out []byte, changed bool) {
 			continue
 		}
 		var rw ruleRewrite
-		rw, spans = rewriteRule(spans[:0], string(line), hostText)
+		rw, spans = rewriteRule(spans[:0], string(line), hostIP)
 		twinKey := tableRule{l.table, rw.twin.key()}
 		addTwin := rw.twin.line != "" && !present[twinKey]
 		if !rw.edited && !addTwin {
 			continue
 		}
 		if out == nil {
-			out = make([]byte, 0, len(save)+grows)
+			out = make([]byte, 0, len(save)+len(save)/8)
 		}
 		out = append(out, save[last:l.start]...)
 		out = append(out, rw.rule.line...)
@@ -130,22 +121,6 @@ type tableRule struct {
 // bytes: a line with none of the three is left alone, and never parsed.
 var dnsPatterns = []string{dockerEmbeddedDNS, "--to-source", "DOCKER_OUTPUT"}
 
-// maxGrowth is the most the rewrite can add for a rule line, from its
-// bytes alone: each "127.0.0.11" made the host IP (at most 15 bytes),
-// each "--to-source" given the host IP, one "--dport 53 ", and a twin
-// (the edited line again, one newline and "PREROUTING" for "OUTPUT").
-func maxGrowth(line []byte, host string) int {
-	edits := bytes.Count(line, []byte(dockerEmbeddedDNS))*max(len(host)-len(dockerEmbeddedDNS), 0) +
-		bytes.Count(line, []byte("--to-source"))*len(host)
-	if bytes.Contains(line, []byte(dockerEmbeddedDNS)) {
-		edits += len("--dport 53 ")
-	}
-	if bytes.Contains(line, []byte("DOCKER_OUTPUT")) {
-		return edits + len(line) + edits + 1 + len("PREROUTING") - len("OUTPUT")
-	}
-	return edits
-}
-
 // ruleRewrite is what RewriteDockerDNS makes of one rule: the rule after
 // its edits (edited when they changed it), and its PREROUTING twin (a
 // rule of no line when it has none).
@@ -172,17 +147,6 @@ func rewriteRule(spans []span, text, host string) (ruleRewrite, []span) {
 		rw.twin, spans = appendRule(spans, twin)
 	}
 	return rw, spans
-}
-
-// countBlanks counts the bytes of text a rule's arguments are split at.
-func countBlanks(text string) int {
-	n := 0
-	for i := 0; i < len(text); i++ {
-		if isBlank(text[i]) {
-			n++
-		}
-	}
-	return n
 }
 
 // rewriteDNSRule applies the per-line edits of RewriteDockerDNS to one rule;
@@ -258,19 +222,11 @@ type rule struct {
 
 type span struct{ start, end int }
 
-// parseRule splits a rule line the way iptables-restore does: on blanks,
+// appendRule splits a rule line the way iptables-restore does: on blanks,
 // except inside double quotes, where a backslash escapes the next byte
 // (iptables-save quotes a --comment that contains blanks). An unterminated
-// quote runs to the end of the line.
-func parseRule(line string) rule {
-	// Room for every argument at once: one allocation per rule rather
-	// than one per doubling (rules were a third of a plan's allocations).
-	r, _ := appendRule(make([]span, 0, 1+countBlanks(line)), line)
-	return r
-}
-
-// appendRule is parseRule with the rule's arguments appended to spans,
-// which it returns grown: the rules of one text can share one array.
+// quote runs to the end of the line. The arguments are appended to spans,
+// which it returns grown: the rules of one text share one array.
 func appendRule(spans []span, line string) (rule, []span) {
 	first := len(spans)
 	i := 0

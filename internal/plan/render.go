@@ -26,27 +26,23 @@ func (a Action) String() string {
 	switch a.Op {
 	case OpLog:
 		fmt.Fprintf(&b, " %s: %s", a.Level, a.Data)
-	case OpWrite:
+	case OpWrite, OpWriteInPlace:
 		c := content(a.Data)
 		switch {
 		case x.Secret:
-			c = secretContent(a.Data)
+			// Its size only: a short secret is guessed from a hash.
+			c = fmt.Sprintf("(%d bytes, a secret: not shown)", len(a.Data))
 		case x.Masked != nil:
-			c = maskedContent(x.Masked)
-		case x.Whole:
+			c = content(x.Masked) + " (secrets masked)"
+		case x.Whole && a.Op == OpWrite:
 			c = strconv.Quote(string(a.Data))
 		}
-		fmt.Fprintf(&b, " %s %s %s", a.Path, octal(a.Mode), c)
-	case OpWriteInPlace:
-		c := content(a.Data)
-		switch {
-		case x.Secret:
-			c = secretContent(a.Data)
-		case x.Masked != nil:
-			c = maskedContent(x.Masked)
+		if a.Op == OpWrite {
+			fmt.Fprintf(&b, " %s %s %s", a.Path, octal(a.Mode), c)
+		} else {
+			fmt.Fprintf(&b, " %s %s", a.Path, c)
 		}
-		fmt.Fprintf(&b, " %s %s", a.Path, c)
-	case OpMkdir:
+	case OpMkdir, OpChmod:
 		fmt.Fprintf(&b, " %s %s", a.Path, octal(a.Mode))
 	case OpRemove, OpUnmount:
 		fmt.Fprintf(&b, " %s", a.Path)
@@ -54,8 +50,6 @@ func (a Action) String() string {
 		fmt.Fprintf(&b, " %s -> %s", a.Path, a.Source)
 	case OpChown:
 		fmt.Fprintf(&b, " %s %d:%d", a.Path, a.UID, a.GID)
-	case OpChmod:
-		fmt.Fprintf(&b, " %s %s", a.Path, octal(a.Mode))
 	case OpMount:
 		src := a.Source
 		if src == "" {
@@ -138,18 +132,6 @@ func content(data []byte) string {
 	}
 	sum := sha256.Sum256(data)
 	return fmt.Sprintf("(%d bytes, sha256 %x)", len(data), sum[:6])
-}
-
-// secretContent is how a secret content is shown: its size. No hash: a
-// password or a short key is guessed from a hash of it.
-func secretContent(data []byte) string {
-	return fmt.Sprintf("(%d bytes, a secret: not shown)", len(data))
-}
-
-// maskedContent is how a content with its secrets masked is shown: as
-// any content, said to be masked.
-func maskedContent(masked []byte) string {
-	return content(masked) + " (secrets masked)"
 }
 
 // shellQuote makes an argument readable in a one-line rendering; it is
