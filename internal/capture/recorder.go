@@ -82,8 +82,8 @@ type Recorder struct {
 	paths   map[string]Access
 	limits  map[string]int // the largest read limit asked of each path (ReadFile, Open)
 	fstypes map[string]*memo[string]
-	nofile  map[string]*memo[uint64]
-	overlay map[string]*memo[struct{}]
+	nofile  memo[uint64]
+	overlay memo[struct{}]
 	lookups map[string]*memo[[]netip.Addr] // "network\x00host"
 	runs    map[string]*memo[output]       // argv joined by NUL
 	env     map[string]*string             // nil value: looked up, unset
@@ -98,28 +98,23 @@ func NewRecorder(sys system.System) *Recorder {
 		paths:   map[string]Access{},
 		limits:  map[string]int{},
 		fstypes: map[string]*memo[string]{},
-		nofile:  map[string]*memo[uint64]{},
-		overlay: map[string]*memo[struct{}]{},
 		lookups: map[string]*memo[[]netip.Addr]{},
 		runs:    map[string]*memo[output]{},
 		env:     map[string]*string{},
 	}
 }
 
-// Underlying is the system the Recorder reads.
-func (r *Recorder) Underlying() system.System { return r.sys }
-
-func (r *Recorder) record(p string, a Access) {
+// record records p as read a way, and the largest read limit asked of it
+// (0 for a way that reads no bytes).
+func (r *Recorder) record(p string, a Access, limit int) {
 	r.mu.Lock()
 	r.paths[p] |= a
+	r.limits[p] = max(r.limits[p], limit)
 	r.mu.Unlock()
 }
 
 func (r *Recorder) ReadFile(p string, limit int) ([]byte, error) {
-	r.mu.Lock()
-	r.paths[p] |= Read
-	r.limits[p] = max(r.limits[p], limit)
-	r.mu.Unlock()
+	r.record(p, Read, limit)
 	return r.sys.ReadFile(p, limit)
 }
 
@@ -127,10 +122,7 @@ func (r *Recorder) ReadFile(p string, limit int) ([]byte, error) {
 // the pages themselves: the only file read so is etcd's database, which
 // capture archives as a file of its membership (see Archive).
 func (r *Recorder) Open(p string, limit int) (system.File, error) {
-	r.mu.Lock()
-	r.paths[p] |= Pages
-	r.limits[p] = max(r.limits[p], limit)
-	r.mu.Unlock()
+	r.record(p, Pages, limit)
 	return r.sys.Open(p, limit)
 }
 
@@ -142,22 +134,22 @@ func (r *Recorder) ReadLimit(p string) int {
 }
 
 func (r *Recorder) Stat(p string) (fs.FileInfo, error) {
-	r.record(p, Stat)
+	r.record(p, Stat, 0)
 	return r.sys.Stat(p)
 }
 
 func (r *Recorder) Lstat(p string) (fs.FileInfo, error) {
-	r.record(p, Lstat)
+	r.record(p, Lstat, 0)
 	return r.sys.Lstat(p)
 }
 
 func (r *Recorder) ReadDir(p string) ([]fs.DirEntry, error) {
-	r.record(p, List)
+	r.record(p, List, 0)
 	return r.sys.ReadDir(p)
 }
 
 func (r *Recorder) Readlink(p string) (string, error) {
-	r.record(p, Link)
+	r.record(p, Link, 0)
 	return r.sys.Readlink(p)
 }
 
@@ -166,11 +158,11 @@ func (r *Recorder) FSType(p string) (string, error) {
 }
 
 func (r *Recorder) NofileHard() (uint64, error) {
-	return memoFor(&r.mu, r.nofile, "").get(r.sys.NofileHard)
+	return r.nofile.get(r.sys.NofileHard)
 }
 
 func (r *Recorder) OverlayTrial() error {
-	_, err := memoFor(&r.mu, r.overlay, "").get(func() (struct{}, error) { return struct{}{}, r.sys.OverlayTrial() })
+	_, err := r.overlay.get(func() (struct{}, error) { return struct{}{}, r.sys.OverlayTrial() })
 	return err
 }
 
@@ -286,11 +278,11 @@ func (r *Recorder) Probes() Probes {
 			p.FSTypes[k] = Answer[string]{m.v, m.err}
 		}
 	}
-	if m, ok := r.nofile[""]; ok && m.done.Load() {
-		p.Nofile = &Answer[uint64]{m.v, m.err}
+	if r.nofile.done.Load() {
+		p.Nofile = &Answer[uint64]{r.nofile.v, r.nofile.err}
 	}
-	if m, ok := r.overlay[""]; ok && m.done.Load() {
-		p.Overlay = &Answer[struct{}]{m.v, m.err}
+	if r.overlay.done.Load() {
+		p.Overlay = &Answer[struct{}]{r.overlay.v, r.overlay.err}
 	}
 	for k, m := range r.lookups {
 		network, host, _ := strings.Cut(k, "\x00")
