@@ -271,7 +271,7 @@ func Plan(f Facts) ([]plan.Action, error) {
 		if f.FuseUnitPath == "" {
 			return actions, fmt.Errorf("%s: unit not found in %s", FuseUnit, strings.Join(unitDirs, ", "))
 		}
-		for _, link := range sortedKeys(f.FuseLinks) {
+		for _, link := range slices.Sorted(maps.Keys(f.FuseLinks)) {
 			actions = append(actions,
 				plan.Mkdir(path.Dir(link), 0o755),
 				plan.Symlink(f.FuseLinks[link], link).Because("systemctl enable "+FuseUnit))
@@ -303,8 +303,4 @@ func describeChange(ch Change) string {
 		parts = append(parts, "restrict_oom_score_adj in a user namespace")
 	}
 	return strings.Join(parts, ", ")
-}
-
-func sortedKeys(m map[string]string) []string {
-	return slices.Sorted(maps.Keys(m))
 }

@@ -6,6 +6,7 @@ package containerd
 import (
 	"bytes"
 	"fmt"
+	"maps"
 	"path"
 	"slices"
 	"strconv"
@@ -95,12 +96,7 @@ func ReadNofile(sys system.System) (Nofile, error) {
 			}
 		}
 	}
-	names := make([]string, 0, len(dropIns))
-	for name := range dropIns {
-		names = append(names, name)
-	}
-	slices.Sort(names)
-	for _, name := range names {
+	for _, name := range slices.Sorted(maps.Keys(dropIns)) {
 		p := dropIns[name]
 		b, err := sys.ReadFile(p, system.LimitConfig)
 		if err != nil {

@@ -70,7 +70,7 @@ func (sc *scan) findValue(path []string) (raw unstable.Range, found, inline bool
 }
 
 func findIn(at []string, v *valueRef, path []string) (raw unstable.Range, found, inline bool) {
-	if equalPath(at, path) {
+	if slices.Equal(at, path) {
 		if v.kind == unstable.String || v.kind == unstable.Bool {
 			return v.raw, true, false
 		}
@@ -96,7 +96,7 @@ func findIn(at []string, v *valueRef, path []string) (raw unstable.Range, found,
 // after its last key/value, in that line's indentation.
 func (sc *scan) explicitTable(parent []string) (at int, indent, eol string, ok bool) {
 	for _, s := range sc.sections[1:] {
-		if s.array || !equalPath(s.path, parent) {
+		if s.array || !slices.Equal(s.path, parent) {
 			continue
 		}
 		if s.lastKV < 0 {

@@ -7,6 +7,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/pelletier/go-toml/v2/unstable"
 )
@@ -230,7 +231,7 @@ func (sc *scan) errorAt(path []string, format string, args ...any) error {
 		}
 	}
 	for _, s := range sc.sections[1:] {
-		if s.array && equalPath(s.path, path) {
+		if s.array && slices.Equal(s.path, path) {
 			line, col := position(sc.data, s.start)
 			return &positionError{line: line, column: col, msg: msg}
 		}
