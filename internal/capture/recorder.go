@@ -3,12 +3,10 @@ package capture
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io"
 	"io/fs"
 	"maps"
 	"net/netip"
-	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -237,70 +235,9 @@ func (r *Recorder) Paths() map[string]Access {
 	return maps.Clone(r.paths)
 }
 
-// Probes is every probe answer a Recorder gave.
-type Probes struct {
-	FSTypes map[string]Answer[string]
-	Nofile  *Answer[uint64]
-	Overlay *Answer[struct{}]
-	// Lookups by host, then network ("ip4", "ip6").
-	Lookups map[string]map[string]Answer[[]netip.Addr]
-	// Runs by argv; each argv is the command's words.
-	Runs []Run
-	// Env holds the variables looked up; nil for one that was unset.
-	Env map[string]*string
-}
-
-// Answer is one probe's answer.
-type Answer[T any] struct {
-	Value T
-	Err   error
-}
-
-// Run is one command's answer.
-type Run struct {
-	Argv   []string
-	Output []byte
-	Err    error
-}
-
-// Probes returns the answers given so far (one still being computed is
-// left out: none is, once the dry run has returned).
-func (r *Recorder) Probes() Probes {
+// envSeen is every variable looked up through Env; nil for one unset.
+func (r *Recorder) envSeen() map[string]*string {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	p := Probes{
-		FSTypes: map[string]Answer[string]{},
-		Lookups: map[string]map[string]Answer[[]netip.Addr]{},
-		Env:     maps.Clone(r.env),
-	}
-	for k, m := range r.fstypes {
-		if m.done.Load() {
-			p.FSTypes[k] = Answer[string]{m.v, m.err}
-		}
-	}
-	if r.nofile.done.Load() {
-		p.Nofile = &Answer[uint64]{r.nofile.v, r.nofile.err}
-	}
-	if r.overlay.done.Load() {
-		p.Overlay = &Answer[struct{}]{r.overlay.v, r.overlay.err}
-	}
-	for k, m := range r.lookups {
-		network, host, _ := strings.Cut(k, "\x00")
-		if !m.done.Load() {
-			continue
-		}
-		if p.Lookups[host] == nil {
-			p.Lookups[host] = map[string]Answer[[]netip.Addr]{}
-		}
-		p.Lookups[host][network] = Answer[[]netip.Addr]{m.v, m.err}
-	}
-	for _, k := range slices.Sorted(maps.Keys(r.runs)) {
-		if m := r.runs[k]; m.done.Load() {
-			p.Runs = append(p.Runs, Run{Argv: strings.Split(k, "\x00"), Output: m.v.stdout, Err: m.err})
-		}
-	}
-	return p
+	return maps.Clone(r.env)
 }
-
-// String names a run for messages.
-func (r Run) String() string { return fmt.Sprintf("%q", r.Argv) }
