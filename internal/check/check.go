@@ -106,7 +106,8 @@ func Run(ctx context.Context, o Options) Report {
 	}
 	c.st, c.results = &rep.Dry.Host.State, rep.Dry.Results
 	c.mi, c.miErr = rep.Dry.Host.MountTable()
-	c.kind = c.exists("/kind")
+	_, err := c.sys.Stat("/kind")
+	c.kind = err == nil
 	comm, _ := c.sys.ReadFile("/proc/1/comm", system.LimitValue)
 	c.booted = c.kind && strings.TrimSpace(string(comm)) == "systemd"
 
@@ -181,11 +182,6 @@ func (c *checker) mountAt(name, p, hint string) (*mountinfo.Info, Row, bool) {
 	return m, Row{}, true
 }
 
-func (c *checker) exists(p string) bool {
-	_, err := c.sys.Stat(p)
-	return err == nil
-}
-
 // plan is the row of the dry run: would the entrypoint get to init?
 func (c *checker) plan(results []boot.Result, planErr error) Row {
 	const name = "plan"
@@ -209,7 +205,7 @@ func (c *checker) plan(results []boot.Result, planErr error) Row {
 	}
 	obs := fmt.Sprintf("%d steps, %d changes to make", len(results), changes)
 	if len(warnings) > 0 {
-		return Row{name, Warn, obs + "; " + strings.Join(warnings[:min(len(warnings), maxListed)], "; ") + clippedCount(len(warnings), maxListed),
+		return Row{name, Warn, obs + "; " + joinClipped(warnings, "; "),
 			"the rows above say why; entrypoint --dry-run shows the whole plan"}
 	}
 	return Row{name, Pass, obs, ""}
