@@ -114,22 +114,24 @@ func Detect(sys system.System, getenv func(string) string, userNS bool) (Facts, 
 	return f, nil
 }
 
-func detectFuseUnit(sys system.System, f *Facts) error {
+// firstUnit is the unit file systemd picks for name, the first of
+// unitDirs that holds one: its path and content, nil when none does.
+func firstUnit(sys system.System, name string) (string, []byte, error) {
 	for _, dir := range unitDirs {
-		p := path.Join(dir, FuseUnit)
-		b, err := system.ReadOptional(sys, p, system.LimitConfig)
-		if err != nil {
-			return err
+		p := path.Join(dir, name)
+		if b, err := system.ReadOptional(sys, p, system.LimitConfig); err != nil || b != nil {
+			return p, b, err
 		}
-		if b == nil {
-			continue
-		}
-		f.FuseUnitPath, f.FuseUnit = p, b
-		break
 	}
-	if f.FuseUnitPath == "" {
-		return nil
+	return "", nil, nil
+}
+
+func detectFuseUnit(sys system.System, f *Facts) error {
+	p, b, err := firstUnit(sys, FuseUnit)
+	if err != nil || b == nil {
+		return err
 	}
+	f.FuseUnitPath, f.FuseUnit = p, b
 	links, err := enableLinks(f.FuseUnitPath, f.FuseUnit)
 	if err != nil {
 		return err

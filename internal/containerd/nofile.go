@@ -59,23 +59,13 @@ func (n Nofile) Hard() (uint64, bool) {
 // ReadNofile reads containerd.service and its drop-ins.
 func ReadNofile(sys system.System) (Nofile, error) {
 	var n Nofile
-	for _, d := range unitDirs {
-		p := path.Join(d, Unit)
-		b, err := sys.ReadFile(p, system.LimitConfig)
-		if system.NotExist(err) {
-			continue
-		}
-		if err != nil {
-			return n, err
-		}
-		n.UnitPath = p
-		if err := n.apply(p, b); err != nil {
-			return n, err
-		}
-		break
+	p, b, err := firstUnit(sys, Unit)
+	if err != nil || b == nil {
+		return n, err
 	}
-	if n.UnitPath == "" {
-		return n, nil
+	n.UnitPath = p
+	if err := n.apply(p, b); err != nil {
+		return n, err
 	}
 	dropIns := map[string]string{} // file name -> path
 	for _, d := range unitDirs {

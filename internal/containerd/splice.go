@@ -216,10 +216,11 @@ func indentAt(text string, off int) string {
 	return text[start:i]
 }
 
-func position(d []byte, off int) (line, col int) {
-	line = 1 + bytes.Count(d[:off], []byte("\n"))
-	col = off - (bytes.LastIndexByte(d[:off], '\n') + 1) + 1
-	return line, col
+// errorAtOffset is a positionError at offset off of d.
+func errorAtOffset(d []byte, off int, msg string) error {
+	line := 1 + bytes.Count(d[:off], []byte("\n"))
+	col := off - (bytes.LastIndexByte(d[:off], '\n') + 1) + 1
+	return &positionError{line: line, column: col, msg: msg}
 }
 
 // offsetIn locates sub inside d the way the parser does, by capacity,
