@@ -60,9 +60,8 @@ func ExitCode(rows []Row) int {
 
 // Options say what to check.
 type Options struct {
-	// Sys is the host: system.Linux, or a system.Tree for --root. A
-	// capture.Recorder is used as it is (so that a capture records what
-	// the rows read); any other is wrapped in one.
+	// Sys is the host: system.Linux, a system.Tree for --root, or a
+	// capture.Recorder over either (a capture records what the rows read).
 	Sys       system.System
 	LookupEnv func(string) (string, bool)
 	// Live: Sys is this machine, not a replayed tree; /dev/fuse must then
