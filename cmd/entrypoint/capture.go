@@ -42,9 +42,6 @@ func runCapture(args []string, stdout, stderr io.Writer) int {
 		fl.Usage()
 		return 2
 	}
-	if !checkRoot("entrypoint capture", *root, stderr) {
-		return 2
-	}
 	sys, lookupEnv, ok := hostSystem("entrypoint capture", *root, stderr)
 	if !ok {
 		return 2
@@ -125,13 +122,12 @@ func writeOut(path string, stdout io.Writer, write func(io.Writer) error) error 
 	}
 	serr := f.Sync()
 	cerr := f.Close()
-	if err := errors.Join(werr, serr, cerr, os.Chmod(tmp, 0o600)); err != nil {
-		os.Remove(tmp)
-		return err
+	err = errors.Join(werr, serr, cerr, os.Chmod(tmp, 0o600))
+	if err == nil {
+		err = os.Rename(tmp, path)
 	}
-	if err := os.Rename(tmp, path); err != nil {
+	if err != nil {
 		os.Remove(tmp)
-		return err
 	}
-	return nil
+	return err
 }

@@ -51,19 +51,11 @@ func toolFor(args []string) (tool, []string, bool) {
 	if t, ok := lookup(args[0]); ok {
 		return t, args[1:], true
 	}
-	fl := flag.NewFlagSet("entrypoint", flag.ContinueOnError)
-	fl.SetOutput(io.Discard)
-	var o options
-	o.register(fl)
-	if err := fl.Parse(args); err != nil {
+	_, name, _, ok := firstWord(args)
+	if !ok {
 		return tool{}, nil, false
 	}
-	rest := fl.Args()
-	dashdash := len(rest) < len(args) && args[len(args)-len(rest)-1] == "--"
-	if len(rest) == 0 || dashdash {
-		return tool{}, nil, false
-	}
-	t, ok := lookup(rest[0])
+	t, ok := lookup(name)
 	if !ok {
 		return tool{}, nil, false
 	}
@@ -96,9 +88,6 @@ func runCheck(args []string, stdout, stderr io.Writer) int {
 	}
 	if fl.NArg() > 0 {
 		fmt.Fprintf(stderr, "entrypoint check: unexpected argument %q\n", fl.Arg(0))
-		return check.ExitUsage
-	}
-	if !checkRoot("entrypoint check", *root, stderr) {
 		return check.ExitUsage
 	}
 	sys, lookupEnv, ok := hostSystem("entrypoint check", *root, stderr)

@@ -59,23 +59,13 @@ func run(args []string, stdout, stderr io.Writer) int {
 	if code, done := o.parse(fl, args, stdout); done {
 		return code
 	}
-	format, err := logline.ParseFormat(o.logFormat)
-	if err != nil {
-		fmt.Fprintln(stderr, "entrypoint:", err)
+	log, format, sys, lookupEnv, ok := o.start("entrypoint", stderr)
+	if !ok {
 		return 2
 	}
-	log := logline.New(stderr, format)
 	initArgv := fl.Args()
-	if !o.rootUsable("entrypoint", stderr) {
-		return 2
-	}
 	if !o.dryRun && len(initArgv) == 0 {
 		fl.Usage()
-		return 2
-	}
-
-	sys, lookupEnv, ok := hostSystem("entrypoint", o.root, stderr)
-	if !ok {
 		return 2
 	}
 	ctx := context.Background()

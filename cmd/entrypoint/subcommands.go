@@ -37,21 +37,32 @@ func commandFor(argv0 string, args []string) (cmd companion.Command, o options, 
 	if cmd, ok := companion.Lookup(strings.TrimSuffix(filepath.Base(argv0), ".sh")); ok {
 		return cmd, options{}, args, true
 	}
+	o, name, rest, ok := firstWord(args)
+	if !ok {
+		return cmd, o, nil, false
+	}
+	cmd, ok = companion.Lookup(name)
+	return cmd, o, rest, ok
+}
+
+// firstWord parses the entrypoint's flags in args: o holds them, name is
+// the first argument after them and rest the arguments after it. ok is
+// false when there is none, when it follows "--" (it is INIT), or on a
+// flag error, which is the entrypoint's to report (run parses the same
+// flags).
+func firstWord(args []string) (o options, name string, rest []string, ok bool) {
 	fl := flag.NewFlagSet("entrypoint", flag.ContinueOnError)
 	fl.SetOutput(io.Discard)
 	o.register(fl)
-	// A parse error is the entrypoint's to report: run parses the same
-	// flags.
 	if err := fl.Parse(args); err != nil {
-		return cmd, o, nil, false
+		return o, "", nil, false
 	}
 	rest = fl.Args()
 	dashdash := len(rest) < len(args) && args[len(args)-len(rest)-1] == "--"
 	if len(rest) == 0 || dashdash {
-		return cmd, o, nil, false
+		return o, "", nil, false
 	}
-	cmd, ok = companion.Lookup(rest[0])
-	return cmd, o, rest[1:], ok
+	return o, rest[0], rest[1:], true
 }
 
 // options are the flags the entrypoint and its commands share.
@@ -102,26 +113,18 @@ func printCommands(w io.Writer) {
 	}
 }
 
-// checkRoot is the usage check of a --root DIR, before anything runs: a
-// replay of a host that is not there would plan from nothing.
-func checkRoot(cmd, root string, stderr io.Writer) bool {
-	if root == "" {
-		return true
-	}
-	if fi, err := os.Stat(root); err != nil || !fi.IsDir() {
-		fmt.Fprintf(stderr, "%s: --root %s: not a directory\n", cmd, root)
-		return false
-	}
-	return true
-}
-
 // hostSystem is the system the flags select: this machine, or with --root
 // a captured or fake host and the environment recorded with it (never
-// this machine's). ok is false, the reason printed for cmd, when the
-// recorded environment cannot be read.
+// this machine's). ok is false, the reason printed for cmd, when root is
+// not a directory (a replay of a host that is not there would plan from
+// nothing) or its recorded environment cannot be read.
 func hostSystem(cmd, root string, stderr io.Writer) (sys system.System, lookupEnv func(string) (string, bool), ok bool) {
 	if root == "" {
 		return system.Linux{}, os.LookupEnv, true
+	}
+	if fi, err := os.Stat(root); err != nil || !fi.IsDir() {
+		fmt.Fprintf(stderr, "%s: --root %s: not a directory\n", cmd, root)
+		return nil, nil, false
 	}
 	tree := system.NewTree(root)
 	env, err := tree.Environ()
@@ -132,15 +135,22 @@ func hostSystem(cmd, root string, stderr io.Writer) (sys system.System, lookupEn
 	return tree, env, true
 }
 
-// rootUsable is the usage check of --root, the same for the entrypoint
-// and its companion commands: only with --dry-run (a replayed host is
-// never changed), and a directory.
-func (o *options) rootUsable(cmd string, stderr io.Writer) bool {
+// start is what the entrypoint and its companion commands (cmd) do once
+// their flags are parsed: the log in the format asked, and the host the
+// flags select, --root only with --dry-run (a replayed host is never
+// changed). ok is false, the reason printed, on a usage error.
+func (o *options) start(cmd string, stderr io.Writer) (log *logline.Logger, format logline.Format, sys system.System, lookupEnv func(string) (string, bool), ok bool) {
+	format, err := logline.ParseFormat(o.logFormat)
+	if err != nil {
+		fmt.Fprintln(stderr, "entrypoint:", err)
+		return nil, format, nil, nil, false
+	}
 	if o.root != "" && !o.dryRun {
 		fmt.Fprintln(stderr, "entrypoint: --root needs --dry-run")
-		return false
+		return nil, format, nil, nil, false
 	}
-	return checkRoot(cmd, o.root, stderr)
+	sys, lookupEnv, ok = hostSystem(cmd, o.root, stderr)
+	return logline.New(stderr, format), format, sys, lookupEnv, ok
 }
 
 // printDryRun prints a dry run's facts and plan and returns the exit code;
@@ -183,16 +193,7 @@ func runCommand(cmd companion.Command, o options, args []string, stdin io.Reader
 		fmt.Fprintf(stderr, "entrypoint %s: unexpected argument %q\n", cmd.Name, fl.Arg(0))
 		return 2
 	}
-	lf, err := logline.ParseFormat(o.logFormat)
-	if err != nil {
-		fmt.Fprintln(stderr, "entrypoint:", err)
-		return 2
-	}
-	if !o.rootUsable("entrypoint "+cmd.Name, stderr) {
-		return 2
-	}
-	log := logline.New(stderr, lf)
-	sys, lookupEnv, ok := hostSystem("entrypoint "+cmd.Name, o.root, stderr)
+	log, lf, sys, lookupEnv, ok := o.start("entrypoint "+cmd.Name, stderr)
 	if !ok {
 		return 2
 	}

@@ -98,7 +98,7 @@ func Archive(w io.Writer, rec *Recorder, o Options) ([]Item, error) {
 	b := &builder{sys: rec.sys, state: o.State, limit: rec.ReadLimit, preserve: map[string]bool{}, entries: map[string]*entry{}, mtime: o.Time.Truncate(time.Second)}
 	// The proxy passwords are known before anything is archived: every
 	// file, and the plan that quotes the drop-in, is redacted of them.
-	for _, v := range rec.Probes().Env {
+	for _, v := range rec.envSeen() {
 		if v != nil {
 			if err := b.addCredentials(*v); err != nil {
 				return nil, fmt.Errorf("the environment: %w", err)
@@ -116,7 +116,7 @@ func Archive(w io.Writer, rec *Recorder, o Options) ([]Item, error) {
 			return nil, err
 		}
 	}
-	if err := b.probes(rec.Probes()); err != nil {
+	if err := b.probes(rec); err != nil {
 		return nil, err
 	}
 	for _, name := range slices.Sorted(maps.Keys(o.Extra)) {

@@ -29,39 +29,47 @@ func (b *builder) probeFile(name string, data []byte, what string) {
 	}
 }
 
-// probes writes the probe answers in system.Tree's formats.
-func (b *builder) probes(p Probes) error {
+// probes writes the answers r gave, in system.Tree's formats; one still
+// being computed is left out (none is, once the dry run has returned).
+func (b *builder) probes(r *Recorder) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
 	var statfs strings.Builder
-	for _, k := range slices.Sorted(maps.Keys(p.FSTypes)) {
-		a := p.FSTypes[k]
-		switch {
-		case a.Err != nil:
-			b.note(system.ProbeDir+"/statfs", "%s: not recorded: %v", k, a.Err)
-		case strings.ContainsAny(k, " \t\n") || strings.ContainsAny(a.Value, " \t\n"):
-			b.note(system.ProbeDir+"/statfs", "%s: not recorded: %q cannot be written in its format", k, a.Value)
+	for _, k := range slices.Sorted(maps.Keys(r.fstypes)) {
+		switch a := r.fstypes[k]; {
+		case !a.done.Load():
+		case a.err != nil:
+			b.note(system.ProbeDir+"/statfs", "%s: not recorded: %v", k, a.err)
+		case strings.ContainsAny(k, " \t\n") || strings.ContainsAny(a.v, " \t\n"):
+			b.note(system.ProbeDir+"/statfs", "%s: not recorded: %q cannot be written in its format", k, a.v)
 		default:
-			fmt.Fprintf(&statfs, "%s %s\n", k, a.Value)
+			fmt.Fprintf(&statfs, "%s %s\n", k, a.v)
 		}
 	}
 	if statfs.Len() > 0 {
 		b.probeFile("statfs", []byte(statfs.String()), "filesystem types of the paths asked")
 	}
-	if n := p.Nofile; n != nil && n.Err == nil {
-		v := strconv.FormatUint(n.Value, 10)
-		if n.Value == ^uint64(0) {
+	if n := &r.nofile; n.done.Load() && n.err == nil {
+		v := strconv.FormatUint(n.v, 10)
+		if n.v == ^uint64(0) {
 			v = "unlimited"
 		}
 		b.probeFile("nofile", []byte(v+"\n"), "hard RLIMIT_NOFILE")
 	}
-	if o := p.Overlay; o != nil {
+	if o := &r.overlay; o.done.Load() {
 		v := "ok"
-		if o.Err != nil {
-			v = strings.ReplaceAll(o.Err.Error(), "\n", " ")
+		if o.err != nil {
+			v = strings.ReplaceAll(o.err.Error(), "\n", " ")
 		}
 		b.probeFile("overlay", []byte(v+"\n"), "the trial overlay mount")
 	}
+	hostNames := map[string]bool{}
+	for k := range r.lookups {
+		_, host, _ := strings.Cut(k, "\x00")
+		hostNames[host] = true
+	}
 	var hosts strings.Builder
-	for _, host := range slices.Sorted(maps.Keys(p.Lookups)) {
+	for _, host := range slices.Sorted(maps.Keys(hostNames)) {
 		var addrs []string
 		// A set beside the list (which keeps the order): a host may
 		// answer 130k addresses, and searching the list for each made
@@ -69,17 +77,17 @@ func (b *builder) probes(p Probes) error {
 		seen := map[netip.Addr]bool{}
 		hung := false
 		for _, network := range []string{"ip4", "ip6", "ip"} {
-			a, ok := p.Lookups[host][network]
-			if !ok {
+			a, ok := r.lookups[network+"\x00"+host]
+			if !ok || !a.done.Load() {
 				continue
 			}
-			for _, ip := range a.Value {
+			for _, ip := range a.v {
 				if !seen[ip] {
 					seen[ip] = true
 					addrs = append(addrs, ip.String())
 				}
 			}
-			hung = hung || errors.Is(a.Err, context.DeadlineExceeded)
+			hung = hung || errors.Is(a.err, context.DeadlineExceeded)
 		}
 		switch {
 		case len(addrs) > 0:
@@ -92,34 +100,38 @@ func (b *builder) probes(p Probes) error {
 		b.probeFile("hosts", []byte(hosts.String()), "name lookups that answered (or hung)")
 	}
 	seen := map[string]string{}
-	for _, r := range p.Runs {
-		name := path.Base(r.Argv[0])
-		if first, dup := seen[name]; dup {
-			b.note(system.ProbeDir+"/run/"+name, "%s not recorded: run/%s holds %s", r, name, first)
+	for _, k := range slices.Sorted(maps.Keys(r.runs)) {
+		m := r.runs[k]
+		if !m.done.Load() {
 			continue
 		}
-		seen[name] = r.String()
+		argv := strings.Split(k, "\x00")
+		run := fmt.Sprintf("%q", argv)
+		name := path.Base(argv[0])
+		if first, dup := seen[name]; dup {
+			b.note(system.ProbeDir+"/run/"+name, "%s not recorded: run/%s holds %s", run, name, first)
+			continue
+		}
+		seen[name] = run
 		switch {
-		case r.Err == nil:
-			b.probeFile("run/"+name, r.Output, fmt.Sprintf("output of %s", r))
-		case system.TimedOut(r.Err):
-			b.probeFile("run/"+name+".hang", nil, fmt.Sprintf("%s timed out", r))
-		case system.NotInstalled(r.Err):
-			b.note(system.ProbeDir+"/run/"+name, "%s: not installed", r)
+		case m.err == nil:
+			b.probeFile("run/"+name, m.v.stdout, fmt.Sprintf("output of %s", run))
+		case system.TimedOut(m.err):
+			b.probeFile("run/"+name+".hang", nil, fmt.Sprintf("%s timed out", run))
+		case system.NotInstalled(m.err):
+			b.note(system.ProbeDir+"/run/"+name, "%s: not installed", run)
 		default:
-			msg := strings.TrimPrefix(r.Err.Error(), r.Argv[0]+": ")
-			b.probeFile("run/"+name+".fail", []byte(msg+"\n"), fmt.Sprintf("%s failed", r))
+			msg := strings.TrimPrefix(m.err.Error(), argv[0]+": ")
+			b.probeFile("run/"+name+".fail", []byte(msg+"\n"), fmt.Sprintf("%s failed", run))
 		}
 	}
-	if err := b.environ(p.Env); err != nil {
-		return err
-	}
+	b.environ(r.env)
 	return b.random()
 }
 
 // environ writes the variables looked up that were set, with credentials
 // in URLs redacted.
-func (b *builder) environ(env map[string]*string) error {
+func (b *builder) environ(env map[string]*string) {
 	var lines []string
 	nul := false
 	redacted := 0
@@ -146,7 +158,6 @@ func (b *builder) environ(env map[string]*string) error {
 		what += fmt.Sprintf("; credentials redacted in %d", redacted)
 	}
 	b.probeFile("environ", []byte(strings.Join(lines, sep)+sep), what)
-	return nil
 }
 
 // random keeps the randomness of a replayed tree, or records a new seed, so

@@ -3,12 +3,10 @@ package capture
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io"
 	"io/fs"
 	"maps"
 	"net/netip"
-	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -82,8 +80,8 @@ type Recorder struct {
 	paths   map[string]Access
 	limits  map[string]int // the largest read limit asked of each path (ReadFile, Open)
 	fstypes map[string]*memo[string]
-	nofile  map[string]*memo[uint64]
-	overlay map[string]*memo[struct{}]
+	nofile  memo[uint64]
+	overlay memo[struct{}]
 	lookups map[string]*memo[[]netip.Addr] // "network\x00host"
 	runs    map[string]*memo[output]       // argv joined by NUL
 	env     map[string]*string             // nil value: looked up, unset
@@ -98,28 +96,23 @@ func NewRecorder(sys system.System) *Recorder {
 		paths:   map[string]Access{},
 		limits:  map[string]int{},
 		fstypes: map[string]*memo[string]{},
-		nofile:  map[string]*memo[uint64]{},
-		overlay: map[string]*memo[struct{}]{},
 		lookups: map[string]*memo[[]netip.Addr]{},
 		runs:    map[string]*memo[output]{},
 		env:     map[string]*string{},
 	}
 }
 
-// Underlying is the system the Recorder reads.
-func (r *Recorder) Underlying() system.System { return r.sys }
-
-func (r *Recorder) record(p string, a Access) {
+// record records p as read a way, and the largest read limit asked of it
+// (0 for a way that reads no bytes).
+func (r *Recorder) record(p string, a Access, limit int) {
 	r.mu.Lock()
 	r.paths[p] |= a
+	r.limits[p] = max(r.limits[p], limit)
 	r.mu.Unlock()
 }
 
 func (r *Recorder) ReadFile(p string, limit int) ([]byte, error) {
-	r.mu.Lock()
-	r.paths[p] |= Read
-	r.limits[p] = max(r.limits[p], limit)
-	r.mu.Unlock()
+	r.record(p, Read, limit)
 	return r.sys.ReadFile(p, limit)
 }
 
@@ -127,10 +120,7 @@ func (r *Recorder) ReadFile(p string, limit int) ([]byte, error) {
 // the pages themselves: the only file read so is etcd's database, which
 // capture archives as a file of its membership (see Archive).
 func (r *Recorder) Open(p string, limit int) (system.File, error) {
-	r.mu.Lock()
-	r.paths[p] |= Pages
-	r.limits[p] = max(r.limits[p], limit)
-	r.mu.Unlock()
+	r.record(p, Pages, limit)
 	return r.sys.Open(p, limit)
 }
 
@@ -142,22 +132,22 @@ func (r *Recorder) ReadLimit(p string) int {
 }
 
 func (r *Recorder) Stat(p string) (fs.FileInfo, error) {
-	r.record(p, Stat)
+	r.record(p, Stat, 0)
 	return r.sys.Stat(p)
 }
 
 func (r *Recorder) Lstat(p string) (fs.FileInfo, error) {
-	r.record(p, Lstat)
+	r.record(p, Lstat, 0)
 	return r.sys.Lstat(p)
 }
 
 func (r *Recorder) ReadDir(p string) ([]fs.DirEntry, error) {
-	r.record(p, List)
+	r.record(p, List, 0)
 	return r.sys.ReadDir(p)
 }
 
 func (r *Recorder) Readlink(p string) (string, error) {
-	r.record(p, Link)
+	r.record(p, Link, 0)
 	return r.sys.Readlink(p)
 }
 
@@ -166,11 +156,11 @@ func (r *Recorder) FSType(p string) (string, error) {
 }
 
 func (r *Recorder) NofileHard() (uint64, error) {
-	return memoFor(&r.mu, r.nofile, "").get(r.sys.NofileHard)
+	return r.nofile.get(r.sys.NofileHard)
 }
 
 func (r *Recorder) OverlayTrial() error {
-	_, err := memoFor(&r.mu, r.overlay, "").get(func() (struct{}, error) { return struct{}{}, r.sys.OverlayTrial() })
+	_, err := r.overlay.get(func() (struct{}, error) { return struct{}{}, r.sys.OverlayTrial() })
 	return err
 }
 
@@ -245,70 +235,9 @@ func (r *Recorder) Paths() map[string]Access {
 	return maps.Clone(r.paths)
 }
 
-// Probes is every probe answer a Recorder gave.
-type Probes struct {
-	FSTypes map[string]Answer[string]
-	Nofile  *Answer[uint64]
-	Overlay *Answer[struct{}]
-	// Lookups by host, then network ("ip4", "ip6").
-	Lookups map[string]map[string]Answer[[]netip.Addr]
-	// Runs by argv; each argv is the command's words.
-	Runs []Run
-	// Env holds the variables looked up; nil for one that was unset.
-	Env map[string]*string
-}
-
-// Answer is one probe's answer.
-type Answer[T any] struct {
-	Value T
-	Err   error
-}
-
-// Run is one command's answer.
-type Run struct {
-	Argv   []string
-	Output []byte
-	Err    error
-}
-
-// Probes returns the answers given so far (one still being computed is
-// left out: none is, once the dry run has returned).
-func (r *Recorder) Probes() Probes {
+// envSeen is every variable looked up through Env; nil for one unset.
+func (r *Recorder) envSeen() map[string]*string {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	p := Probes{
-		FSTypes: map[string]Answer[string]{},
-		Lookups: map[string]map[string]Answer[[]netip.Addr]{},
-		Env:     maps.Clone(r.env),
-	}
-	for k, m := range r.fstypes {
-		if m.done.Load() {
-			p.FSTypes[k] = Answer[string]{m.v, m.err}
-		}
-	}
-	if m, ok := r.nofile[""]; ok && m.done.Load() {
-		p.Nofile = &Answer[uint64]{m.v, m.err}
-	}
-	if m, ok := r.overlay[""]; ok && m.done.Load() {
-		p.Overlay = &Answer[struct{}]{m.v, m.err}
-	}
-	for k, m := range r.lookups {
-		network, host, _ := strings.Cut(k, "\x00")
-		if !m.done.Load() {
-			continue
-		}
-		if p.Lookups[host] == nil {
-			p.Lookups[host] = map[string]Answer[[]netip.Addr]{}
-		}
-		p.Lookups[host][network] = Answer[[]netip.Addr]{m.v, m.err}
-	}
-	for _, k := range slices.Sorted(maps.Keys(r.runs)) {
-		if m := r.runs[k]; m.done.Load() {
-			p.Runs = append(p.Runs, Run{Argv: strings.Split(k, "\x00"), Output: m.v.stdout, Err: m.err})
-		}
-	}
-	return p
+	return maps.Clone(r.env)
 }
-
-// String names a run for messages.
-func (r Run) String() string { return fmt.Sprintf("%q", r.Argv) }

@@ -17,12 +17,7 @@ func (b *builder) scrub(data []byte) []byte {
 		return data
 	}
 	s := string(data)
-	for _, k := range b.keys {
-		if len(k) == 0 {
-			continue
-		}
-		quoted := strconv.Quote(string(k))
-		s = strings.ReplaceAll(s, quoted[1:len(quoted)-1], "(private key, not archived)")
+	for _, k := range b.secrets() {
 		s = strings.ReplaceAll(s, string(k), "(private key, not archived)")
 	}
 	return []byte(b.redact(s))
@@ -43,9 +38,9 @@ func (b *builder) needsScrub(data []byte) bool {
 }
 
 // secrets are what needsScrub looks for besides URL userinfo and the
-// credentials: each private key read, as it is and quoted. Made once,
-// when the first extra file is scrubbed: every path is read by then, and
-// a stream asks for them on every line.
+// credentials, and what scrub replaces, in order: each private key read,
+// quoted and as it is. Made once, when the first extra file is scrubbed:
+// every path is read by then, and a stream asks for them on every line.
 func (b *builder) secrets() [][]byte {
 	if b.secretForms != nil {
 		return b.secretForms
@@ -56,7 +51,7 @@ func (b *builder) secrets() [][]byte {
 			continue
 		}
 		quoted := strconv.Quote(string(k))
-		b.secretForms = append(b.secretForms, k, []byte(quoted[1:len(quoted)-1]))
+		b.secretForms = append(b.secretForms, []byte(quoted[1:len(quoted)-1]), k)
 	}
 	return b.secretForms
 }
@@ -105,10 +100,7 @@ func (s *scrubber) Write(p []byte) (int, error) {
 
 // emit writes one line, scrubbed.
 func (s *scrubber) emit(line []byte) error {
-	if s.b.needsScrub(line) {
-		line = s.b.scrub(line)
-	}
-	_, err := s.w.Write(line)
+	_, err := s.w.Write(s.b.scrub(line))
 	return err
 }
 

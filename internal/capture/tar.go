@@ -78,12 +78,12 @@ func (b *builder) write(w io.Writer) error {
 // once to count its size, for the header, then again into the archive.
 // A second rendering of another size is an error of the tar writer's.
 func (b *builder) writeStream(tw *tar.Writer, p string, e *entry) error {
-	var n counter
-	if err := b.scrubbed(&n, e.render); err != nil {
+	n := &countingWriter{w: io.Discard}
+	if err := b.scrubbed(n, e.render); err != nil {
 		return fmt.Errorf("archive %s: %w", p, err)
 	}
 	hdr := e.hdr
-	hdr.Size = int64(n)
+	hdr.Size = n.n
 	if err := tw.WriteHeader(&hdr); err != nil {
 		return fmt.Errorf("archive %s: %w", p, err)
 	}
@@ -91,8 +91,8 @@ func (b *builder) writeStream(tw *tar.Writer, p string, e *entry) error {
 	if err := b.scrubbed(again, e.render); err != nil {
 		return fmt.Errorf("archive %s: %w", p, err)
 	}
-	if again.n != n {
-		return fmt.Errorf("archive %s: rendered %d bytes, then %d", p, n, again.n)
+	if again.n != n.n {
+		return fmt.Errorf("archive %s: rendered %d bytes, then %d", p, n.n, again.n)
 	}
 	return nil
 }
@@ -100,19 +100,11 @@ func (b *builder) writeStream(tw *tar.Writer, p string, e *entry) error {
 // countingWriter counts what it passes on to w.
 type countingWriter struct {
 	w io.Writer
-	n counter
+	n int64
 }
 
 func (c *countingWriter) Write(p []byte) (int, error) {
 	k, err := c.w.Write(p)
-	c.n += counter(k)
+	c.n += int64(k)
 	return k, err
-}
-
-// counter counts the bytes written to it.
-type counter int64
-
-func (c *counter) Write(p []byte) (int, error) {
-	*c += counter(len(p))
-	return len(p), nil
 }

@@ -60,9 +60,8 @@ func ExitCode(rows []Row) int {
 
 // Options say what to check.
 type Options struct {
-	// Sys is the host: system.Linux, or a system.Tree for --root. A
-	// capture.Recorder is used as it is (so that a capture records what
-	// the rows read); any other is wrapped in one.
+	// Sys is the host: system.Linux, a system.Tree for --root, or a
+	// capture.Recorder over either (a capture records what the rows read).
 	Sys       system.System
 	LookupEnv func(string) (string, bool)
 	// Live: Sys is this machine, not a replayed tree; /dev/fuse must then
@@ -106,7 +105,8 @@ func Run(ctx context.Context, o Options) Report {
 	}
 	c.st, c.results = &rep.Dry.Host.State, rep.Dry.Results
 	c.mi, c.miErr = rep.Dry.Host.MountTable()
-	c.kind = c.exists("/kind")
+	_, err := c.sys.Stat("/kind")
+	c.kind = err == nil
 	comm, _ := c.sys.ReadFile("/proc/1/comm", system.LimitValue)
 	c.booted = c.kind && strings.TrimSpace(string(comm)) == "systemd"
 
@@ -181,11 +181,6 @@ func (c *checker) mountAt(name, p, hint string) (*mountinfo.Info, Row, bool) {
 	return m, Row{}, true
 }
 
-func (c *checker) exists(p string) bool {
-	_, err := c.sys.Stat(p)
-	return err == nil
-}
-
 // plan is the row of the dry run: would the entrypoint get to init?
 func (c *checker) plan(results []boot.Result, planErr error) Row {
 	const name = "plan"
@@ -209,7 +204,7 @@ func (c *checker) plan(results []boot.Result, planErr error) Row {
 	}
 	obs := fmt.Sprintf("%d steps, %d changes to make", len(results), changes)
 	if len(warnings) > 0 {
-		return Row{name, Warn, obs + "; " + strings.Join(warnings[:min(len(warnings), maxListed)], "; ") + clippedCount(len(warnings), maxListed),
+		return Row{name, Warn, obs + "; " + joinClipped(warnings, "; "),
 			"the rows above say why; entrypoint --dry-run shows the whole plan"}
 	}
 	return Row{name, Pass, obs, ""}

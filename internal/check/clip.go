@@ -9,15 +9,12 @@ import (
 // counts the rest: a host may hold tens of thousands of mounts.
 const maxListed = 10
 
-// joinClipped joins the first max items with ", " and counts the rest.
-func joinClipped(items []string, max int) string {
-	return strings.Join(items[:min(len(items), max)], ", ") + clippedCount(len(items), max)
-}
-
-// clippedCount is " (and N more)" for the items of n past max, or "".
-func clippedCount(n, max int) string {
-	if n <= max {
-		return ""
+// joinClipped joins the first maxListed items with sep, and says how many
+// more there are: " (and N more)".
+func joinClipped(items []string, sep string) string {
+	s := strings.Join(items[:min(len(items), maxListed)], sep)
+	if len(items) > maxListed {
+		s += " (and " + strconv.Itoa(len(items)-maxListed) + " more)"
 	}
-	return " (and " + strconv.Itoa(n-max) + " more)"
+	return s
 }

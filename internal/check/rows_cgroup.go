@@ -153,7 +153,7 @@ func (c *checker) cgroupMounts() Row {
 	case len(rw) == 0 && len(ro) == 0:
 		return Row{name, Fail, "no cgroup filesystem under " + cgroupfix.Root, "run the node --privileged (kind does)"}
 	case len(ro) > 0:
-		return Row{name, Fail, "read-only: " + joinClipped(ro, maxListed),
+		return Row{name, Fail, "read-only: " + joinClipped(ro, ", "),
 			"systemd and the kubelet create cgroups: run the node --privileged (kind does)"}
 	}
 	return Row{name, Pass, fmt.Sprintf("%d writable", len(rw)), ""}

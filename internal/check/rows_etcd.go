@@ -34,7 +34,7 @@ func (c *checker) etcdPeers() []Row {
 	for _, a := range notes {
 		left = append(left, string(a.Data))
 	}
-	why := strings.Join(left[:min(len(left), maxListed)], "; ") + clippedCount(len(left), maxListed)
+	why := joinClipped(left, "; ")
 	switch {
 	case len(f.Members) < 2:
 		return []Row{{name, Pass, obs + ": a single member dials no peer", ""}}

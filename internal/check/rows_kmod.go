@@ -17,11 +17,11 @@ import (
 // (kind #4204: kube-proxy's and CNI plugins' rules that use "recent").
 var rootlessModules = []string{"ip_tables", "ip6_tables", "iptable_nat", "ip6table_nat", "xt_recent"}
 
-// moduleState is what is known of each module: loaded (/proc/modules),
-// built into the kernel (modules.builtin), or shipped as a file
-// (modules.dep) but not loaded.
+// moduleState is what is known of each module: how it is there, by the
+// first file that names it: "loaded" (/proc/modules), "built in"
+// (modules.builtin), or "shipped" as a file (modules.dep) but not loaded.
 type moduleState struct {
-	loaded, builtin, shipped map[string]bool
+	how map[string]string
 	// unknown says what could not be told, for the row.
 	unknown []string
 }
@@ -38,12 +38,12 @@ func moduleName(p string) string {
 }
 
 func (c *checker) readModules(want []string) moduleState {
-	st := moduleState{loaded: map[string]bool{}, builtin: map[string]bool{}, shipped: map[string]bool{}}
+	st := moduleState{how: map[string]string{}}
 	wanted := map[string]bool{}
 	for _, m := range want {
 		wanted[m] = true
 	}
-	scan := func(p string, limit int, into map[string]bool, field func(line []byte) string) bool {
+	scan := func(p string, limit int, how string, field func(line []byte) string) {
 		b, err := c.sys.ReadFile(p, limit)
 		if err != nil {
 			what := "no " + p
@@ -51,22 +51,21 @@ func (c *checker) readModules(want []string) moduleState {
 				what = err.Error()
 			}
 			st.unknown = append(st.unknown, what)
-			return false
+			return
 		}
 		sc := bufio.NewScanner(bytes.NewReader(b))
 		sc.Buffer(nil, len(b)+1)
 		for sc.Scan() {
-			if name := field(sc.Bytes()); wanted[name] {
-				into[name] = true
+			if name := field(sc.Bytes()); wanted[name] && st.how[name] == "" {
+				st.how[name] = how
 			}
 		}
-		return true
 	}
 	firstField := func(line []byte) string {
 		f, _, _ := bytes.Cut(line, []byte(" "))
 		return string(f)
 	}
-	scan("/proc/modules", system.LimitConfig, st.loaded, firstField)
+	scan("/proc/modules", system.LimitConfig, "loaded", firstField)
 	rel, err := c.sys.ReadFile("/proc/sys/kernel/osrelease", system.LimitValue)
 	release := strings.TrimSpace(string(rel))
 	if err != nil || release == "" || strings.Contains(release, "/") {
@@ -74,8 +73,8 @@ func (c *checker) readModules(want []string) moduleState {
 		return st
 	}
 	dir := "/lib/modules/" + release
-	scan(dir+"/modules.builtin", system.LimitTable, st.builtin, func(line []byte) string { return moduleName(string(line)) })
-	scan(dir+"/modules.dep", system.LimitTable, st.shipped, func(line []byte) string {
+	scan(dir+"/modules.builtin", system.LimitTable, "built in", func(line []byte) string { return moduleName(string(line)) })
+	scan(dir+"/modules.dep", system.LimitTable, "shipped", func(line []byte) string {
 		f, _, _ := bytes.Cut(line, []byte(":"))
 		return moduleName(string(f))
 	})
@@ -92,12 +91,10 @@ func (c *checker) kernelModules() Row {
 	st := c.readModules(rootlessModules)
 	var ok, notLoaded, absent, untold []string
 	for _, m := range rootlessModules {
-		switch {
-		case st.loaded[m]:
-			ok = append(ok, m+" loaded")
-		case st.builtin[m]:
-			ok = append(ok, m+" built in")
-		case st.shipped[m]:
+		switch how := st.how[m]; {
+		case how == "loaded" || how == "built in":
+			ok = append(ok, m+" "+how)
+		case how == "shipped":
 			notLoaded = append(notLoaded, m)
 		case len(st.unknown) == 0:
 			absent = append(absent, m)

@@ -114,22 +114,24 @@ func Detect(sys system.System, getenv func(string) string, userNS bool) (Facts, 
 	return f, nil
 }
 
-func detectFuseUnit(sys system.System, f *Facts) error {
+// firstUnit is the unit file systemd picks for name, the first of
+// unitDirs that holds one: its path and content, nil when none does.
+func firstUnit(sys system.System, name string) (string, []byte, error) {
 	for _, dir := range unitDirs {
-		p := path.Join(dir, FuseUnit)
-		b, err := system.ReadOptional(sys, p, system.LimitConfig)
-		if err != nil {
-			return err
+		p := path.Join(dir, name)
+		if b, err := system.ReadOptional(sys, p, system.LimitConfig); err != nil || b != nil {
+			return p, b, err
 		}
-		if b == nil {
-			continue
-		}
-		f.FuseUnitPath, f.FuseUnit = p, b
-		break
 	}
-	if f.FuseUnitPath == "" {
-		return nil
+	return "", nil, nil
+}
+
+func detectFuseUnit(sys system.System, f *Facts) error {
+	p, b, err := firstUnit(sys, FuseUnit)
+	if err != nil || b == nil {
+		return err
 	}
+	f.FuseUnitPath, f.FuseUnit = p, b
 	links, err := enableLinks(f.FuseUnitPath, f.FuseUnit)
 	if err != nil {
 		return err
@@ -271,7 +273,7 @@ func Plan(f Facts) ([]plan.Action, error) {
 		if f.FuseUnitPath == "" {
 			return actions, fmt.Errorf("%s: unit not found in %s", FuseUnit, strings.Join(unitDirs, ", "))
 		}
-		for _, link := range sortedKeys(f.FuseLinks) {
+		for _, link := range slices.Sorted(maps.Keys(f.FuseLinks)) {
 			actions = append(actions,
 				plan.Mkdir(path.Dir(link), 0o755),
 				plan.Symlink(f.FuseLinks[link], link).Because("systemctl enable "+FuseUnit))
@@ -303,8 +305,4 @@ func describeChange(ch Change) string {
 		parts = append(parts, "restrict_oom_score_adj in a user namespace")
 	}
 	return strings.Join(parts, ", ")
-}
-
-func sortedKeys(m map[string]string) []string {
-	return slices.Sorted(maps.Keys(m))
 }

@@ -6,6 +6,7 @@ package containerd
 import (
 	"bytes"
 	"fmt"
+	"maps"
 	"path"
 	"slices"
 	"strconv"
@@ -58,23 +59,13 @@ func (n Nofile) Hard() (uint64, bool) {
 // ReadNofile reads containerd.service and its drop-ins.
 func ReadNofile(sys system.System) (Nofile, error) {
 	var n Nofile
-	for _, d := range unitDirs {
-		p := path.Join(d, Unit)
-		b, err := sys.ReadFile(p, system.LimitConfig)
-		if system.NotExist(err) {
-			continue
-		}
-		if err != nil {
-			return n, err
-		}
-		n.UnitPath = p
-		if err := n.apply(p, b); err != nil {
-			return n, err
-		}
-		break
+	p, b, err := firstUnit(sys, Unit)
+	if err != nil || b == nil {
+		return n, err
 	}
-	if n.UnitPath == "" {
-		return n, nil
+	n.UnitPath = p
+	if err := n.apply(p, b); err != nil {
+		return n, err
 	}
 	dropIns := map[string]string{} // file name -> path
 	for _, d := range unitDirs {
@@ -95,12 +86,7 @@ func ReadNofile(sys system.System) (Nofile, error) {
 			}
 		}
 	}
-	names := make([]string, 0, len(dropIns))
-	for name := range dropIns {
-		names = append(names, name)
-	}
-	slices.Sort(names)
-	for _, name := range names {
+	for _, name := range slices.Sorted(maps.Keys(dropIns)) {
 		p := dropIns[name]
 		b, err := sys.ReadFile(p, system.LimitConfig)
 		if err != nil {

@@ -58,15 +58,6 @@ func MayHoldCredential(text []byte) bool {
 	return false
 }
 
-func anyCredential(path []string) bool {
-	for _, k := range path {
-		if isCredentialKey(k) {
-			return true
-		}
-	}
-	return false
-}
-
 // Redact is config with the value of every credential key (isCredentialKey,
 // in a header, a dotted key or an inline table) replaced by Redacted,
 // and n the number of values masked. A value it cannot see into (an
@@ -87,7 +78,7 @@ func Redact(config []byte) (redacted []byte, n int, err error) {
 		kv := &sc.kvs[i]
 		whole := splice{kv.valueAt, kv.end, Redacted}
 		switch {
-		case anyCredential(sc.sections[kv.section].path) || anyCredential(kv.key):
+		case slices.ContainsFunc(sc.sections[kv.section].path, isCredentialKey) || slices.ContainsFunc(kv.key, isCredentialKey):
 			masks = append(masks, whole)
 		case kv.value.kind == unstable.InlineTable:
 			if inner, ok := redactInline(kv.value, false, MayHoldCredential(config[kv.valueAt:kv.end]), nil); ok {
@@ -160,7 +151,7 @@ func commentMasks(config []byte) ([]splice, error) {
 // masks the table whole.
 func redactInline(v valueRef, under, suspect bool, masks []splice) ([]splice, bool) {
 	for _, it := range v.items {
-		cred := under || anyCredential(it.key)
+		cred := under || slices.ContainsFunc(it.key, isCredentialKey)
 		switch {
 		case it.value.kind == unstable.InlineTable:
 			var ok bool

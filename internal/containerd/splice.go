@@ -70,7 +70,7 @@ func (sc *scan) findValue(path []string) (raw unstable.Range, found, inline bool
 }
 
 func findIn(at []string, v *valueRef, path []string) (raw unstable.Range, found, inline bool) {
-	if equalPath(at, path) {
+	if slices.Equal(at, path) {
 		if v.kind == unstable.String || v.kind == unstable.Bool {
 			return v.raw, true, false
 		}
@@ -96,7 +96,7 @@ func findIn(at []string, v *valueRef, path []string) (raw unstable.Range, found,
 // after its last key/value, in that line's indentation.
 func (sc *scan) explicitTable(parent []string) (at int, indent, eol string, ok bool) {
 	for _, s := range sc.sections[1:] {
-		if s.array || !equalPath(s.path, parent) {
+		if s.array || !slices.Equal(s.path, parent) {
 			continue
 		}
 		if s.lastKV < 0 {
@@ -216,10 +216,11 @@ func indentAt(text string, off int) string {
 	return text[start:i]
 }
 
-func position(d []byte, off int) (line, col int) {
-	line = 1 + bytes.Count(d[:off], []byte("\n"))
-	col = off - (bytes.LastIndexByte(d[:off], '\n') + 1) + 1
-	return line, col
+// errorAtOffset is a positionError at offset off of d.
+func errorAtOffset(d []byte, off int, msg string) error {
+	line := 1 + bytes.Count(d[:off], []byte("\n"))
+	col := off - (bytes.LastIndexByte(d[:off], '\n') + 1) + 1
+	return &positionError{line: line, column: col, msg: msg}
 }
 
 // offsetIn locates sub inside d the way the parser does, by capacity,

@@ -42,36 +42,30 @@ func checkTableKeys(b []byte) error {
 			}
 		case unstable.KeyValue:
 			keys++
-			if err := tooMany(&p, e, keys); err != nil {
+			if err := checkKey(&p, e, keys, &parts); err != nil {
 				return err
-			}
-			if err := countParts(&p, e, &parts); err != nil {
-				return err
-			}
-			if v := e.Value(); v != nil && v.Kind == unstable.InlineTable {
-				if err := checkInline(&p, v, &parts); err != nil {
-					return err
-				}
 			}
 		}
 	}
 	return nil
 }
 
-// checkInline applies the limits to an inline table and those it holds.
-func checkInline(p *unstable.Parser, t *unstable.Node, parts *int) error {
-	n := 0
-	for it := t.Children(); it.Next(); {
-		kv := it.Node()
-		n++
-		if err := tooMany(p, kv, n); err != nil {
-			return err
-		}
-		if err := countParts(p, kv, parts); err != nil {
-			return err
-		}
-		if v := kv.Value(); v != nil && v.Kind == unstable.InlineTable {
-			if err := checkInline(p, v, parts); err != nil {
+// checkKey applies the limits to kv, the n-th key of its table, and to
+// the inline tables its value holds.
+func checkKey(p *unstable.Parser, kv *unstable.Node, n int, parts *int) error {
+	if n > maxTableKeys {
+		k := kv.Key()
+		k.Next()
+		return &positionError{line: lineOf(p, k.Node()), column: 1, msg: fmt.Sprintf("more than %d keys in one table", maxTableKeys)}
+	}
+	if err := countParts(p, kv, parts); err != nil {
+		return err
+	}
+	if v := kv.Value(); v != nil && v.Kind == unstable.InlineTable {
+		n := 0
+		for it := v.Children(); it.Next(); {
+			n++
+			if err := checkKey(p, it.Node(), n, parts); err != nil {
 				return err
 			}
 		}
@@ -84,24 +78,17 @@ func checkInline(p *unstable.Parser, t *unstable.Node, parts *int) error {
 func countParts(p *unstable.Parser, e *unstable.Node, parts *int) error {
 	for k := e.Key(); k.Next(); {
 		if *parts++; *parts > maxKeyParts {
-			line := 0
-			if r := k.Node().Raw; r.Length > 0 {
-				line = p.Shape(r).Start.Line
-			}
-			return &positionError{line: line, column: 1, msg: fmt.Sprintf("more than %d key parts in the config", maxKeyParts)}
+			return &positionError{line: lineOf(p, k.Node()), column: 1, msg: fmt.Sprintf("more than %d key parts in the config", maxKeyParts)}
 		}
 	}
 	return nil
 }
 
-// tooMany is the error of the n-th key of a table, kv, past the limit.
-func tooMany(p *unstable.Parser, kv *unstable.Node, n int) error {
-	if n <= maxTableKeys {
-		return nil
+// lineOf is the line of a key part, 0 when there is none or the parser
+// gave it no place.
+func lineOf(p *unstable.Parser, n *unstable.Node) int {
+	if !n.Valid() || n.Raw.Length == 0 {
+		return 0
 	}
-	line := 0
-	if k := kv.Key(); k.Next() && k.Node().Raw.Length > 0 {
-		line = p.Shape(k.Node().Raw).Start.Line
-	}
-	return &positionError{line: line, column: 1, msg: fmt.Sprintf("more than %d keys in one table", maxTableKeys)}
+	return p.Shape(n.Raw).Start.Line
 }

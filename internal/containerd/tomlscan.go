@@ -7,6 +7,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/pelletier/go-toml/v2/unstable"
 )
@@ -129,8 +130,7 @@ func scanDocument(data []byte) (*scan, error) {
 		var pe *unstable.ParserError
 		if errors.As(err, &pe) {
 			if off, ok := offsetIn(data, pe.Highlight); ok {
-				line, col := position(data, off)
-				return nil, &positionError{line: line, column: col, msg: contentFree(pe.Message)}
+				return nil, errorAtOffset(data, off, contentFree(pe.Message))
 			}
 		}
 		return nil, errors.New("invalid TOML: " + contentFree(err.Error()))
@@ -225,14 +225,12 @@ func (sc *scan) errorAt(path []string, format string, args ...any) error {
 	msg := fmt.Sprintf(format, args...)
 	for i := range sc.kvs {
 		if kv := &sc.kvs[i]; sc.isPath(kv, path) {
-			line, col := position(sc.data, kv.start)
-			return &positionError{line: line, column: col, msg: msg}
+			return errorAtOffset(sc.data, kv.start, msg)
 		}
 	}
 	for _, s := range sc.sections[1:] {
-		if s.array && equalPath(s.path, path) {
-			line, col := position(sc.data, s.start)
-			return &positionError{line: line, column: col, msg: msg}
+		if s.array && slices.Equal(s.path, path) {
+			return errorAtOffset(sc.data, s.start, msg)
 		}
 	}
 	return errors.New(msg)

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"math"
 	"reflect"
+	"slices"
 	"strings"
 )
 
@@ -75,21 +76,9 @@ func sameValue(a, b any) bool {
 	return reflect.DeepEqual(a, b)
 }
 
-func equalPath(a, b []string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
-}
-
 // hasPrefix reports whether path starts with prefix.
 func hasPrefix(path, prefix []string) bool {
-	return len(path) >= len(prefix) && equalPath(path[:len(prefix)], prefix)
+	return len(path) >= len(prefix) && slices.Equal(path[:len(prefix)], prefix)
 }
 
 func formatKeyPath(path []string) string {

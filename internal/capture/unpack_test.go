@@ -2,6 +2,7 @@ package capture
 
 import (
 	"archive/tar"
+	"bytes"
 	"compress/gzip"
 	"errors"
 	"fmt"
@@ -11,14 +12,16 @@ import (
 	"path"
 	"path/filepath"
 	"strings"
+	"testing"
 )
 
-// Extract unpacks an archive made by Archive into dir, as
-// `tar -xzpf FILE -C DIR` does as root: modes with their setuid bits, and
-// owners when run as root (the mount binaries' owner is a fact). Names that
-// would leave dir, entries below or over a symlink the archive made, and
-// anything but directories, regular files and symlinks, are refused.
-func Extract(r io.Reader, dir string) error {
+// unpack unpacks an archive made by Archive into dir for the tests'
+// replays, as `tar -xzpf FILE -C DIR` (what capture's usage tells a user
+// to run) does as root: modes with their setuid bits, and owners when run
+// as root (the mount binaries' owner is a fact). Names that would leave
+// dir, entries below or over a symlink the archive made, and anything but
+// directories, regular files and symlinks, are refused.
+func unpack(r io.Reader, dir string) error {
 	zr, err := gzip.NewReader(r)
 	if err != nil {
 		return err
@@ -137,4 +140,44 @@ func noSymlinkAbove(dir, name string) error {
 		}
 	}
 	return nil
+}
+
+// TestUnpackRefuses: names that leave the directory, and writing through
+// a symlink, are refused.
+func TestUnpackRefuses(t *testing.T) {
+	// outside is a directory next to the one extracted into, whose mode a
+	// directory entry over a symlink to it would change.
+	outside := t.TempDir()
+	if err := os.Chmod(outside, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for name, entries := range map[string][]tar.Header{
+		"dot-dot": {{Name: "../x", Typeflag: tar.TypeReg}},
+		"dir over a link": {{Name: "a", Typeflag: tar.TypeSymlink, Linkname: outside},
+			{Name: "a", Typeflag: tar.TypeDir, Mode: 0o700}},
+		"absolute":       {{Name: "/etc/x", Typeflag: tar.TypeReg}},
+		"through a link": {{Name: "a", Typeflag: tar.TypeSymlink, Linkname: "/tmp"}, {Name: "a/x", Typeflag: tar.TypeReg}},
+		"device":         {{Name: "dev/null", Typeflag: tar.TypeChar}},
+	} {
+		var buf bytes.Buffer
+		zw := gzip.NewWriter(&buf)
+		tw := tar.NewWriter(zw)
+		for _, h := range entries {
+			if err := tw.WriteHeader(&h); err != nil {
+				t.Fatal(err)
+			}
+		}
+		tw.Close()
+		zw.Close()
+		dir := t.TempDir()
+		if err := unpack(&buf, dir); err == nil {
+			t.Errorf("%s: extracted", name)
+		}
+		if _, err := os.Stat(filepath.Join(dir, "..", "x")); !errors.Is(err, fs.ErrNotExist) {
+			t.Errorf("%s: wrote outside the directory", name)
+		}
+		if fi, err := os.Stat(outside); err != nil || fi.Mode().Perm() != 0o755 {
+			t.Fatalf("%s: the directory outside is now %v (%v), want 0755", name, fi.Mode(), err)
+		}
+	}
 }
