@@ -74,11 +74,23 @@ func Redact(config []byte) (redacted []byte, n int, err error) {
 		return nil, 0, err
 	}
 	var masks []splice
+	// Whether a section's header names a credential, asked once per
+	// section, not once per key under it: a header of thousands of
+	// parts over thousands of keys would cost their product.
+	credSection := make(map[int]bool, len(sc.sections))
+	underCredential := func(section int) bool {
+		cred, ok := credSection[section]
+		if !ok {
+			cred = slices.ContainsFunc(sc.sections[section].path, isCredentialKey)
+			credSection[section] = cred
+		}
+		return cred
+	}
 	for i := range sc.kvs {
 		kv := &sc.kvs[i]
 		whole := splice{kv.valueAt, kv.end, Redacted}
 		switch {
-		case slices.ContainsFunc(sc.sections[kv.section].path, isCredentialKey) || slices.ContainsFunc(kv.key, isCredentialKey):
+		case underCredential(kv.section) || slices.ContainsFunc(kv.key, isCredentialKey):
 			masks = append(masks, whole)
 		case kv.value.kind == unstable.InlineTable:
 			if inner, ok := redactInline(kv.value, false, MayHoldCredential(config[kv.valueAt:kv.end]), nil); ok {
