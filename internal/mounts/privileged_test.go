@@ -67,13 +67,13 @@ func TestSysReadOnlyOnFreshSysfs(t *testing.T) {
 	})
 
 	mi := nstest.ThreadMountinfo(t)
-	fresh := nstest.Top(mi, dir)
+	fresh := system.Top(mi, dir)
 	if fresh == nil {
 		t.Fatalf("no mount at %s in /proc/thread-self/mountinfo", dir)
 	}
 	// Refuse to go on unless the kernel gave the new network namespace a
 	// sysfs superblock of its own: each superblock has its own device.
-	if sys := nstest.Top(mi, "/sys"); sys != nil && sys.Major == fresh.Major && sys.Minor == fresh.Minor {
+	if sys := system.Top(mi, "/sys"); sys != nil && sys.Major == fresh.Major && sys.Minor == fresh.Minor {
 		t.Fatalf("the fresh sysfs shares the machine's /sys superblock (%d:%d); not remounting it", sys.Major, sys.Minor)
 	}
 	if fresh.FSType != "sysfs" || fresh.Options != "rw,nosuid,nodev,noexec,relatime" || !firstOptionIs(fresh.VFSOptions, "rw") {
@@ -87,7 +87,7 @@ func TestSysReadOnlyOnFreshSysfs(t *testing.T) {
 
 	apply(t, system.Linux{}, mounts.SysReadOnly(fresh))
 
-	got := nstest.Top(nstest.ThreadMountinfo(t), dir)
+	got := system.Top(nstest.ThreadMountinfo(t), dir)
 	if got == nil {
 		t.Fatalf("no mount at %s after the remount", dir)
 	}
@@ -164,7 +164,7 @@ func TestRootMadeShared(t *testing.T) {
 	apply(t, system.Linux{}, rshared...)
 
 	mi := nstest.ThreadMountinfo(t)
-	root := nstest.Top(mi, "/")
+	root := system.Top(mi, "/")
 	if root == nil || !system.IsShared(root) {
 		t.Fatalf("/ is not shared after the remount: %+v", root)
 	}

@@ -146,13 +146,9 @@ func firstLine(b []byte) []byte {
 	return b
 }
 
-func (Linux) WriteFile(path string, data []byte, perm fs.FileMode) error {
-	return writeAtomic(path, data, perm)
-}
-
-// writeAtomic writes data to a temporary file beside path, syncs it and
+// WriteFile writes data to a temporary file beside path, syncs it and
 // renames it over path, so a crash leaves either the old or the new file.
-func writeAtomic(path string, data []byte, perm fs.FileMode) (err error) {
+func (Linux) WriteFile(path string, data []byte, perm fs.FileMode) (err error) {
 	dir, base := filepath.Split(path)
 	f, err := os.CreateTemp(dir, "."+base+".tmp-")
 	if err != nil {
@@ -183,10 +179,6 @@ func writeAtomic(path string, data []byte, perm fs.FileMode) (err error) {
 }
 
 func (Linux) WriteFileInPlace(path string, data []byte) error {
-	return writeInPlace(path, data)
-}
-
-func writeInPlace(path string, data []byte) error {
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_TRUNC|os.O_CREATE, 0o644)
 	if err != nil {
 		return err

@@ -33,13 +33,6 @@ func Parent(p string) string {
 // with ELOOP, as the kernel does (40).
 const maxLinkHops = 40
 
-// Resolve resolves every symlink in the absolute path p, as the kernel does
-// for a mount target, through sys (so that a fake tree's links stay inside
-// it).
-func Resolve(sys System, p string) (string, error) {
-	return NewResolver(sys).Resolve(p)
-}
-
 // Resolver resolves symlinks through a System and remembers what it has
 // looked at: paths resolved one after the other often share their
 // directories (/sys/class/dmi/id is a link into /sys/devices/virtual/dmi/id),
@@ -80,7 +73,9 @@ func (r *Resolver) lookup(p string) (link string, isLink bool, err error) {
 	return link, isLink, nil
 }
 
-// Resolve is the package's Resolve, sharing what r has looked at. It walks
+// Resolve resolves every symlink in the absolute path p, as the kernel does
+// for a mount target, through r's System (so that a fake tree's links stay
+// inside it), sharing what r has looked at. It walks
 // s, the path still to resolve, keeping in s[:n] the part resolved so far
 // ("/" when n is 0), so that each prefix it looks up is a slice of s rather
 // than a new string; s is rebuilt only where a symlink (or a ".." in a

@@ -20,25 +20,21 @@ import (
 // lead anywhere.
 const inRoot = unix.RESOLVE_IN_ROOT | unix.RESOLVE_NO_MAGICLINKS
 
-// rootFD returns a descriptor of Root, opened once per Root.
+// rootFD returns a descriptor of Root, opened once.
 func (t *Tree) rootFD() (int, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if t.root.file != nil && t.root.path == t.Root {
-		return int(t.root.file.Fd()), nil
+	if t.root == nil {
+		fd, err := openRetry(func() (int, error) {
+			return unix.Open(t.Root, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+		})
+		if err != nil {
+			return -1, &fs.PathError{Op: "open", Path: t.Root, Err: err}
+		}
+		// An *os.File closes the descriptor when the Tree is collected.
+		t.root = os.NewFile(uintptr(fd), t.Root)
 	}
-	fd, err := openRetry(func() (int, error) {
-		return unix.Open(t.Root, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
-	})
-	if err != nil {
-		return -1, &fs.PathError{Op: "open", Path: t.Root, Err: err}
-	}
-	if t.root.file != nil {
-		t.root.file.Close()
-	}
-	// An *os.File closes the descriptor when the Tree is collected.
-	t.root.file, t.root.path = os.NewFile(uintptr(fd), t.Root), t.Root
-	return fd, nil
+	return int(t.root.Fd()), nil
 }
 
 // relPath is node path p relative to the root, for openat2.
@@ -203,20 +199,15 @@ func readlinkFD(fd int) (string, error) {
 	return "", unix.ENAMETOOLONG
 }
 
-// readIn reads node path p, a regular file of at most limit bytes, into
-// buf when it has room.
-func (t *Tree) readIn(p string, limit int, buf []byte) ([]byte, error) {
-	return t.readInFlags(p, limit, buf, 0)
-}
-
-// readInFlags is readIn; nofollow O_NOFOLLOW refuses a symlink at p.
-func (t *Tree) readInFlags(p string, limit int, buf []byte, nofollow int) ([]byte, error) {
+// readIn reads node path p, a regular file of at most limit bytes;
+// nofollow O_NOFOLLOW refuses a symlink at p.
+func (t *Tree) readIn(p string, limit int, nofollow int) ([]byte, error) {
 	fd, err := t.openRegularIn(p, nofollow)
 	if err != nil {
 		return nil, err
 	}
 	defer unix.Close(fd)
-	return readFD(fd, p, limit, buf)
+	return readFD(fd, p, limit)
 }
 
 // openRegularIn opens the regular file at node path p inside the root for
@@ -251,8 +242,8 @@ func (t *Tree) statIn(p string, follow bool) (fs.FileInfo, error) {
 	return fi, nil
 }
 
-// readlinkIn reads the symlink at node path p inside the root.
-func (t *Tree) readlinkIn(p string) (string, error) {
+// Readlink reads the symlink at node path p inside the root.
+func (t *Tree) Readlink(p string) (string, error) {
 	fd, err := t.openIn("readlink", p, unix.O_PATH|unix.O_NOFOLLOW)
 	if err != nil {
 		return "", err
@@ -269,10 +260,10 @@ func (t *Tree) readlinkIn(p string) (string, error) {
 	return l, nil
 }
 
-// readDirIn lists the directory at node path p inside the root, sorted by
+// ReadDir lists the directory at node path p inside the root, sorted by
 // name as os.ReadDir. Each entry's Info is an Lstat inside the root too
 // (os's would lstat the host's path).
-func (t *Tree) readDirIn(p string) ([]fs.DirEntry, error) {
+func (t *Tree) ReadDir(p string) ([]fs.DirEntry, error) {
 	fd, err := t.openIn("open", p, unix.O_RDONLY|unix.O_DIRECTORY)
 	if err != nil {
 		return nil, err

@@ -50,15 +50,9 @@ type Tree struct {
 
 	mu sync.Mutex
 	// root is Root, open: every read resolves below it (rooted.go).
-	root struct {
-		file *os.File
-		path string
-	}
+	root *os.File
 	// files is Root, open to write (tree_write.go).
-	files struct {
-		w    *TreeFiles
-		path string
-	}
+	files   *TreeFiles
 	changes []string
 	ran     [][]string
 	binds   map[string]string // file bind mounts: target -> source
@@ -126,6 +120,10 @@ func plainRoot(root string) bool {
 func (t *Tree) resolve(p string) string {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	return t.resolveLocked(p)
+}
+
+func (t *Tree) resolveLocked(p string) string {
 	if src, ok := t.binds[path.Clean(p)]; ok {
 		return src
 	}
@@ -133,13 +131,9 @@ func (t *Tree) resolve(p string) string {
 }
 
 func (t *Tree) ReadFile(p string, limit int) ([]byte, error) {
-	return t.readIn(t.resolve(p), limit, nil)
+	return t.readIn(t.resolve(p), limit, 0)
 }
 
 func (t *Tree) Stat(p string) (fs.FileInfo, error) { return t.statIn(p, true) }
 
 func (t *Tree) Lstat(p string) (fs.FileInfo, error) { return t.statIn(p, false) }
-
-func (t *Tree) ReadDir(p string) ([]fs.DirEntry, error) { return t.readDirIn(p) }
-
-func (t *Tree) Readlink(p string) (string, error) { return t.readlinkIn(p) }

@@ -18,7 +18,7 @@ import (
 )
 
 func (t *Tree) mounts() ([]*mountinfo.Info, error) {
-	b, err := t.readIn(MountinfoPath, LimitTable, nil)
+	b, err := t.readIn(MountinfoPath, LimitTable, 0)
 	if err != nil {
 		return nil, err
 	}
@@ -39,7 +39,7 @@ func (t *Tree) readMounts() ([]*mountinfo.Info, error) {
 	if mi, ok := sharedIfSame(fd); ok {
 		return mi, nil
 	}
-	b, err := readFD(fd, MountinfoPath, LimitTable, nil)
+	b, err := readFD(fd, MountinfoPath, LimitTable)
 	if err != nil {
 		return nil, err
 	}
@@ -114,7 +114,7 @@ func (t *Tree) Mount(source, target, fstype string, flags MountFlags, data strin
 			if t.binds == nil {
 				t.binds = map[string]string{}
 			}
-			t.binds[target] = t.resolveLocked(source)
+			t.binds[target] = path.Clean(t.resolveLocked(source))
 			t.mu.Unlock()
 		}
 	default:
@@ -134,20 +134,14 @@ func (t *Tree) Mount(source, target, fstype string, flags MountFlags, data strin
 	return nil
 }
 
-func (t *Tree) resolveLocked(p string) string {
-	if src, ok := t.binds[path.Clean(p)]; ok {
-		return src
-	}
-	return path.Clean(p)
-}
-
 func (t *Tree) Unmount(target string, flags int) error {
+	uErr := func(err error) error { return &MountError{Op: "umount", Target: target, Err: err} }
 	if err := t.fail("umount", target); err != nil {
-		return &MountError{Op: "umount", Target: target, Err: errors.Unwrap(err)}
+		return uErr(errors.Unwrap(err))
 	}
 	mounts, err := t.mounts()
 	if err != nil {
-		return &MountError{Op: "umount", Target: target, Err: err}
+		return uErr(err)
 	}
 	target = path.Clean(target)
 	i := len(mounts) - 1
@@ -155,7 +149,7 @@ func (t *Tree) Unmount(target string, flags int) error {
 		i--
 	}
 	if i < 0 {
-		return &MountError{Op: "umount", Target: target, Err: unix.EINVAL}
+		return uErr(unix.EINVAL)
 	}
 	mounts = slices.Delete(mounts, i, i+1)
 	t.mu.Lock()
@@ -168,7 +162,7 @@ func (t *Tree) Unmount(target string, flags int) error {
 	}
 	t.mu.Unlock()
 	if err := t.writeMounts(mounts); err != nil {
-		return &MountError{Op: "umount", Target: target, Err: err}
+		return uErr(err)
 	}
 	t.record("umount %s", target)
 	return nil

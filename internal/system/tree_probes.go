@@ -29,7 +29,7 @@ import (
 // naming it: a replay never takes it as absent, which would answer from
 // the replaying machine or as if the node had said nothing.
 func (t *Tree) Probe(name string, limit int) (b []byte, ok bool, err error) {
-	b, err = t.readInFlags("/"+ProbeDir+"/"+name, limit, nil, unix.O_NOFOLLOW)
+	b, err = t.readIn("/"+ProbeDir+"/"+name, limit, unix.O_NOFOLLOW)
 	switch {
 	case err == nil:
 		return b, true, nil

@@ -38,25 +38,20 @@ func OpenTreeFiles(dir string) (*TreeFiles, error) {
 // Close closes the directory.
 func (f *TreeFiles) Close() error { return f.root.Close() }
 
-// Files returns the writer of the tree's files, opened once per Root; a
-// test uses it to change a tree the way something other than the program
-// would (a fixture, a command it models): such changes are not recorded
-// in Changes.
+// Files returns the writer of the tree's files, opened once; a test uses
+// it to change a tree the way something other than the program would (a
+// fixture, a command it models): such changes are not recorded in Changes.
 func (t *Tree) Files() (*TreeFiles, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if t.files.w != nil && t.files.path == t.Root {
-		return t.files.w, nil
+	if t.files == nil {
+		w, err := OpenTreeFiles(t.Root)
+		if err != nil {
+			return nil, err
+		}
+		t.files = w
 	}
-	w, err := OpenTreeFiles(t.Root)
-	if err != nil {
-		return nil, err
-	}
-	if t.files.w != nil {
-		t.files.w.Close()
-	}
-	t.files.w, t.files.path = w, t.Root
-	return w, nil
+	return t.files, nil
 }
 
 // nodePathErr names node path p in err, an error of os.Root (which names the

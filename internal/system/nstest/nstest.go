@@ -256,16 +256,6 @@ func threadMounts() ([]*mountinfo.Info, error) {
 	return mi, nil
 }
 
-// Top is the mount visible at mountpoint p (the last one there), or nil.
-func Top(mi []*mountinfo.Info, p string) *mountinfo.Info {
-	for i := len(mi) - 1; i >= 0; i-- {
-		if mi[i].Mountpoint == p {
-			return mi[i]
-		}
-	}
-	return nil
-}
-
 // OnHost runs fn on another OS thread and waits for it. Called from a test
 // that Unshare moved, fn sees the machine's own namespaces: every thread
 // but a locked one is in them, and a locked thread runs only its goroutine.
