@@ -23,7 +23,6 @@ type Linux struct{}
 var _ System = Linux{}
 
 func (Linux) ReadFile(path string, limit int) ([]byte, error) { return readFile(path, limit) }
-func (Linux) Open(path string, limit int) (File, error)       { return openHostFile(path, limit) }
 func (Linux) Stat(path string) (fs.FileInfo, error)           { return os.Stat(path) }
 func (Linux) Lstat(path string) (fs.FileInfo, error)          { return os.Lstat(path) }
 func (Linux) ReadDir(path string) ([]fs.DirEntry, error)      { return os.ReadDir(path) }

@@ -76,8 +76,9 @@ func (f *openFile) ReadAt(p []byte, off int64) (int, error) {
 	return n, nil
 }
 
-// openHostFile is Linux.Open: ReadFile's lookup.
-func openHostFile(name string, limit int) (File, error) {
+// Open opens the regular file name to read at offsets; the lookup is
+// ReadFile's.
+func (Linux) Open(name string, limit int) (File, error) {
 	fd, err := openHost(name)
 	if err != nil {
 		return nil, err

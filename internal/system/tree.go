@@ -96,24 +96,12 @@ func (t *Tree) fail(op, p string) error {
 	return nil
 }
 
-// Path maps a node path onto the tree as text; ".." cannot leave the root,
-// but a symlink below it can. For the tests and for changes: every read
-// goes through the root instead (openIn), where symlinks cannot leave it.
+// Path maps a node path onto the tree as text, for tests; ".." cannot
+// leave the root, but a symlink below it can. Every read and change goes
+// through the root instead (openIn, TreeFiles), where symlinks cannot
+// leave it.
 func (t *Tree) Path(p string) string {
-	// Steps name clean absolute paths: join them with one allocation.
-	// filepath.Join would clean the concatenation again (and path.Clean
-	// of "/"+p allocates once more), which made path mapping a fifth of
-	// a dry run's allocations.
-	if len(p) > 1 && p[0] == '/' && path.Clean(p) == p && plainRoot(t.Root) {
-		return t.Root + p
-	}
 	return filepath.Join(t.Root, filepath.FromSlash(NodePath(p)))
-}
-
-// plainRoot reports whether a clean absolute path joins root by
-// concatenation: root is clean, and not "", "." or "/".
-func plainRoot(root string) bool {
-	return root != "" && root != "." && root != "/" && filepath.Clean(root) == root
 }
 
 // resolve follows a file bind mount, as reading through the kernel would.

@@ -48,16 +48,7 @@ func (t *Tree) readMounts() ([]*mountinfo.Info, error) {
 
 func (t *Tree) isMountpoint(p string) bool {
 	mounts, err := t.readMounts()
-	if err != nil {
-		return false
-	}
-	p = path.Clean(p)
-	for _, m := range mounts {
-		if m.Mountpoint == p {
-			return true
-		}
-	}
-	return false
+	return err == nil && Top(mounts, path.Clean(p)) != nil
 }
 
 func (t *Tree) Mount(source, target, fstype string, flags MountFlags, data string) error {
@@ -144,14 +135,11 @@ func (t *Tree) Unmount(target string, flags int) error {
 		return uErr(err)
 	}
 	target = path.Clean(target)
-	i := len(mounts) - 1
-	for i >= 0 && mounts[i].Mountpoint != target {
-		i--
-	}
-	if i < 0 {
+	top := Top(mounts, target)
+	if top == nil {
 		return uErr(unix.EINVAL)
 	}
-	mounts = slices.Delete(mounts, i, i+1)
+	mounts = slices.DeleteFunc(mounts, func(m *mountinfo.Info) bool { return m == top })
 	t.mu.Lock()
 	delete(t.binds, target)
 	if Top(mounts, target) == nil {

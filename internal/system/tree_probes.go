@@ -155,13 +155,8 @@ func twoFields(line string) (f [2]string, ok bool) {
 // Run answers from Exec or the run/ files; a replayed command prints
 // nothing on standard error.
 func (t *Tree) Run(ctx context.Context, argv []string, stdin []byte, timeout time.Duration) ([]byte, []byte, error) {
-	out, err := t.run(ctx, argv, stdin, timeout)
-	return out, nil, err
-}
-
-func (t *Tree) run(ctx context.Context, argv []string, stdin []byte, timeout time.Duration) ([]byte, error) {
 	if len(argv) == 0 {
-		return nil, errors.New("run: empty argv")
+		return nil, nil, errors.New("run: empty argv")
 	}
 	t.mu.Lock()
 	t.ran = append(t.ran, slices.Clone(argv))
@@ -171,30 +166,30 @@ func (t *Tree) run(ctx context.Context, argv []string, stdin []byte, timeout tim
 	if t.Exec != nil {
 		out, err := t.Exec(ctx, argv, stdin)
 		if ctx.Err() == context.DeadlineExceeded {
-			return out, &TimeoutError{What: argv[0], After: timeout}
+			return out, nil, &TimeoutError{What: argv[0], After: timeout}
 		}
-		return out, err
+		return out, nil, err
 	}
 	name := "run/" + path.Base(argv[0])
 	if _, ok, err := t.Probe(name+".hang", LimitValue); err != nil {
-		return nil, fmt.Errorf("%s: %w", argv[0], err)
+		return nil, nil, fmt.Errorf("%s: %w", argv[0], err)
 	} else if ok {
 		<-ctx.Done()
-		return nil, &TimeoutError{What: argv[0], After: timeout}
+		return nil, nil, &TimeoutError{What: argv[0], After: timeout}
 	}
 	if b, ok, err := t.Probe(name+".fail", LimitConfig); err != nil {
-		return nil, fmt.Errorf("%s: %w", argv[0], err)
+		return nil, nil, fmt.Errorf("%s: %w", argv[0], err)
 	} else if ok {
-		return nil, fmt.Errorf("%s: %s", argv[0], strings.TrimSpace(string(b)))
+		return nil, nil, fmt.Errorf("%s: %s", argv[0], strings.TrimSpace(string(b)))
 	}
 	b, ok, err := t.Probe(name, LimitOutput)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", argv[0], err)
+		return nil, nil, fmt.Errorf("%s: %w", argv[0], err)
 	}
 	if !ok {
-		return nil, &NotInstalledError{Name: argv[0]}
+		return nil, nil, &NotInstalledError{Name: argv[0]}
 	}
-	return b, nil
+	return b, nil, nil
 }
 
 // Environ returns the environment recorded in Root/.host/environ (one

@@ -9,8 +9,8 @@ package system
 // risk of changing it here.)
 
 import (
-	"encoding/hex"
 	"errors"
+	"fmt"
 	"io/fs"
 	"math/rand/v2"
 	"os"
@@ -78,11 +78,7 @@ func (f *TreeFiles) writeFile(p string, data []byte, perm fs.FileMode, beforeRen
 	var tmp string
 	var file *os.File
 	for range 100 {
-		var b [6]byte
-		for i := range b {
-			b[i] = byte(rand.Uint32())
-		}
-		tmp = dir + "." + base + ".tmp-" + hex.EncodeToString(b[:])
+		tmp = fmt.Sprintf("%s.%s.tmp-%012x", dir, base, rand.Uint64N(1<<48))
 		var err error
 		file, err = f.root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 		if errors.Is(err, fs.ErrExist) {
