@@ -159,19 +159,16 @@ func (Linux) WriteFile(path string, data []byte, perm fs.FileMode) (err error) {
 			os.Remove(tmp)
 		}
 	}()
-	if _, err = f.Write(data); err != nil {
-		f.Close()
-		return err
+	// The first error is returned; the file is closed whatever happened.
+	if _, err = f.Write(data); err == nil {
+		if err = f.Chmod(perm); err == nil {
+			err = f.Sync()
+		}
 	}
-	if err = f.Chmod(perm); err != nil {
-		f.Close()
-		return err
+	if cerr := f.Close(); err == nil {
+		err = cerr
 	}
-	if err = f.Sync(); err != nil {
-		f.Close()
-		return err
-	}
-	if err = f.Close(); err != nil {
+	if err != nil {
 		return err
 	}
 	return os.Rename(tmp, path)
@@ -194,10 +191,8 @@ func (Linux) Remove(path string) error                     { return os.Remove(pa
 func (Linux) Symlink(target, path string) error            { return os.Symlink(target, path) }
 func (Linux) Chown(path string, uid, gid int) error        { return os.Chown(path, uid, gid) }
 
-func (Linux) Chmod(path string, mode fs.FileMode) error {
-	// os.Chmod maps fs.ModeSetuid/ModeSetgid to the kernel bits.
-	return os.Chmod(path, mode)
-}
+// Chmod: os.Chmod maps fs.ModeSetuid/ModeSetgid to the kernel bits.
+func (Linux) Chmod(path string, mode fs.FileMode) error { return os.Chmod(path, mode) }
 
 func (Linux) Mount(source, target, fstype string, flags MountFlags, data string) error {
 	return mount(source, target, fstype, flags, data)

@@ -134,26 +134,12 @@ func (r *Resolver) Resolve(p string) (string, error) {
 
 // dropDots returns a link's text without its empty and "." names and
 // without leading or trailing slashes: "./a//./b/" is "a/b". ".." names
-// stay, since what they go up from may be a symlink. It makes at most one
-// new string.
+// stay, since what they go up from may be a symlink. It makes one new
+// string, in one pass.
 func dropDots(link string) string {
-	clean := true
-	for rest := link; clean; {
-		name, tail, more := strings.Cut(rest, "/")
-		clean = name != "" && name != "."
-		if !more {
-			break
-		}
-		rest = tail
-	}
-	if clean {
-		return link
-	}
 	var b strings.Builder
 	b.Grow(len(link))
-	for rest, more := link, true; more; {
-		var name string
-		name, rest, more = strings.Cut(rest, "/")
+	for name := range strings.SplitSeq(link, "/") {
 		if name == "" || name == "." {
 			continue
 		}

@@ -80,9 +80,6 @@ func (t *Tree) openIn(op, p string, flags int) (int, error) {
 // and qemu-user before 9.0, where the arm64 tests run (make test-arm64).
 var noOpenat2 atomic.Bool
 
-// maxLinks is the kernel's limit of symlinks in one lookup (ELOOP past it).
-const maxLinks = 40
-
 // walkIn is openIn without openat2: it resolves rel below root in user
 // space, one component at a time, the way RESOLVE_IN_ROOT does in the
 // kernel. Every component is opened O_PATH|O_NOFOLLOW relative to its
@@ -143,14 +140,15 @@ func walk(root int, rel string, flags int) (int, error) {
 			unix.Close(fd)
 			return -1, err
 		}
-		switch st.Mode & unix.S_IFMT {
+		typ := st.Mode & unix.S_IFMT
+		if last && (typ != unix.S_IFLNK || !follow) {
+			unix.Close(fd)
+			return openRetry(func() (int, error) { return unix.Openat(cur(), name, flags|unix.O_NOFOLLOW, 0) })
+		}
+		switch typ {
 		case unix.S_IFLNK:
-			if last && !follow {
-				unix.Close(fd)
-				return openRetry(func() (int, error) { return unix.Openat(cur(), name, flags, 0) })
-			}
 			links++
-			if links > maxLinks {
+			if links > maxLinkHops {
 				unix.Close(fd)
 				return -1, unix.ELOOP
 			}
@@ -167,17 +165,10 @@ func walk(root int, rel string, flags int) (int, error) {
 			}
 			todo = append(strings.Split(target, "/"), todo...)
 		case unix.S_IFDIR:
-			if last {
-				unix.Close(fd)
-				return openRetry(func() (int, error) { return unix.Openat(cur(), name, flags|unix.O_NOFOLLOW, 0) })
-			}
 			dirs = append(dirs, fd)
 		default:
 			unix.Close(fd)
-			if !last {
-				return -1, unix.ENOTDIR
-			}
-			return openRetry(func() (int, error) { return unix.Openat(cur(), name, flags|unix.O_NOFOLLOW, 0) })
+			return -1, unix.ENOTDIR
 		}
 	}
 	// The path ended at a directory: root itself, or after "..".

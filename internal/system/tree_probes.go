@@ -42,8 +42,6 @@ func (t *Tree) Probe(name string, limit int) (b []byte, ok bool, err error) {
 func (t *Tree) FSType(p string) (string, error) {
 	p = path.Clean(p)
 	// statfs(2) of a path that does not exist fails; so must a replay.
-	// (A stat(2) of its own, not os.Stat: only whether it succeeds
-	// counts, not a FileInfo.)
 	if _, err := t.Stat(p); err != nil {
 		return "", &fs.PathError{Op: "statfs", Path: p, Err: fs.ErrNotExist}
 	}
