@@ -23,30 +23,28 @@ import (
 // the main thread: /proc/self shows the main thread's namespaces, and a
 // locked main thread is parked rather than ended when its goroutine exits,
 // so it would stay in the test's namespaces for the rest of the run. A
-// LockOSThread in Run came too late: the main goroutine could already have
+// LockOSThread in Main came too late: the main goroutine could already have
 // moved to another thread (Unshare then failed, "the test runs on the main
 // thread"): once in six runs of a package under qemu-user, where threads
 // are rescheduled more often.
 func init() { runtime.LockOSThread() }
 
 // Main is TestMain for a package with privileged tests; it does not return.
-func Main(m *testing.M) { os.Exit(Run(m)) }
-
-// Run runs the tests and returns the exit code: m.Run's, or 1 when the mount
-// table of the process's original namespace, or of PID 1's, differs in any
-// way afterwards. That is what guarantees the machine's own /sys and mounts
+// It runs the tests and exits with m.Run's code, or 1 when the mount table
+// of the process's original namespace, or of PID 1's, differs in any way
+// afterwards. That is what guarantees the machine's own /sys and mounts
 // were not touched, whatever a test did in its namespaces.
-func Run(m *testing.M) int {
+func Main(m *testing.M) {
 	before := snapshot()
 	code := m.Run()
 	if diff := diffSnapshots(before, snapshot()); diff != "" {
 		fmt.Fprintf(os.Stderr, "FAIL: the machine's mount table changed while these tests ran (- before, + after):\n%s", diff)
 		code = max(code, 1)
 	}
-	return code
+	os.Exit(code)
 }
 
-// mountTables are the files Run compares before and after the tests.
+// mountTables are the files Main compares before and after the tests.
 var mountTables = []string{"/proc/self/mountinfo", "/proc/1/mountinfo"}
 
 // othersMounts are where container engines mount and unmount on their own

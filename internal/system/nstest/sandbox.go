@@ -41,7 +41,7 @@ const SandboxDirEnv = "NSTEST_SANDBOX_DIR"
 // mount read-only with mount_setattr(2) (a per-mount flag: no superblock,
 // and so no other namespace, is changed), then mounts a tmpfs of its own
 // on TMPDIR and binds the go command's output files writable again. Afterwards
-// the machine's mount tables must be as before (Run).
+// the machine's mount tables must be as before (Main).
 //
 // prepare, when set, runs first, outside, with the run's directory: for
 // what needs the machine (building the binary with the go command's
