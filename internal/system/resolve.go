@@ -75,14 +75,15 @@ func (r *Resolver) lookup(p string) (link string, isLink bool, err error) {
 
 // Resolve resolves every symlink in the absolute path p, as the kernel does
 // for a mount target, through r's System (so that a fake tree's links stay
-// inside it), sharing what r has looked at. It walks
-// s, the path still to resolve, keeping in s[:n] the part resolved so far
-// ("/" when n is 0), so that each prefix it looks up is a slice of s rather
-// than a new string; s is rebuilt only where a symlink (or a ".." in a
-// link's text) breaks that. The path and each link's text lose their empty
-// and "." names in one pass before they join s, so the walk never meets
-// one: a padded path (a/./././b) costs its length, not its length times
-// its padding.
+// inside it), sharing what r has looked at.
+//
+// It walks s, the path still to resolve, keeping in s[:n] the part
+// resolved so far ("/" when n is 0), so that each prefix it looks up is a
+// slice of s rather than a new string; s is rebuilt only where a symlink
+// (or a ".." in a link's text) breaks that. The path and each link's text
+// lose their empty and "." names in one pass before they join s, so the
+// walk never meets one: a padded path (a/./././b) costs its length, not
+// its length times its padding.
 func (r *Resolver) Resolve(p string) (string, error) {
 	s := p
 	if !path.IsAbs(s) || path.Clean(s) != s {

@@ -111,6 +111,7 @@ func (t *Tree) resolve(p string) string {
 	return t.resolveLocked(p)
 }
 
+// resolveLocked is resolve, t.mu held.
 func (t *Tree) resolveLocked(p string) string {
 	if src, ok := t.binds[path.Clean(p)]; ok {
 		return src
