@@ -97,7 +97,7 @@ func TestKubeletRootsOnV1Hierarchy(t *testing.T) {
 		})
 	}
 
-	bound := nstest.Top(nstest.ThreadMountinfo(t), hier)
+	bound := system.Top(nstest.ThreadMountinfo(t), hier)
 	if bound == nil || bound.FSType != "cgroup" || bound.Root != path.Join(h.Root, name) {
 		t.Fatalf("bind of the test's cgroup at %s: %+v", hier, bound)
 	}
@@ -139,7 +139,7 @@ func TestKubeletRootsOnV1Hierarchy(t *testing.T) {
 		if _, err := os.Stat(filepath.Join(p, "cgroup.procs")); err != nil {
 			t.Errorf("%s is not a cgroup: %v", p, err)
 		}
-		m := nstest.Top(mi, p)
+		m := system.Top(mi, p)
 		if m == nil {
 			t.Errorf("%s is not a mount point: want it bound onto itself", p)
 		} else if want := path.Join(h.Root, name) + r; m.FSType != "cgroup" || m.Root != want {
@@ -180,7 +180,7 @@ func TestKubeletRootsOnV1Hierarchy(t *testing.T) {
 
 func unmountIfMounted(t *testing.T, p string) {
 	t.Helper()
-	if nstest.Top(nstest.ThreadMountinfo(t), p) == nil {
+	if system.Top(nstest.ThreadMountinfo(t), p) == nil {
 		return
 	}
 	if err := unix.Unmount(p, 0); err != nil {

@@ -76,7 +76,7 @@ func TestMountProductFilesKernel(t *testing.T) {
 		"sys/devices/virtual/dmi/id/product_uuid": uuid,
 	} {
 		p := filepath.Join(node, "bundle/rootfs", target)
-		m := nstest.Top(mounts, p)
+		m := system.Top(mounts, p)
 		if m == nil {
 			t.Errorf("%s is not a mount point", target)
 			continue

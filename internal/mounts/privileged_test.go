@@ -52,7 +52,7 @@ func apply(t *testing.T, sys system.System, actions ...plan.Action) {
 // every mount of that sysfs read-only, the host's /sys included when the
 // node shares the host's network namespace).
 func TestSysReadOnlyOnFreshSysfs(t *testing.T) {
-	hostSys := nstest.HostMountLine(t, "/sys")
+	hostSys := hostMountLine(t, "/sys")
 	nstest.Unshare(t, unix.CLONE_NEWNS|unix.CLONE_NEWNET)
 	dir := t.TempDir()
 	const opts = unix.MS_NOSUID | unix.MS_NODEV | unix.MS_NOEXEC | unix.MS_RELATIME
@@ -67,13 +67,13 @@ func TestSysReadOnlyOnFreshSysfs(t *testing.T) {
 	})
 
 	mi := nstest.ThreadMountinfo(t)
-	fresh := nstest.Top(mi, dir)
+	fresh := system.Top(mi, dir)
 	if fresh == nil {
 		t.Fatalf("no mount at %s in /proc/thread-self/mountinfo", dir)
 	}
 	// Refuse to go on unless the kernel gave the new network namespace a
 	// sysfs superblock of its own: each superblock has its own device.
-	if sys := nstest.Top(mi, "/sys"); sys != nil && sys.Major == fresh.Major && sys.Minor == fresh.Minor {
+	if sys := system.Top(mi, "/sys"); sys != nil && sys.Major == fresh.Major && sys.Minor == fresh.Minor {
 		t.Fatalf("the fresh sysfs shares the machine's /sys superblock (%d:%d); not remounting it", sys.Major, sys.Minor)
 	}
 	if fresh.FSType != "sysfs" || fresh.Options != "rw,nosuid,nodev,noexec,relatime" || !firstOptionIs(fresh.VFSOptions, "rw") {
@@ -87,7 +87,7 @@ func TestSysReadOnlyOnFreshSysfs(t *testing.T) {
 
 	apply(t, system.Linux{}, mounts.SysReadOnly(fresh))
 
-	got := nstest.Top(nstest.ThreadMountinfo(t), dir)
+	got := system.Top(nstest.ThreadMountinfo(t), dir)
 	if got == nil {
 		t.Fatalf("no mount at %s after the remount", dir)
 	}
@@ -120,7 +120,7 @@ func TestSysReadOnlyOnFreshSysfs(t *testing.T) {
 		break
 	}
 
-	if after := nstest.HostMountLine(t, "/sys"); after != hostSys {
+	if after := hostMountLine(t, "/sys"); after != hostSys {
 		t.Errorf("the machine's /sys changed:\n was %s\n now %s", hostSys, after)
 	}
 }
@@ -144,7 +144,7 @@ func firstOptionIs(opts, want string) bool {
 // that every mount is then shared and that planning again plans the same
 // remount, marked as made on every boot (as the script does).
 func TestRootMadeShared(t *testing.T) {
-	hostRoot := nstest.HostMountLine(t, "/")
+	hostRoot := hostMountLine(t, "/")
 	nstest.Unshare(t, unix.CLONE_NEWNS)
 	sys := threadLinux{}
 	f, err := mounts.Detect(sys, os.Getenv("PATH"), nil)
@@ -164,7 +164,7 @@ func TestRootMadeShared(t *testing.T) {
 	apply(t, system.Linux{}, rshared...)
 
 	mi := nstest.ThreadMountinfo(t)
-	root := nstest.Top(mi, "/")
+	root := system.Top(mi, "/")
 	if root == nil || !system.IsShared(root) {
 		t.Fatalf("/ is not shared after the remount: %+v", root)
 	}
@@ -182,7 +182,31 @@ func TestRootMadeShared(t *testing.T) {
 			t.Errorf("planning again wants %s, not marked as made on every boot", a)
 		}
 	}
-	if after := nstest.HostMountLine(t, "/"); after != hostRoot {
+	if after := hostMountLine(t, "/"); after != hostRoot {
 		t.Errorf("the machine's / changed:\n was %s\n now %s", hostRoot, after)
 	}
+}
+
+// hostMountLine returns the line of the original namespace's
+// /proc/self/mountinfo for mountpoint p ("" when none), read on a host
+// thread.
+func hostMountLine(t testing.TB, p string) string {
+	t.Helper()
+	var line string
+	var err error
+	nstest.OnHost(func() {
+		var b []byte
+		if b, err = os.ReadFile("/proc/self/mountinfo"); err != nil {
+			return
+		}
+		for _, l := range strings.Split(string(b), "\n") {
+			if f := strings.Fields(l); len(f) > 4 && f[4] == p {
+				line = l
+			}
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return line
 }

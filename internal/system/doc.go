@@ -9,7 +9,7 @@
 // Nothing else in the binary calls the kernel for the steps. A Tree reads
 // and writes only inside its root: a link that leads out is an error.
 //
-// It also holds the path facilities every step shares: Resolve (symlinks
+// It also holds the path facilities every step shares: a Resolver (symlinks
 // resolved through a System, as the kernel does for a mount target) and
 // Under (whether a path is a directory or lies below it).
 //
@@ -29,7 +29,7 @@
 //     became 3,065 and 11.5-13.2 ms), and the binary grew by 100 KiB. Its
 //     fallback for kernels without openat2 cannot be forced, so what
 //     TestWalkAsOpenat2 checks of walkIn would go untested.
-//   - writeAtomic is not moby/sys/atomicwriter's WriteFile (v0.1.0): it
+//   - Linux.WriteFile is not moby/sys/atomicwriter's WriteFile (v0.1.0): it
 //     refuses to replace a symlink, which WriteFile (and a Tree's) does,
 //     and chmods by name after closing, not the open file. A Tree writes
 //     through os.Root, which it cannot, so it would replace 25 lines.

@@ -6,3 +6,8 @@ func WalkOnly(t *Tree) *Tree {
 	t.walk = true
 	return t
 }
+
+// Resolve is NewResolver(sys).Resolve(p), for tests of one path.
+func Resolve(sys System, p string) (string, error) {
+	return NewResolver(sys).Resolve(p)
+}

@@ -23,7 +23,6 @@ type Linux struct{}
 var _ System = Linux{}
 
 func (Linux) ReadFile(path string, limit int) ([]byte, error) { return readFile(path, limit) }
-func (Linux) Open(path string, limit int) (File, error)       { return openHostFile(path, limit) }
 func (Linux) Stat(path string) (fs.FileInfo, error)           { return os.Stat(path) }
 func (Linux) Lstat(path string) (fs.FileInfo, error)          { return os.Lstat(path) }
 func (Linux) ReadDir(path string) ([]fs.DirEntry, error)      { return os.ReadDir(path) }
@@ -146,13 +145,9 @@ func firstLine(b []byte) []byte {
 	return b
 }
 
-func (Linux) WriteFile(path string, data []byte, perm fs.FileMode) error {
-	return writeAtomic(path, data, perm)
-}
-
-// writeAtomic writes data to a temporary file beside path, syncs it and
+// WriteFile writes data to a temporary file beside path, syncs it and
 // renames it over path, so a crash leaves either the old or the new file.
-func writeAtomic(path string, data []byte, perm fs.FileMode) (err error) {
+func (Linux) WriteFile(path string, data []byte, perm fs.FileMode) (err error) {
 	dir, base := filepath.Split(path)
 	f, err := os.CreateTemp(dir, "."+base+".tmp-")
 	if err != nil {
@@ -164,29 +159,22 @@ func writeAtomic(path string, data []byte, perm fs.FileMode) (err error) {
 			os.Remove(tmp)
 		}
 	}()
-	if _, err = f.Write(data); err != nil {
-		f.Close()
-		return err
+	// The first error is returned; the file is closed whatever happened.
+	if _, err = f.Write(data); err == nil {
+		if err = f.Chmod(perm); err == nil {
+			err = f.Sync()
+		}
 	}
-	if err = f.Chmod(perm); err != nil {
-		f.Close()
-		return err
+	if cerr := f.Close(); err == nil {
+		err = cerr
 	}
-	if err = f.Sync(); err != nil {
-		f.Close()
-		return err
-	}
-	if err = f.Close(); err != nil {
+	if err != nil {
 		return err
 	}
 	return os.Rename(tmp, path)
 }
 
 func (Linux) WriteFileInPlace(path string, data []byte) error {
-	return writeInPlace(path, data)
-}
-
-func writeInPlace(path string, data []byte) error {
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_TRUNC|os.O_CREATE, 0o644)
 	if err != nil {
 		return err
@@ -203,10 +191,8 @@ func (Linux) Remove(path string) error                     { return os.Remove(pa
 func (Linux) Symlink(target, path string) error            { return os.Symlink(target, path) }
 func (Linux) Chown(path string, uid, gid int) error        { return os.Chown(path, uid, gid) }
 
-func (Linux) Chmod(path string, mode fs.FileMode) error {
-	// os.Chmod maps fs.ModeSetuid/ModeSetgid to the kernel bits.
-	return os.Chmod(path, mode)
-}
+// Chmod: os.Chmod maps fs.ModeSetuid/ModeSetgid to the kernel bits.
+func (Linux) Chmod(path string, mode fs.FileMode) error { return os.Chmod(path, mode) }
 
 func (Linux) Mount(source, target, fstype string, flags MountFlags, data string) error {
 	return mount(source, target, fstype, flags, data)

@@ -40,7 +40,7 @@ func TestLinuxMount(t *testing.T) {
 		t.Fatalf("mount: %v", err)
 	}
 	t.Cleanup(func() { unix.Unmount(dir, unix.MNT_DETACH) })
-	m := nstest.Top(nstest.ThreadMountinfo(t), dir)
+	m := system.Top(nstest.ThreadMountinfo(t), dir)
 	if m == nil || m.FSType != "tmpfs" || m.Options != "rw,nosuid,nodev,relatime" || !strings.Contains(m.VFSOptions, "size=1024k") {
 		t.Fatalf("after mount: %+v", m)
 	}
@@ -52,7 +52,7 @@ func TestLinuxMount(t *testing.T) {
 	if err := sys.Mount("", dir, "", flags, ""); err != nil {
 		t.Fatalf("bind remount ro: %v", err)
 	}
-	ro := nstest.Top(nstest.ThreadMountinfo(t), dir)
+	ro := system.Top(nstest.ThreadMountinfo(t), dir)
 	if ro.Options != "ro,nosuid,nodev,relatime" || !strings.HasPrefix(ro.VFSOptions, "rw,") {
 		t.Errorf("after bind remount ro: per-mount %q, superblock %q; want ro,nosuid,nodev,relatime and rw", ro.Options, ro.VFSOptions)
 	}
@@ -76,7 +76,7 @@ func TestLinuxMount(t *testing.T) {
 	if err := sys.Unmount(dir, 0); err != nil {
 		t.Fatalf("unmount: %v", err)
 	}
-	if m := nstest.Top(nstest.ThreadMountinfo(t), dir); m != nil {
+	if m := system.Top(nstest.ThreadMountinfo(t), dir); m != nil {
 		t.Errorf("still mounted after unmount: %+v", m)
 	}
 	err = sys.Unmount(dir, 0)

@@ -31,16 +31,17 @@ const (
 	Slave    MountFlags = unix.MS_SLAVE
 )
 
-var flagNames = []struct {
+type flagName struct {
 	flag MountFlags
 	name string
-}{
-	{Remount, "remount"},
-	{Bind, "bind"},
-	{Rec, "rec"},
-	{Shared, "shared"},
-	{Private, "private"},
-	{Slave, "slave"},
+}
+
+// perMount are the per-mount options of a mountinfo line, as the kernel
+// prints them after "rw" or "ro": the flags a bind remount must repeat.
+// The kernel refuses (EPERM) a remount that would clear a locked flag
+// such as nosuid, and silently clears any it is not given, so a
+// flags-preserving remount passes all of them again.
+var perMount = []flagName{
 	{ReadOnly, "ro"},
 	{NoSuid, "nosuid"},
 	{NoDev, "nodev"},
@@ -51,6 +52,15 @@ var flagNames = []struct {
 	{StrictAt, "strictatime"},
 	{NoSymFol, "nosymfollow"},
 }
+
+var flagNames = append([]flagName{
+	{Remount, "remount"},
+	{Bind, "bind"},
+	{Rec, "rec"},
+	{Shared, "shared"},
+	{Private, "private"},
+	{Slave, "slave"},
+}, perMount...)
 
 func (f MountFlags) String() string {
 	if f == 0 {
@@ -69,28 +79,16 @@ func (f MountFlags) String() string {
 	return strings.Join(names, ",")
 }
 
-// perMountOptions maps the per-mount options of a mountinfo line to the
-// flags a bind remount must repeat: the kernel refuses (EPERM) a remount that
-// would clear a locked flag such as nosuid, and silently clears any it is
-// not given, so a flags-preserving remount passes all of them again.
-var perMountOptions = map[string]MountFlags{
-	"ro":          ReadOnly,
-	"nosuid":      NoSuid,
-	"nodev":       NoDev,
-	"noexec":      NoExec,
-	"noatime":     NoAtime,
-	"nodiratime":  NoDirAt,
-	"relatime":    RelAtime,
-	"strictatime": StrictAt,
-	"nosymfollow": NoSymFol,
-}
-
 // FlagsFromOptions converts a mountinfo per-mount option list
 // ("rw,nosuid,nodev,noexec,relatime") into mount flags.
 func FlagsFromOptions(opts string) MountFlags {
 	var f MountFlags
 	for o := range strings.SplitSeq(opts, ",") {
-		f |= perMountOptions[o]
+		for _, n := range perMount {
+			if o == n.name {
+				f |= n.flag
+			}
+		}
 	}
 	return f
 }
@@ -102,10 +100,7 @@ func OptionsFromFlags(f MountFlags) string {
 	if f&ReadOnly != 0 {
 		opts[0] = "ro"
 	}
-	for _, n := range []struct {
-		flag MountFlags
-		name string
-	}{{NoSuid, "nosuid"}, {NoDev, "nodev"}, {NoExec, "noexec"}, {NoAtime, "noatime"}, {NoDirAt, "nodiratime"}, {RelAtime, "relatime"}, {StrictAt, "strictatime"}, {NoSymFol, "nosymfollow"}} {
+	for _, n := range perMount[1:] {
 		if f&n.flag != 0 {
 			opts = append(opts, n.name)
 		}

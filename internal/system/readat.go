@@ -33,14 +33,10 @@ type openFile struct {
 // newFile is the open regular file fd, named name in errors, to read at
 // offsets, at most limit bytes in all; it owns fd.
 func newFile(fd int, name string, limit int) (File, error) {
-	var st unix.Stat_t
-	if err := unix.Fstat(fd, &st); err != nil {
+	st, err := fstatRegular(fd, name) // as readFD checks again
+	if err != nil {
 		unix.Close(fd)
-		return nil, &fs.PathError{Op: "stat", Path: name, Err: err}
-	}
-	if st.Mode&unix.S_IFMT != unix.S_IFREG { // as readFD checks again
-		unix.Close(fd)
-		return nil, &NotRegularError{Path: name, Type: fileType(st.Mode)}
+		return nil, err
 	}
 	return &openFile{fd: fd, name: name, size: st.Size, limit: int64(limit)}, nil
 }
@@ -80,8 +76,9 @@ func (f *openFile) ReadAt(p []byte, off int64) (int, error) {
 	return n, nil
 }
 
-// openHostFile is Linux.Open: ReadFile's lookup.
-func openHostFile(name string, limit int) (File, error) {
+// Open opens the regular file name to read at offsets; the lookup is
+// ReadFile's.
+func (Linux) Open(name string, limit int) (File, error) {
 	fd, err := openHost(name)
 	if err != nil {
 		return nil, err

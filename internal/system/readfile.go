@@ -87,7 +87,7 @@ func readFile(name string, limit int) ([]byte, error) {
 		return nil, err
 	}
 	defer unix.Close(fd)
-	return readFD(fd, name, limit, nil)
+	return readFD(fd, name, limit)
 }
 
 // openHost opens the regular file name of the machine to read
@@ -110,12 +110,9 @@ func openRegular(name string, open func(flags int) (int, error), nofollow int) (
 		return -1, &fs.PathError{Op: "open", Path: name, Err: err}
 	}
 	defer unix.Close(pfd)
-	var st unix.Stat_t
-	if err := unix.Fstat(pfd, &st); err != nil {
-		return -1, &fs.PathError{Op: "stat", Path: name, Err: err}
-	}
-	if st.Mode&unix.S_IFMT != unix.S_IFREG {
-		return -1, &NotRegularError{Path: name, Type: fileType(st.Mode)}
+	st, err := fstatRegular(pfd, name)
+	if err != nil {
+		return -1, err
 	}
 	var buf [32]byte
 	proc := strconv.AppendInt(append(buf[:0], "/proc/self/fd/"...), int64(pfd), 10)
@@ -146,17 +143,27 @@ func openRetry(open func() (int, error)) (int, error) {
 	}
 }
 
-// readFD reads the open file fd, named name in errors: it must be a regular
-// file of at most limit bytes. The data is read into buf when it has room.
-// It allocates the data only (os.ReadFile also allocates an *os.File and a
-// FileInfo; a dry run reads some thirty files).
-func readFD(fd int, name string, limit int, buf []byte) ([]byte, error) {
+// fstatRegular is fstat(2) of fd, named name in errors, which must be a
+// regular file.
+func fstatRegular(fd int, name string) (unix.Stat_t, error) {
 	var st unix.Stat_t
 	if err := unix.Fstat(fd, &st); err != nil {
-		return nil, &fs.PathError{Op: "stat", Path: name, Err: err}
+		return st, &fs.PathError{Op: "stat", Path: name, Err: err}
 	}
 	if st.Mode&unix.S_IFMT != unix.S_IFREG {
-		return nil, &NotRegularError{Path: name, Type: fileType(st.Mode)}
+		return st, &NotRegularError{Path: name, Type: fileType(st.Mode)}
+	}
+	return st, nil
+}
+
+// readFD reads the open file fd, named name in errors: it must be a regular
+// file of at most limit bytes. It allocates the data only (os.ReadFile
+// also allocates an *os.File and a FileInfo; a dry run reads some thirty
+// files).
+func readFD(fd int, name string, limit int) ([]byte, error) {
+	st, err := fstatRegular(fd, name)
+	if err != nil {
+		return nil, err
 	}
 	if st.Size > int64(limit) {
 		return nil, &TooLargeError{Path: name, Limit: limit}
@@ -167,11 +174,7 @@ func readFD(fd int, name string, limit int, buf []byte) ([]byte, error) {
 	if st.Size >= int64(size) {
 		size = int(st.Size) + 1
 	}
-	size = min(size, limit+1)
-	data := buf[:0]
-	if cap(data) < size {
-		data = make([]byte, 0, size)
-	}
+	data := make([]byte, 0, min(size, limit+1))
 	for {
 		if len(data) > limit {
 			return nil, &TooLargeError{Path: name, Limit: limit}

@@ -33,13 +33,6 @@ func Parent(p string) string {
 // with ELOOP, as the kernel does (40).
 const maxLinkHops = 40
 
-// Resolve resolves every symlink in the absolute path p, as the kernel does
-// for a mount target, through sys (so that a fake tree's links stay inside
-// it).
-func Resolve(sys System, p string) (string, error) {
-	return NewResolver(sys).Resolve(p)
-}
-
 // Resolver resolves symlinks through a System and remembers what it has
 // looked at: paths resolved one after the other often share their
 // directories (/sys/class/dmi/id is a link into /sys/devices/virtual/dmi/id),
@@ -80,14 +73,17 @@ func (r *Resolver) lookup(p string) (link string, isLink bool, err error) {
 	return link, isLink, nil
 }
 
-// Resolve is the package's Resolve, sharing what r has looked at. It walks
-// s, the path still to resolve, keeping in s[:n] the part resolved so far
-// ("/" when n is 0), so that each prefix it looks up is a slice of s rather
-// than a new string; s is rebuilt only where a symlink (or a ".." in a
-// link's text) breaks that. The path and each link's text lose their empty
-// and "." names in one pass before they join s, so the walk never meets
-// one: a padded path (a/./././b) costs its length, not its length times
-// its padding.
+// Resolve resolves every symlink in the absolute path p, as the kernel does
+// for a mount target, through r's System (so that a fake tree's links stay
+// inside it), sharing what r has looked at.
+//
+// It walks s, the path still to resolve, keeping in s[:n] the part
+// resolved so far ("/" when n is 0), so that each prefix it looks up is a
+// slice of s rather than a new string; s is rebuilt only where a symlink
+// (or a ".." in a link's text) breaks that. The path and each link's text
+// lose their empty and "." names in one pass before they join s, so the
+// walk never meets one: a padded path (a/./././b) costs its length, not
+// its length times its padding.
 func (r *Resolver) Resolve(p string) (string, error) {
 	s := p
 	if !path.IsAbs(s) || path.Clean(s) != s {
@@ -139,26 +135,12 @@ func (r *Resolver) Resolve(p string) (string, error) {
 
 // dropDots returns a link's text without its empty and "." names and
 // without leading or trailing slashes: "./a//./b/" is "a/b". ".." names
-// stay, since what they go up from may be a symlink. It makes at most one
-// new string.
+// stay, since what they go up from may be a symlink. It makes one new
+// string, in one pass.
 func dropDots(link string) string {
-	clean := true
-	for rest := link; clean; {
-		name, tail, more := strings.Cut(rest, "/")
-		clean = name != "" && name != "."
-		if !more {
-			break
-		}
-		rest = tail
-	}
-	if clean {
-		return link
-	}
 	var b strings.Builder
 	b.Grow(len(link))
-	for rest, more := link, true; more; {
-		var name string
-		name, rest, more = strings.Cut(rest, "/")
+	for name := range strings.SplitSeq(link, "/") {
 		if name == "" || name == "." {
 			continue
 		}

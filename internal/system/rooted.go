@@ -20,25 +20,21 @@ import (
 // lead anywhere.
 const inRoot = unix.RESOLVE_IN_ROOT | unix.RESOLVE_NO_MAGICLINKS
 
-// rootFD returns a descriptor of Root, opened once per Root.
+// rootFD returns a descriptor of Root, opened once.
 func (t *Tree) rootFD() (int, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if t.root.file != nil && t.root.path == t.Root {
-		return int(t.root.file.Fd()), nil
+	if t.root == nil {
+		fd, err := openRetry(func() (int, error) {
+			return unix.Open(t.Root, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+		})
+		if err != nil {
+			return -1, &fs.PathError{Op: "open", Path: t.Root, Err: err}
+		}
+		// An *os.File closes the descriptor when the Tree is collected.
+		t.root = os.NewFile(uintptr(fd), t.Root)
 	}
-	fd, err := openRetry(func() (int, error) {
-		return unix.Open(t.Root, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
-	})
-	if err != nil {
-		return -1, &fs.PathError{Op: "open", Path: t.Root, Err: err}
-	}
-	if t.root.file != nil {
-		t.root.file.Close()
-	}
-	// An *os.File closes the descriptor when the Tree is collected.
-	t.root.file, t.root.path = os.NewFile(uintptr(fd), t.Root), t.Root
-	return fd, nil
+	return int(t.root.Fd()), nil
 }
 
 // relPath is node path p relative to the root, for openat2.
@@ -83,9 +79,6 @@ func (t *Tree) openIn(op, p string, flags int) (int, error) {
 // noOpenat2 is set once openat2(2) said ENOSYS: kernels before Linux 5.6,
 // and qemu-user before 9.0, where the arm64 tests run (make test-arm64).
 var noOpenat2 atomic.Bool
-
-// maxLinks is the kernel's limit of symlinks in one lookup (ELOOP past it).
-const maxLinks = 40
 
 // walkIn is openIn without openat2: it resolves rel below root in user
 // space, one component at a time, the way RESOLVE_IN_ROOT does in the
@@ -147,14 +140,15 @@ func walk(root int, rel string, flags int) (int, error) {
 			unix.Close(fd)
 			return -1, err
 		}
-		switch st.Mode & unix.S_IFMT {
+		typ := st.Mode & unix.S_IFMT
+		if last && (typ != unix.S_IFLNK || !follow) {
+			unix.Close(fd)
+			return openRetry(func() (int, error) { return unix.Openat(cur(), name, flags|unix.O_NOFOLLOW, 0) })
+		}
+		switch typ {
 		case unix.S_IFLNK:
-			if last && !follow {
-				unix.Close(fd)
-				return openRetry(func() (int, error) { return unix.Openat(cur(), name, flags, 0) })
-			}
 			links++
-			if links > maxLinks {
+			if links > maxLinkHops {
 				unix.Close(fd)
 				return -1, unix.ELOOP
 			}
@@ -171,17 +165,10 @@ func walk(root int, rel string, flags int) (int, error) {
 			}
 			todo = append(strings.Split(target, "/"), todo...)
 		case unix.S_IFDIR:
-			if last {
-				unix.Close(fd)
-				return openRetry(func() (int, error) { return unix.Openat(cur(), name, flags|unix.O_NOFOLLOW, 0) })
-			}
 			dirs = append(dirs, fd)
 		default:
 			unix.Close(fd)
-			if !last {
-				return -1, unix.ENOTDIR
-			}
-			return openRetry(func() (int, error) { return unix.Openat(cur(), name, flags|unix.O_NOFOLLOW, 0) })
+			return -1, unix.ENOTDIR
 		}
 	}
 	// The path ended at a directory: root itself, or after "..".
@@ -203,20 +190,15 @@ func readlinkFD(fd int) (string, error) {
 	return "", unix.ENAMETOOLONG
 }
 
-// readIn reads node path p, a regular file of at most limit bytes, into
-// buf when it has room.
-func (t *Tree) readIn(p string, limit int, buf []byte) ([]byte, error) {
-	return t.readInFlags(p, limit, buf, 0)
-}
-
-// readInFlags is readIn; nofollow O_NOFOLLOW refuses a symlink at p.
-func (t *Tree) readInFlags(p string, limit int, buf []byte, nofollow int) ([]byte, error) {
+// readIn reads node path p, a regular file of at most limit bytes;
+// nofollow O_NOFOLLOW refuses a symlink at p.
+func (t *Tree) readIn(p string, limit int, nofollow int) ([]byte, error) {
 	fd, err := t.openRegularIn(p, nofollow)
 	if err != nil {
 		return nil, err
 	}
 	defer unix.Close(fd)
-	return readFD(fd, p, limit, buf)
+	return readFD(fd, p, limit)
 }
 
 // openRegularIn opens the regular file at node path p inside the root for
@@ -251,8 +233,8 @@ func (t *Tree) statIn(p string, follow bool) (fs.FileInfo, error) {
 	return fi, nil
 }
 
-// readlinkIn reads the symlink at node path p inside the root.
-func (t *Tree) readlinkIn(p string) (string, error) {
+// Readlink reads the symlink at node path p inside the root.
+func (t *Tree) Readlink(p string) (string, error) {
 	fd, err := t.openIn("readlink", p, unix.O_PATH|unix.O_NOFOLLOW)
 	if err != nil {
 		return "", err
@@ -269,10 +251,10 @@ func (t *Tree) readlinkIn(p string) (string, error) {
 	return l, nil
 }
 
-// readDirIn lists the directory at node path p inside the root, sorted by
+// ReadDir lists the directory at node path p inside the root, sorted by
 // name as os.ReadDir. Each entry's Info is an Lstat inside the root too
 // (os's would lstat the host's path).
-func (t *Tree) readDirIn(p string) ([]fs.DirEntry, error) {
+func (t *Tree) ReadDir(p string) ([]fs.DirEntry, error) {
 	fd, err := t.openIn("open", p, unix.O_RDONLY|unix.O_DIRECTORY)
 	if err != nil {
 		return nil, err

@@ -45,20 +45,14 @@ type Tree struct {
 	Fail func(op, path string) error
 
 	// walk resolves paths in user space even where openat2 works
-	// (rooted_linux.go, walkIn); tests set it to cover both ways.
+	// (rooted.go, walkIn); tests set it to cover both ways.
 	walk bool
 
 	mu sync.Mutex
 	// root is Root, open: every read resolves below it (rooted.go).
-	root struct {
-		file *os.File
-		path string
-	}
+	root *os.File
 	// files is Root, open to write (tree_write.go).
-	files struct {
-		w    *TreeFiles
-		path string
-	}
+	files   *TreeFiles
 	changes []string
 	ran     [][]string
 	binds   map[string]string // file bind mounts: target -> source
@@ -102,30 +96,23 @@ func (t *Tree) fail(op, p string) error {
 	return nil
 }
 
-// Path maps a node path onto the tree as text; ".." cannot leave the root,
-// but a symlink below it can. For the tests and for changes: every read
-// goes through the root instead (openIn), where symlinks cannot leave it.
+// Path maps a node path onto the tree as text, for tests; ".." cannot
+// leave the root, but a symlink below it can. Every read and change goes
+// through the root instead (openIn, TreeFiles), where symlinks cannot
+// leave it.
 func (t *Tree) Path(p string) string {
-	// Steps name clean absolute paths: join them with one allocation.
-	// filepath.Join would clean the concatenation again (and path.Clean
-	// of "/"+p allocates once more), which made path mapping a fifth of
-	// a dry run's allocations.
-	if len(p) > 1 && p[0] == '/' && path.Clean(p) == p && plainRoot(t.Root) {
-		return t.Root + p
-	}
 	return filepath.Join(t.Root, filepath.FromSlash(NodePath(p)))
-}
-
-// plainRoot reports whether a clean absolute path joins root by
-// concatenation: root is clean, and not "", "." or "/".
-func plainRoot(root string) bool {
-	return root != "" && root != "." && root != "/" && filepath.Clean(root) == root
 }
 
 // resolve follows a file bind mount, as reading through the kernel would.
 func (t *Tree) resolve(p string) string {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	return t.resolveLocked(p)
+}
+
+// resolveLocked is resolve, t.mu held.
+func (t *Tree) resolveLocked(p string) string {
 	if src, ok := t.binds[path.Clean(p)]; ok {
 		return src
 	}
@@ -133,13 +120,9 @@ func (t *Tree) resolve(p string) string {
 }
 
 func (t *Tree) ReadFile(p string, limit int) ([]byte, error) {
-	return t.readIn(t.resolve(p), limit, nil)
+	return t.readIn(t.resolve(p), limit, 0)
 }
 
 func (t *Tree) Stat(p string) (fs.FileInfo, error) { return t.statIn(p, true) }
 
 func (t *Tree) Lstat(p string) (fs.FileInfo, error) { return t.statIn(p, false) }
-
-func (t *Tree) ReadDir(p string) ([]fs.DirEntry, error) { return t.readDirIn(p) }
-
-func (t *Tree) Readlink(p string) (string, error) { return t.readlinkIn(p) }

@@ -18,7 +18,7 @@ import (
 )
 
 func (t *Tree) mounts() ([]*mountinfo.Info, error) {
-	b, err := t.readIn(MountinfoPath, LimitTable, nil)
+	b, err := t.readIn(MountinfoPath, LimitTable, 0)
 	if err != nil {
 		return nil, err
 	}
@@ -39,7 +39,7 @@ func (t *Tree) readMounts() ([]*mountinfo.Info, error) {
 	if mi, ok := sharedIfSame(fd); ok {
 		return mi, nil
 	}
-	b, err := readFD(fd, MountinfoPath, LimitTable, nil)
+	b, err := readFD(fd, MountinfoPath, LimitTable)
 	if err != nil {
 		return nil, err
 	}
@@ -48,16 +48,7 @@ func (t *Tree) readMounts() ([]*mountinfo.Info, error) {
 
 func (t *Tree) isMountpoint(p string) bool {
 	mounts, err := t.readMounts()
-	if err != nil {
-		return false
-	}
-	p = path.Clean(p)
-	for _, m := range mounts {
-		if m.Mountpoint == p {
-			return true
-		}
-	}
-	return false
+	return err == nil && Top(mounts, path.Clean(p)) != nil
 }
 
 func (t *Tree) Mount(source, target, fstype string, flags MountFlags, data string) error {
@@ -114,7 +105,7 @@ func (t *Tree) Mount(source, target, fstype string, flags MountFlags, data strin
 			if t.binds == nil {
 				t.binds = map[string]string{}
 			}
-			t.binds[target] = t.resolveLocked(source)
+			t.binds[target] = path.Clean(t.resolveLocked(source))
 			t.mu.Unlock()
 		}
 	default:
@@ -134,30 +125,21 @@ func (t *Tree) Mount(source, target, fstype string, flags MountFlags, data strin
 	return nil
 }
 
-func (t *Tree) resolveLocked(p string) string {
-	if src, ok := t.binds[path.Clean(p)]; ok {
-		return src
-	}
-	return path.Clean(p)
-}
-
 func (t *Tree) Unmount(target string, flags int) error {
+	uErr := func(err error) error { return &MountError{Op: "umount", Target: target, Err: err} }
 	if err := t.fail("umount", target); err != nil {
-		return &MountError{Op: "umount", Target: target, Err: errors.Unwrap(err)}
+		return uErr(errors.Unwrap(err))
 	}
 	mounts, err := t.mounts()
 	if err != nil {
-		return &MountError{Op: "umount", Target: target, Err: err}
+		return uErr(err)
 	}
 	target = path.Clean(target)
-	i := len(mounts) - 1
-	for i >= 0 && mounts[i].Mountpoint != target {
-		i--
+	top := Top(mounts, target)
+	if top == nil {
+		return uErr(unix.EINVAL)
 	}
-	if i < 0 {
-		return &MountError{Op: "umount", Target: target, Err: unix.EINVAL}
-	}
-	mounts = slices.Delete(mounts, i, i+1)
+	mounts = slices.DeleteFunc(mounts, func(m *mountinfo.Info) bool { return m == top })
 	t.mu.Lock()
 	delete(t.binds, target)
 	if Top(mounts, target) == nil {
@@ -168,7 +150,7 @@ func (t *Tree) Unmount(target string, flags int) error {
 	}
 	t.mu.Unlock()
 	if err := t.writeMounts(mounts); err != nil {
-		return &MountError{Op: "umount", Target: target, Err: err}
+		return uErr(err)
 	}
 	t.record("umount %s", target)
 	return nil

@@ -29,7 +29,7 @@ import (
 // naming it: a replay never takes it as absent, which would answer from
 // the replaying machine or as if the node had said nothing.
 func (t *Tree) Probe(name string, limit int) (b []byte, ok bool, err error) {
-	b, err = t.readInFlags("/"+ProbeDir+"/"+name, limit, nil, unix.O_NOFOLLOW)
+	b, err = t.readIn("/"+ProbeDir+"/"+name, limit, unix.O_NOFOLLOW)
 	switch {
 	case err == nil:
 		return b, true, nil
@@ -42,8 +42,6 @@ func (t *Tree) Probe(name string, limit int) (b []byte, ok bool, err error) {
 func (t *Tree) FSType(p string) (string, error) {
 	p = path.Clean(p)
 	// statfs(2) of a path that does not exist fails; so must a replay.
-	// (A stat(2) of its own, not os.Stat: only whether it succeeds
-	// counts, not a FileInfo.)
 	if _, err := t.Stat(p); err != nil {
 		return "", &fs.PathError{Op: "statfs", Path: p, Err: fs.ErrNotExist}
 	}
@@ -155,13 +153,8 @@ func twoFields(line string) (f [2]string, ok bool) {
 // Run answers from Exec or the run/ files; a replayed command prints
 // nothing on standard error.
 func (t *Tree) Run(ctx context.Context, argv []string, stdin []byte, timeout time.Duration) ([]byte, []byte, error) {
-	out, err := t.run(ctx, argv, stdin, timeout)
-	return out, nil, err
-}
-
-func (t *Tree) run(ctx context.Context, argv []string, stdin []byte, timeout time.Duration) ([]byte, error) {
 	if len(argv) == 0 {
-		return nil, errors.New("run: empty argv")
+		return nil, nil, errors.New("run: empty argv")
 	}
 	t.mu.Lock()
 	t.ran = append(t.ran, slices.Clone(argv))
@@ -171,30 +164,30 @@ func (t *Tree) run(ctx context.Context, argv []string, stdin []byte, timeout tim
 	if t.Exec != nil {
 		out, err := t.Exec(ctx, argv, stdin)
 		if ctx.Err() == context.DeadlineExceeded {
-			return out, &TimeoutError{What: argv[0], After: timeout}
+			return out, nil, &TimeoutError{What: argv[0], After: timeout}
 		}
-		return out, err
+		return out, nil, err
 	}
 	name := "run/" + path.Base(argv[0])
 	if _, ok, err := t.Probe(name+".hang", LimitValue); err != nil {
-		return nil, fmt.Errorf("%s: %w", argv[0], err)
+		return nil, nil, fmt.Errorf("%s: %w", argv[0], err)
 	} else if ok {
 		<-ctx.Done()
-		return nil, &TimeoutError{What: argv[0], After: timeout}
+		return nil, nil, &TimeoutError{What: argv[0], After: timeout}
 	}
 	if b, ok, err := t.Probe(name+".fail", LimitConfig); err != nil {
-		return nil, fmt.Errorf("%s: %w", argv[0], err)
+		return nil, nil, fmt.Errorf("%s: %w", argv[0], err)
 	} else if ok {
-		return nil, fmt.Errorf("%s: %s", argv[0], strings.TrimSpace(string(b)))
+		return nil, nil, fmt.Errorf("%s: %s", argv[0], strings.TrimSpace(string(b)))
 	}
 	b, ok, err := t.Probe(name, LimitOutput)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", argv[0], err)
+		return nil, nil, fmt.Errorf("%s: %w", argv[0], err)
 	}
 	if !ok {
-		return nil, &NotInstalledError{Name: argv[0]}
+		return nil, nil, &NotInstalledError{Name: argv[0]}
 	}
-	return b, nil
+	return b, nil, nil
 }
 
 // Environ returns the environment recorded in Root/.host/environ (one

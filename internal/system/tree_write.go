@@ -9,8 +9,8 @@ package system
 // risk of changing it here.)
 
 import (
-	"encoding/hex"
 	"errors"
+	"fmt"
 	"io/fs"
 	"math/rand/v2"
 	"os"
@@ -38,25 +38,20 @@ func OpenTreeFiles(dir string) (*TreeFiles, error) {
 // Close closes the directory.
 func (f *TreeFiles) Close() error { return f.root.Close() }
 
-// Files returns the writer of the tree's files, opened once per Root; a
-// test uses it to change a tree the way something other than the program
-// would (a fixture, a command it models): such changes are not recorded
-// in Changes.
+// Files returns the writer of the tree's files, opened once; a test uses
+// it to change a tree the way something other than the program would (a
+// fixture, a command it models): such changes are not recorded in Changes.
 func (t *Tree) Files() (*TreeFiles, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if t.files.w != nil && t.files.path == t.Root {
-		return t.files.w, nil
+	if t.files == nil {
+		w, err := OpenTreeFiles(t.Root)
+		if err != nil {
+			return nil, err
+		}
+		t.files = w
 	}
-	w, err := OpenTreeFiles(t.Root)
-	if err != nil {
-		return nil, err
-	}
-	if t.files.w != nil {
-		t.files.w.Close()
-	}
-	t.files.w, t.files.path = w, t.Root
-	return w, nil
+	return t.files, nil
 }
 
 // nodePathErr names node path p in err, an error of os.Root (which names the
@@ -83,11 +78,7 @@ func (f *TreeFiles) writeFile(p string, data []byte, perm fs.FileMode, beforeRen
 	var tmp string
 	var file *os.File
 	for range 100 {
-		var b [6]byte
-		for i := range b {
-			b[i] = byte(rand.Uint32())
-		}
-		tmp = dir + "." + base + ".tmp-" + hex.EncodeToString(b[:])
+		tmp = fmt.Sprintf("%s.%s.tmp-%012x", dir, base, rand.Uint64N(1<<48))
 		var err error
 		file, err = f.root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 		if errors.Is(err, fs.ErrExist) {

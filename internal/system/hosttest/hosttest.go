@@ -42,10 +42,14 @@ func Golden(t testing.TB, path string, got []byte) {
 	}
 }
 
-// CopyDir copies the tree at src to dst (which may exist): directories,
-// regular files with their mode bits, and symlinks as links. Every write
-// goes through dst's root (system.TreeFiles).
-func CopyDir(src, dst string) error {
+// CopyScenario copies a fake host kept in git (testdata/hosts/NAME/root)
+// to dst (which may exist) as a fresh clone would hold it, whatever the
+// working tree's modes: files 0644, or 0755 when executable, directories
+// 0755, symlinks as links. Then it applies root/.host/modes, lines "PATH
+// OCTAL-MODE [UID:GID]", for what git cannot store (setuid bits, 0600
+// keys, owners; owners need root). Every write goes through dst's root
+// (system.TreeFiles).
+func CopyScenario(src, dst string) error {
 	if err := os.MkdirAll(dst, 0o755); err != nil {
 		return err
 	}
@@ -54,7 +58,7 @@ func CopyDir(src, dst string) error {
 		return err
 	}
 	defer w.Close()
-	return filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
+	err = filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
@@ -69,7 +73,10 @@ func CopyDir(src, dst string) error {
 		}
 		switch {
 		case d.IsDir():
-			return w.MkdirAll(target, info.Mode().Perm()|0o700)
+			if err := w.MkdirAll(target, 0o755); err != nil {
+				return err
+			}
+			return w.Chmod(target, 0o755) // whatever the umask
 		case info.Mode()&fs.ModeSymlink != 0:
 			link, err := os.Readlink(p)
 			if err != nil {
@@ -81,34 +88,13 @@ func CopyDir(src, dst string) error {
 			if err != nil {
 				return err
 			}
-			return w.WriteFile(target, b, info.Mode()&(fs.ModePerm|fs.ModeSetuid|fs.ModeSetgid|fs.ModeSticky))
+			mode := fs.FileMode(0o644)
+			if info.Mode()&0o100 != 0 {
+				mode = 0o755
+			}
+			return w.WriteFile(target, b, mode)
 		}
 		return fmt.Errorf("%s: cannot copy %s", p, info.Mode().Type())
-	})
-}
-
-// CopyScenario copies a fake host kept in git (testdata/hosts/NAME/root)
-// to dst as a fresh clone would hold it, whatever the working tree's modes:
-// files 0644, or 0755 when executable, directories 0755. Then it applies
-// root/.host/modes, lines "PATH OCTAL-MODE [UID:GID]", for what git cannot
-// store (setuid bits, 0600 keys, owners; owners need root).
-func CopyScenario(src, dst string) error {
-	if err := CopyDir(src, dst); err != nil {
-		return err
-	}
-	err := filepath.WalkDir(dst, func(p string, d fs.DirEntry, err error) error {
-		if err != nil || d.Type()&fs.ModeSymlink != 0 {
-			return err
-		}
-		info, err := d.Info()
-		if err != nil {
-			return err
-		}
-		mode := fs.FileMode(0o644)
-		if d.IsDir() || info.Mode()&0o100 != 0 {
-			mode = 0o755
-		}
-		return os.Chmod(p, mode)
 	})
 	if err != nil {
 		return err
@@ -120,11 +106,6 @@ func CopyScenario(src, dst string) error {
 	if err != nil {
 		return err
 	}
-	w, err := system.OpenTreeFiles(dst)
-	if err != nil {
-		return err
-	}
-	defer w.Close()
 	for i, line := range strings.Split(string(b), "\n") {
 		f := strings.Fields(line)
 		if len(f) == 0 {

@@ -17,41 +17,34 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// init keeps the main goroutine on the startup thread from the start: init
-// functions run on it, and one that calls LockOSThread makes main run
-// there too. Run's own LockOSThread came too late: the main goroutine could
-// already have moved to another thread, leaving the main thread free for a
-// test's goroutine (Unshare then failed, "the test runs on the main
+// init keeps the main goroutine on the startup thread from the start, for
+// good: init functions run on it, and one that calls LockOSThread makes
+// main run there too. So no test's goroutine can ever run, and unshare, on
+// the main thread: /proc/self shows the main thread's namespaces, and a
+// locked main thread is parked rather than ended when its goroutine exits,
+// so it would stay in the test's namespaces for the rest of the run. A
+// LockOSThread in Main came too late: the main goroutine could already have
+// moved to another thread (Unshare then failed, "the test runs on the main
 // thread"): once in six runs of a package under qemu-user, where threads
 // are rescheduled more often.
 func init() { runtime.LockOSThread() }
 
 // Main is TestMain for a package with privileged tests; it does not return.
-func Main(m *testing.M) { os.Exit(Run(m)) }
-
-// Run runs the tests and returns the exit code: m.Run's, or 1 when the mount
-// table of the process's original namespace, or of PID 1's, differs in any
-// way afterwards. That is what guarantees the machine's own /sys and mounts
+// It runs the tests and exits with m.Run's code, or 1 when the mount table
+// of the process's original namespace, or of PID 1's, differs in any way
+// afterwards. That is what guarantees the machine's own /sys and mounts
 // were not touched, whatever a test did in its namespaces.
-func Run(m *testing.M) int {
-	// The main goroutine keeps the main thread to itself, so no test's
-	// goroutine can ever run, and unshare, on it: /proc/self shows the main
-	// thread's namespaces, and a locked main thread is parked rather than
-	// ended when its goroutine exits, so it would stay in the test's
-	// namespaces for the rest of the run.
-	runtime.LockOSThread()
+func Main(m *testing.M) {
 	before := snapshot()
 	code := m.Run()
 	if diff := diffSnapshots(before, snapshot()); diff != "" {
 		fmt.Fprintf(os.Stderr, "FAIL: the machine's mount table changed while these tests ran (- before, + after):\n%s", diff)
-		if code == 0 {
-			code = 1
-		}
+		code = max(code, 1)
 	}
-	return code
+	os.Exit(code)
 }
 
-// mountTables are the files Run compares before and after the tests.
+// mountTables are the files Main compares before and after the tests.
 var mountTables = []string{"/proc/self/mountinfo", "/proc/1/mountinfo"}
 
 // othersMounts are where container engines mount and unmount on their own
@@ -256,16 +249,6 @@ func threadMounts() ([]*mountinfo.Info, error) {
 	return mi, nil
 }
 
-// Top is the mount visible at mountpoint p (the last one there), or nil.
-func Top(mi []*mountinfo.Info, p string) *mountinfo.Info {
-	for i := len(mi) - 1; i >= 0; i-- {
-		if mi[i].Mountpoint == p {
-			return mi[i]
-		}
-	}
-	return nil
-}
-
 // OnHost runs fn on another OS thread and waits for it. Called from a test
 // that Unshare moved, fn sees the machine's own namespaces: every thread
 // but a locked one is in them, and a locked thread runs only its goroutine.
@@ -276,28 +259,4 @@ func OnHost(fn func()) {
 		fn()
 	}()
 	<-done
-}
-
-// HostMountLine returns the line of the original namespace's
-// /proc/self/mountinfo for mountpoint p ("" when none), read on a host
-// thread.
-func HostMountLine(t testing.TB, p string) string {
-	t.Helper()
-	var line string
-	var err error
-	OnHost(func() {
-		var b []byte
-		if b, err = os.ReadFile("/proc/self/mountinfo"); err != nil {
-			return
-		}
-		for _, l := range strings.Split(string(b), "\n") {
-			if f := strings.Fields(l); len(f) > 4 && f[4] == p {
-				line = l
-			}
-		}
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return line
 }

@@ -41,7 +41,7 @@ const SandboxDirEnv = "NSTEST_SANDBOX_DIR"
 // mount read-only with mount_setattr(2) (a per-mount flag: no superblock,
 // and so no other namespace, is changed), then mounts a tmpfs of its own
 // on TMPDIR and binds the go command's output files writable again. Afterwards
-// the machine's mount tables must be as before (Run).
+// the machine's mount tables must be as before (Main).
 //
 // prepare, when set, runs first, outside, with the run's directory: for
 // what needs the machine (building the binary with the go command's
@@ -74,6 +74,10 @@ func runSandboxed(prepare func(dir string) error) int {
 		fmt.Printf("SKIP: these tests apply plans to fake trees and run only in a private mount namespace with / read-only: %s\n", why)
 		return 0
 	}
+	fail := func(format string, args ...any) int {
+		fmt.Fprintf(os.Stderr, "FAIL: nstest: "+format+"\n", args...)
+		return 1
+	}
 	if os.Geteuid() != 0 {
 		return skip(fmt.Sprintf("that needs root (euid %d); run go test as root, as CI does", os.Geteuid()))
 	}
@@ -83,21 +87,18 @@ func runSandboxed(prepare func(dir string) error) int {
 	}
 	dir, err := os.MkdirTemp("", "nstest-sandbox-")
 	if err != nil {
-		fmt.Fprintf(os.Stderr, "FAIL: nstest: %v\n", err)
-		return 1
+		return fail("%v", err)
 	}
 	defer os.RemoveAll(dir)
 	if prepare != nil {
 		if err := prepare(dir); err != nil {
-			fmt.Fprintf(os.Stderr, "FAIL: nstest: preparing the sandbox: %v\n", err)
-			return 1
+			return fail("preparing the sandbox: %v", err)
 		}
 	}
 	before := snapshot()
 	tmp := filepath.Join(dir, "tmp")
 	if err := os.Mkdir(tmp, 0o700); err != nil {
-		fmt.Fprintf(os.Stderr, "FAIL: nstest: %v\n", err)
-		return 1
+		return fail("%v", err)
 	}
 	env := append(os.Environ(), sandboxEnv+"="+hostNS, SandboxDirEnv+"="+dir, "TMPDIR="+tmp)
 	startErr, waitErr := runInMountNS(func() (*exec.Cmd, error) { return selfCommand(env) }, hostNS)
@@ -105,19 +106,16 @@ func runSandboxed(prepare func(dir string) error) int {
 		if errors.Is(err, unix.EPERM) || errors.Is(err, unix.EINVAL) || errors.Is(err, unix.ENOSYS) {
 			return skip(fmt.Sprintf("the kernel refuses a new mount namespace: %v", err))
 		}
-		fmt.Fprintf(os.Stderr, "FAIL: nstest: starting the sandbox: %v\n", err)
-		return 1
+		return fail("starting the sandbox: %v", err)
 	}
 	code := 0
 	if err := waitErr; err != nil {
 		var exit *exec.ExitError
 		if !errors.As(err, &exit) {
-			fmt.Fprintf(os.Stderr, "FAIL: nstest: %v\n", err)
-			return 1
+			return fail("%v", err)
 		}
 		if code = exit.ExitCode(); code <= 0 {
-			fmt.Fprintf(os.Stderr, "FAIL: nstest: the sandboxed tests ended: %v\n", err)
-			code = 1
+			code = fail("the sandboxed tests ended: %v", err)
 		}
 	}
 	if diff := diffSnapshots(before, snapshot()); diff != "" {
