@@ -124,30 +124,30 @@ func (c *checker) names() []Row {
 	if err != nil {
 		return failRows(err, unreadableHint, names...)
 	}
-	gw := f.Gateway.IsValid()
-	docker := network.UsableHostIP(f.DockerHost)
+	gw := f.Gateway.Value.IsValid()
+	docker := network.UsableHostIP(f.DockerHost.Value)
 	var rows []Row
 
 	const hdi = "host-docker-internal"
 	switch {
-	case errors.Is(f.DockerHostErr, network.ErrDockerHostNotNeeded):
+	case errors.Is(f.DockerHost.Err, network.ErrDockerHostNotNeeded):
 		rows = append(rows, Row{hdi, Pass, "not needed: the node does not use Docker's embedded DNS", ""})
 	case docker:
-		rows = append(rows, Row{hdi, Pass, f.DockerHost.String() + ": pods use the host's DNS through it", ""})
-	case timedOut(f.DockerHostErr):
-		rows = append(rows, Row{hdi, Warn, fmt.Sprintf("%v", f.DockerHostErr),
+		rows = append(rows, Row{hdi, Pass, f.DockerHost.Value.String() + ": pods use the host's DNS through it", ""})
+	case timedOut(f.DockerHost.Err):
+		rows = append(rows, Row{hdi, Warn, fmt.Sprintf("%v", f.DockerHost.Err),
 			"the lookup delays every boot by its timeout: fix the node's DNS (/etc/resolv.conf)"})
 	case gw:
-		obs := fmt.Sprintf("not found (%v)", f.DockerHostErr)
-		if f.DockerHost.IsValid() {
-			obs = f.DockerHost.String() + " is loopback, not the host"
-			if !f.DockerHost.IsLoopback() {
-				obs = f.DockerHost.String() + " names no host"
+		obs := fmt.Sprintf("not found (%v)", f.DockerHost.Err)
+		if f.DockerHost.Value.IsValid() {
+			obs = f.DockerHost.Value.String() + " is loopback, not the host"
+			if !f.DockerHost.Value.IsLoopback() {
+				obs = f.DockerHost.Value.String() + " names no host"
 			}
 		}
-		rows = append(rows, Row{hdi, Pass, obs + "; the default gateway " + f.Gateway.String() + " is used instead", ""})
+		rows = append(rows, Row{hdi, Pass, obs + "; the default gateway " + f.Gateway.Value.String() + " is used instead", ""})
 	default:
-		rows = append(rows, Row{hdi, Warn, fmt.Sprintf("not usable (%v), and no default gateway", f.DockerHostErr),
+		rows = append(rows, Row{hdi, Warn, fmt.Sprintf("not usable (%v), and no default gateway", f.DockerHost.Err),
 			"pods cannot reach Docker's DNS: give the node a default route, or --add-host=host.docker.internal:host-gateway"})
 	}
 
@@ -182,11 +182,11 @@ func (c *checker) names() []Row {
 	const dg = "default-gateway"
 	switch {
 	case gw:
-		rows = append(rows, Row{dg, Pass, f.Gateway.String(), ""})
+		rows = append(rows, Row{dg, Pass, f.Gateway.Value.String(), ""})
 	case docker:
-		rows = append(rows, Row{dg, Pass, fmt.Sprintf("none (%v); host.docker.internal is used", f.GatewayErr), ""})
+		rows = append(rows, Row{dg, Pass, fmt.Sprintf("none (%v); host.docker.internal is used", f.Gateway.Err), ""})
 	default:
-		rows = append(rows, Row{dg, Warn, fmt.Sprintf("none (%v)", f.GatewayErr),
+		rows = append(rows, Row{dg, Warn, fmt.Sprintf("none (%v)", f.Gateway.Err),
 			"without a default route (an internal network) nor host.docker.internal, the DNS rules and resolv.conf are left as they are"})
 	}
 	return rows

@@ -8,6 +8,7 @@ import (
 	"net/netip"
 
 	"github.com/kind-entrypoint/entrypoint/internal/plan"
+	"github.com/kind-entrypoint/entrypoint/internal/system"
 )
 
 // Names and files enable_network_magic uses.
@@ -69,15 +70,11 @@ type MagicFacts struct {
 	Mode Mode
 
 	// DockerHost is the first IPv4 address of host.docker.internal.
-	DockerHost    netip.Addr
-	DockerHostErr error
+	DockerHost system.Probe[netip.Addr]
 	// Gateway is the IPv4 default route's gateway.
-	Gateway    netip.Addr
-	GatewayErr error
-
+	Gateway system.Probe[netip.Addr]
 	// Rules is the output of Mode's iptables-save.
-	Rules    []byte
-	RulesErr error
+	Rules system.Probe[[]byte]
 	// Iptables is what select_iptables read: its failed saves, every
 	// place it looked for Docker's DNS rules, the native ruleset.
 	Iptables IptablesFacts
@@ -128,29 +125,29 @@ func (p *Probes) DetectMagic(ctx context.Context, lookupEnv func(string) (string
 // comes from: host.docker.internal unless that is missing or loopback (the
 // node's loopback is not the host's), else the default gateway.
 func (f MagicFacts) HostIP() (netip.Addr, string) {
-	if UsableHostIP(f.DockerHost) {
-		return f.DockerHost, DockerHostName
+	if UsableHostIP(f.DockerHost.Value) {
+		return f.DockerHost.Value, DockerHostName
 	}
-	why := fmt.Sprintf("%s: %v", DockerHostName, f.DockerHostErr)
-	if f.DockerHost.IsValid() {
-		why = DockerHostName + " " + unusableWhy(f.DockerHost)
+	why := fmt.Sprintf("%s: %v", DockerHostName, f.DockerHost.Err)
+	if f.DockerHost.Value.IsValid() {
+		why = DockerHostName + " " + unusableWhy(f.DockerHost.Value)
 	}
-	if f.Gateway.IsValid() {
-		return f.Gateway, "default gateway; " + why
+	if f.Gateway.Value.IsValid() {
+		return f.Gateway.Value, "default gateway; " + why
 	}
-	return netip.Addr{}, fmt.Sprintf("%s; default gateway: %v", why, f.GatewayErr)
+	return netip.Addr{}, fmt.Sprintf("%s; default gateway: %v", why, f.Gateway.Err)
 }
 
 // Describe lists the facts for --dry-run.
 func (f MagicFacts) Describe() [][2]string {
 	ip, source := f.HostIP()
 	host := fmt.Sprintf("%s (%s)", show(ip), source)
-	if errors.Is(f.DockerHostErr, ErrDockerHostNotNeeded) {
+	if errors.Is(f.DockerHost.Err, ErrDockerHostNotNeeded) {
 		host = "not needed (the node does not use Docker's embedded DNS)"
 	}
-	rules := fmt.Sprintf("%d (%s)", CountRules(f.Rules), f.Mode.SaveCommand())
-	if f.RulesErr != nil {
-		rules = fmt.Sprintf("%s failed: %v", f.Mode.SaveCommand(), f.RulesErr)
+	rules := fmt.Sprintf("%d (%s)", CountRules(f.Rules.Value), f.Mode.SaveCommand())
+	if f.Rules.Err != nil {
+		rules = fmt.Sprintf("%s failed: %v", f.Mode.SaveCommand(), f.Rules.Err)
 	}
 	out := [][2]string{{"host IP", host}, {"iptables rules", rules}}
 	if d, ok := f.Iptables.Native.Docker(); ok {

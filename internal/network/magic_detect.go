@@ -29,8 +29,8 @@ func (p *Probes) detectMagic(ctx context.Context, lookupEnv func(string) (string
 	}
 	var wg sync.WaitGroup
 	var saved bool
-	if f.Rules, f.RulesErr, saved = ipt.SavedRules(mode); !saved {
-		wg.Go(func() { f.Rules, _, f.RulesErr = runSave(ctx, p.sys, mode.SaveCommand(), p.timeout) })
+	if f.Rules.Value, f.Rules.Err, saved = ipt.SavedRules(mode); !saved {
+		wg.Go(func() { f.Rules.Value, _, f.Rules.Err = runSave(ctx, p.sys, mode.SaveCommand(), p.timeout) })
 	}
 	f.Iptables = ipt
 	err := f.readFiles(p.sys)
@@ -51,11 +51,11 @@ func (p *Probes) detectMagic(ctx context.Context, lookupEnv func(string) (string
 		// address is written nowhere, so the boot does not wait for a
 		// lookup that, on a node whose DNS cannot answer it, takes the
 		// whole timeout. stopProbes ends it.
-		f.DockerHostErr = ErrDockerHostNotNeeded
+		f.DockerHost.Err = ErrDockerHostNotNeeded
 		return f, nil
 	}
 	<-p.hostDone
-	f.DockerHost, f.DockerHostErr = p.host, p.hostErr
+	f.DockerHost = p.host
 	return f, nil
 }
 
@@ -82,16 +82,16 @@ func (f MagicFacts) backendHint() string {
 	return looked + "likely cause: the node is not on Docker's embedded DNS (a custom resolv.conf naming 127.0.0.11), or Docker writes its redirect somewhere this binary does not know"
 }
 
-// ErrDockerHostNotNeeded is MagicFacts.DockerHostErr on a node with
+// ErrDockerHostNotNeeded is MagicFacts.DockerHost.Err on a node with
 // nothing of Docker's embedded DNS (see noEmbeddedDNS).
 var ErrDockerHostNotNeeded = errors.New("not waited for: the node does not use Docker's embedded DNS")
 
 // readFiles reads what DetectMagic needs from files, while its probes run.
 func (f *MagicFacts) readFiles(sys system.System) error {
 	if route, err := sys.ReadFile(ProcNetRoute, system.LimitTable); err != nil {
-		f.GatewayErr = err
-	} else if f.Gateway, err = DefaultGatewayV4(route); err != nil {
-		f.GatewayErr = fmt.Errorf("%s: %w", ProcNetRoute, err)
+		f.Gateway.Err = err
+	} else if f.Gateway.Value, err = DefaultGatewayV4(route); err != nil {
+		f.Gateway.Err = fmt.Errorf("%s: %w", ProcNetRoute, err)
 	}
 	var err error
 	if f.Resolv, err = readFile(sys, ResolvConf); err != nil {

@@ -48,19 +48,19 @@ func planDNSRules(f MagicFacts, hostIP netip.Addr) (actions []plan.Action, serve
 		actions, served = planNativeDNS(f.Iptables.Native, hostIP)
 		return actions, served, nil
 	}
-	if f.RulesErr != nil {
+	if f.Rules.Err != nil {
 		// The script stops here too (its iptables-save fails the
 		// pipeline). A cluster whose pods cannot resolve a name is worse
 		// than a node that says why it did not start; only a node that
 		// does not use Docker's DNS loses nothing by booting on.
 		if f.Resolv != nil && namesEmbeddedDNS(f.Resolv.Data) {
 			return nil, false, fmt.Errorf("cannot read the %s rules, which pods need to reach Docker's DNS at %s: %w",
-				f.Mode, dockerEmbeddedDNS, f.RulesErr)
+				f.Mode, dockerEmbeddedDNS, f.Rules.Err)
 		}
 		return []plan.Action{plan.Warning(fmt.Sprintf(
-			"cannot read the %s rules (%v); %s does not use Docker's DNS, so nothing needs them", f.Mode, f.RulesErr, ResolvConf))}, false, nil
+			"cannot read the %s rules (%v); %s does not use Docker's DNS, so nothing needs them", f.Mode, f.Rules.Err, ResolvConf))}, false, nil
 	}
-	out, changed := RewriteDockerDNS(f.Rules, hostIP.String())
+	out, changed := RewriteDockerDNS(f.Rules.Value, hostIP.String())
 	served = dnatsToEmbeddedDNS(out)
 	if !changed {
 		return nil, served, nil
@@ -83,7 +83,7 @@ func planDNSRules(f MagicFacts, hostIP netip.Addr) (actions []plan.Action, serve
 // something of Docker's, or when resolv.conf or the rules could not be read
 // (those cases have their own lines).
 func noEmbeddedDNS(f MagicFacts) (string, bool) {
-	if _, native := f.Iptables.Native.Docker(); f.Resolv == nil || f.RulesErr != nil || native || namesEmbeddedDNS(f.Resolv.Data) || dnatsToEmbeddedDNS(f.Rules) {
+	if _, native := f.Iptables.Native.Docker(); f.Resolv == nil || f.Rules.Err != nil || native || namesEmbeddedDNS(f.Resolv.Data) || dnatsToEmbeddedDNS(f.Rules.Value) {
 		return "", false
 	}
 	return fmt.Sprintf("no nameserver %s in %s and no %s rule sending to it (not Docker's embedded DNS): leaving the nameservers and the DNS rules as they are",

@@ -116,9 +116,9 @@ func TestPlanMagicForwarder(t *testing.T) {
 	noIPv6.IPv6.Addr, noIPv6.IPv6.Err = netip.Addr{}, errors.New("no such host")
 	notDocker := ipv6Facts()
 	notDocker.Resolv = &File{Path: ResolvConf, Data: []byte("nameserver 10.0.0.53\n"), Mode: 0o644}
-	notDocker.Rules = nil
+	notDocker.Rules.Value = nil
 	noHost := ipv6Facts()
-	noHost.Gateway, noHost.GatewayErr = netip.Addr{}, errors.New("no default route")
+	noHost.Gateway.Value, noHost.Gateway.Err = netip.Addr{}, errors.New("no default route")
 	for _, tt := range []struct {
 		name       string
 		f          MagicFacts

@@ -80,14 +80,14 @@ var (
 // facts is a first boot of a Docker node with gateway 172.18.0.1.
 func facts() MagicFacts {
 	return MagicFacts{
-		Mode:          NFT,
-		DockerHostErr: errors.New("no such host"),
-		Gateway:       gateway,
-		Rules:         []byte(rulesDocker24),
-		Resolv:        &File{Path: ResolvConf, Data: []byte(resolvDocker), Mode: 0o644},
-		Hostname:      "kind-control-plane",
-		IPv4:          NodeAddr{Addr: node4},
-		IPv6:          NodeAddr{Err: errors.New("no such host")},
+		Mode:       NFT,
+		DockerHost: system.Probe[netip.Addr]{Err: errors.New("no such host")},
+		Gateway:    system.Probe[netip.Addr]{Value: gateway},
+		Rules:      system.Probe[[]byte]{Value: []byte(rulesDocker24)},
+		Resolv:     &File{Path: ResolvConf, Data: []byte(resolvDocker), Mode: 0o644},
+		Hostname:   "kind-control-plane",
+		IPv4:       NodeAddr{Addr: node4},
+		IPv6:       NodeAddr{Err: errors.New("no such host")},
 	}
 }
 
@@ -118,7 +118,7 @@ func TestPlanMagicRules(t *testing.T) {
 		{"port matches lost (kind#3054)", rulesNoDport, rulesNoDportRewritten},
 	} {
 		f := facts()
-		f.Rules = []byte(tt.rules)
+		f.Rules.Value = []byte(tt.rules)
 		actions, err := PlanMagic(f)
 		if err != nil {
 			t.Fatal(err)
@@ -135,7 +135,7 @@ func TestPlanMagicRules(t *testing.T) {
 		}
 		// The second pass (a re-run, or the convergence check) has
 		// nothing to restore.
-		f.Rules = restore.Stdin
+		f.Rules.Value = restore.Stdin
 		again, err := PlanMagic(f)
 		if err != nil {
 			t.Fatal(err)
@@ -203,7 +203,7 @@ func TestPlanMagicResolvConf(t *testing.T) {
 // resolv.conf nothing needs the rules: a WARN, and the node boots.
 func TestPlanMagicNoRulesForEmbeddedDNS(t *testing.T) {
 	f := facts()
-	f.Rules = []byte("*nat\n:OUTPUT ACCEPT [0:0]\nCOMMIT\n")
+	f.Rules.Value = []byte("*nat\n:OUTPUT ACCEPT [0:0]\nCOMMIT\n")
 	f.Iptables.Native.NotRun = "iptables-legacy-save holds Docker's DNS rules"
 	actions, err := PlanMagic(f)
 	if err == nil || err.Error() != "the nft rules send nothing to 127.0.0.11, which /etc/resolv.conf names: pods could not use Docker's DNS (are Docker's rules in the other backend?)" {
@@ -213,7 +213,7 @@ func TestPlanMagicNoRulesForEmbeddedDNS(t *testing.T) {
 		t.Errorf("resolv.conf rewritten to %q with no rule serving the host IP", a.Data)
 	}
 
-	f.RulesErr = errors.New("iptables-nft-save: timed out after 5s")
+	f.Rules.Err = errors.New("iptables-nft-save: timed out after 5s")
 	actions, err = PlanMagic(f)
 	if err == nil || err.Error() != "cannot read the nft rules, which pods need to reach Docker's DNS at 127.0.0.11: iptables-nft-save: timed out after 5s" {
 		t.Errorf("save failed: %v", err)
@@ -233,7 +233,7 @@ func TestPlanMagicNoRulesForEmbeddedDNS(t *testing.T) {
 	// A line no resolver reads as a nameserver of 127.0.0.11 (they do
 	// not split at a vertical tab or U+00A0), which the rewrite leaves
 	// alone, does not need the rules either.
-	f.RulesErr = nil
+	f.Rules.Err = nil
 	for _, resolv := range []string{"nameserver\v127.0.0.11\n", "nameserver 127.0.0.11\u00a0\n"} {
 		f.Resolv.Data = []byte(resolv)
 		if _, err := PlanMagic(f); err != nil {
@@ -263,13 +263,13 @@ func TestPlanMagicPodman(t *testing.T) {
 	} {
 		f := facts()
 		f.Mode = Legacy
-		f.DockerHostErr = ErrDockerHostNotNeeded
+		f.DockerHost.Err = ErrDockerHostNotNeeded
 		if tt.gateway != "" {
-			f.Gateway = netip.MustParseAddr(tt.gateway)
+			f.Gateway.Value = netip.MustParseAddr(tt.gateway)
 		} else {
-			f.Gateway, f.GatewayErr = netip.Addr{}, errors.New("no IPv4 default route with a gateway")
+			f.Gateway.Value, f.Gateway.Err = netip.Addr{}, errors.New("no IPv4 default route with a gateway")
 		}
-		f.Rules = []byte("*nat\n:PREROUTING ACCEPT [0:0]\n:OUTPUT ACCEPT [0:0]\nCOMMIT\n")
+		f.Rules.Value = []byte("*nat\n:PREROUTING ACCEPT [0:0]\n:OUTPUT ACCEPT [0:0]\nCOMMIT\n")
 		f.Resolv.Data = []byte(resolvPodman)
 		f.Search = tt.search
 		actions, err := PlanMagic(f)
@@ -316,12 +316,12 @@ func TestHostIP(t *testing.T) {
 		{"nothing", "", "", "invalid IP", "host.docker.internal: no such host; default gateway: no IPv4 default route with a gateway"},
 	}
 	for _, tt := range tests {
-		f := MagicFacts{DockerHostErr: errors.New("no such host"), GatewayErr: noRoute}
+		f := MagicFacts{DockerHost: system.Probe[netip.Addr]{Err: errors.New("no such host")}, Gateway: system.Probe[netip.Addr]{Err: noRoute}}
 		if tt.docker != "" {
-			f.DockerHost, f.DockerHostErr = netip.MustParseAddr(tt.docker), nil
+			f.DockerHost.Value, f.DockerHost.Err = netip.MustParseAddr(tt.docker), nil
 		}
 		if tt.gateway != "" {
-			f.Gateway, f.GatewayErr = netip.MustParseAddr(tt.gateway), nil
+			f.Gateway.Value, f.Gateway.Err = netip.MustParseAddr(tt.gateway), nil
 		}
 		ip, from := f.HostIP()
 		if ip.String() != tt.want || from != tt.from {
@@ -330,7 +330,7 @@ func TestHostIP(t *testing.T) {
 	}
 
 	f := facts()
-	f.Gateway, f.GatewayErr = netip.Addr{}, noRoute
+	f.Gateway.Value, f.Gateway.Err = netip.Addr{}, noRoute
 	actions, err := PlanMagic(f)
 	if err != nil {
 		t.Fatal(err)
@@ -634,14 +634,14 @@ func TestDetectMagic(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if f.DockerHost.String() != "192.168.65.254" || f.Gateway != gateway {
-		t.Errorf("host IP candidates %s, %s", f.DockerHost, f.Gateway)
+	if f.DockerHost.Value.String() != "192.168.65.254" || f.Gateway.Value != gateway {
+		t.Errorf("host IP candidates %s, %s", f.DockerHost.Value, f.Gateway.Value)
 	}
 	if f.IPv4.Addr.String() != "172.18.0.3" || f.IPv6.Addr.String() != "fc00::3" {
 		t.Errorf("node addresses %s %s (the loopback 127.0.1.1 must be skipped)", f.IPv4.Addr, f.IPv6.Addr)
 	}
-	if string(f.Rules) != rulesDocker24 || f.RulesErr != nil {
-		t.Errorf("rules %q, %v", f.Rules, f.RulesErr)
+	if string(f.Rules.Value) != rulesDocker24 || f.Rules.Err != nil {
+		t.Errorf("rules %q, %v", f.Rules.Value, f.Rules.Err)
 	}
 	if f.Search == nil || *f.Search != "" {
 		t.Errorf("KIND_DNS_SEARCH set and empty: %v", f.Search)
@@ -664,8 +664,8 @@ func TestDetectMagic(t *testing.T) {
 	if f.IPv4.Addr.IsValid() || f.IPv4.Err == nil || !strings.Contains(f.IPv4.Err.Error(), "timed out after 50ms") {
 		t.Errorf("hanging lookup: %s, %v", f.IPv4.Addr, f.IPv4.Err)
 	}
-	if string(f.Rules) != rulesNoDport || len(hang.Ran()) != 0 {
-		t.Errorf("rules %q; ran %q", f.Rules, hang.Ran())
+	if string(f.Rules.Value) != rulesNoDport || len(hang.Ran()) != 0 {
+		t.Errorf("rules %q; ran %q", f.Rules.Value, hang.Ran())
 	}
 }
 
@@ -694,8 +694,8 @@ func TestDetectMagicPodmanDoesNotWait(t *testing.T) {
 	}()
 	select {
 	case f := <-done:
-		if !errors.Is(f.DockerHostErr, ErrDockerHostNotNeeded) || f.DockerHost.IsValid() {
-			t.Errorf("Docker host %s, %v; want %v", f.DockerHost, f.DockerHostErr, ErrDockerHostNotNeeded)
+		if !errors.Is(f.DockerHost.Err, ErrDockerHostNotNeeded) || f.DockerHost.Value.IsValid() {
+			t.Errorf("Docker host %s, %v; want %v", f.DockerHost.Value, f.DockerHost.Err, ErrDockerHostNotNeeded)
 		}
 		if f.IPv4.Addr.String() != "10.89.0.2" {
 			t.Errorf("node address %s, %v", f.IPv4.Addr, f.IPv4.Err)
@@ -715,8 +715,8 @@ func TestDetectMagicPodmanDoesNotWait(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !system.TimedOut(f.DockerHostErr) {
-		t.Errorf("Docker host %s, %v; want a timeout", f.DockerHost, f.DockerHostErr)
+	if !system.TimedOut(f.DockerHost.Err) {
+		t.Errorf("Docker host %s, %v; want a timeout", f.DockerHost.Value, f.DockerHost.Err)
 	}
 }
 
@@ -728,7 +728,7 @@ func TestPlanMagicBadSearch(t *testing.T) {
 		setup func(*MagicFacts)
 	}{
 		{"host IP found", func(*MagicFacts) {}},
-		{"no host IP", func(f *MagicFacts) { f.Gateway, f.GatewayErr = netip.Addr{}, ErrNoDefaultRoute }},
+		{"no host IP", func(f *MagicFacts) { f.Gateway.Value, f.Gateway.Err = netip.Addr{}, ErrNoDefaultRoute }},
 		{"no resolv.conf", func(f *MagicFacts) { f.Resolv = nil }},
 	} {
 		f := facts()
@@ -775,7 +775,7 @@ func TestPlanMagicNoHostIPSearch(t *testing.T) {
 		{"set", new("kind.test"), "search kind.test\nnameserver 127.0.0.11\noptions ndots:0\n"},
 	} {
 		f := facts()
-		f.Gateway, f.GatewayErr = netip.Addr{}, errors.New("no IPv4 default route with a gateway")
+		f.Gateway.Value, f.Gateway.Err = netip.Addr{}, errors.New("no IPv4 default route with a gateway")
 		f.Resolv.Data = []byte(resolv)
 		f.OriginalExists = true
 		f.Search = tt.search

@@ -38,8 +38,7 @@ type Probes struct {
 	namesDone chan struct{} // the hostname and the node's own addresses
 	names     names
 	hostDone  chan struct{} // host.docker.internal
-	host      netip.Addr
-	hostErr   error
+	host      system.Probe[netip.Addr]
 
 	// enable_network_magic's facts, read once for magicMode (DetectMagic).
 	magicOnce sync.Once
@@ -125,7 +124,7 @@ func (p *Probes) StartNames(ctx context.Context) {
 		go func() {
 			defer p.running.Done()
 			defer close(p.hostDone)
-			p.host, p.hostErr = lookupFirst(ctx, p.sys, p.timeout, "ip4", DockerHostName, false)
+			p.host.Value, p.host.Err = lookupFirst(ctx, p.sys, p.timeout, "ip4", DockerHostName, false)
 		}()
 		go func() {
 			n := &p.names

@@ -7,6 +7,15 @@ import (
 	"time"
 )
 
+// Probe is what one probe of the host found: its value, or why the probe
+// failed (Err, which names what was run or read). A step's facts hold one
+// per probe that may fail, so that a failure travels with what it is a
+// failure of.
+type Probe[T any] struct {
+	Value T
+	Err   error
+}
+
 // System is what a step may read, probe and change.
 type System interface {
 	// Files.
