@@ -114,14 +114,9 @@ func Preflight(ctx context.Context, o Options) (res Result, err error) {
 
 	res.PodIP = o.PodIP
 	if !res.PodIP.IsValid() {
-		if res.PodIP, err = randomAddr(podPrefix); err != nil {
-			return res, err
-		}
+		res.PodIP = randomAddr(podPrefix)
 	}
-	suffix, err := randomHex(4)
-	if err != nil {
-		return res, err
-	}
+	suffix := randomHex(4)
 	res.HostVeth = "kpfh" + suffix
 	peerName := "kpfp" + suffix
 
@@ -352,26 +347,20 @@ func removeRoute(r *netlink.Route) error {
 	return nil
 }
 
-func randomHex(n int) (string, error) {
+// randomHex is n random bytes in hex (crypto/rand.Read never fails).
+func randomHex(n int) string {
 	b := make([]byte, n)
-	if _, err := rand.Read(b); err != nil {
-		return "", err
-	}
-	return hex.EncodeToString(b), nil
+	rand.Read(b)
+	return hex.EncodeToString(b)
 }
 
 // randomAddr picks a host address of an IPv4 prefix of /30 or wider,
 // neither its network nor its broadcast address.
-func randomAddr(p netip.Prefix) (netip.Addr, error) {
+func randomAddr(p netip.Prefix) netip.Addr {
 	var b [4]byte
-	if _, err := rand.Read(b[:]); err != nil {
-		return netip.Addr{}, err
-	}
-	hostBits := 32 - p.Bits()
-	size := uint32(1) << hostBits
-	n := binary.BigEndian.Uint32(b[:])%(size-2) + 1
+	rand.Read(b[:])
+	size := uint32(1) << (32 - p.Bits())
 	base := p.Masked().Addr().As4()
-	v := uint32(base[0])<<24 | uint32(base[1])<<16 | uint32(base[2])<<8 | uint32(base[3])
-	v += n
-	return netip.AddrFrom4([4]byte{byte(v >> 24), byte(v >> 16), byte(v >> 8), byte(v)}), nil
+	v := binary.BigEndian.Uint32(base[:]) + binary.BigEndian.Uint32(b[:])%(size-2) + 1
+	return netip.AddrFrom4([4]byte(binary.BigEndian.AppendUint32(nil, v)))
 }

@@ -44,14 +44,9 @@ func Snapshot() (State, error) {
 // prefixes: links that container engines create and delete on their own
 // (veth, br-) while a test compares states.
 func (s State) Without(prefixes ...string) State {
-	var out State
-	for _, e := range s {
-		if e.Dev != "" && slices.ContainsFunc(prefixes, func(p string) bool { return strings.HasPrefix(e.Dev, p) }) {
-			continue
-		}
-		out = append(out, e)
-	}
-	return out
+	return slices.DeleteFunc(slices.Clone(s), func(e Entry) bool {
+		return e.Dev != "" && slices.ContainsFunc(prefixes, func(p string) bool { return strings.HasPrefix(e.Dev, p) })
+	})
 }
 
 // Lines renders the state, one entry a line.
