@@ -92,11 +92,13 @@ const (
 // needs CAP_NET_ADMIN and CAP_SYS_ADMIN there (see Capable).
 func Preflight(ctx context.Context, o Options) (res Result, err error) {
 	start := time.Now()
-	timeout := o.Timeout
-	if timeout <= 0 {
-		timeout = DefaultTimeout
+	if o.Timeout <= 0 {
+		o.Timeout = DefaultTimeout
 	}
-	ctx, cancel := context.WithTimeout(ctx, timeout)
+	if o.inject == nil {
+		o.inject = func(string) error { return nil }
+	}
+	ctx, cancel := context.WithTimeout(ctx, o.Timeout)
 	defer cancel()
 	stage := stageNamespace
 	defer func() {
@@ -105,12 +107,6 @@ func Preflight(ctx context.Context, o Options) (res Result, err error) {
 		}
 		res.Elapsed = time.Since(start)
 	}()
-	done := func(s string) error {
-		if o.inject != nil {
-			return o.inject(s)
-		}
-		return nil
-	}
 
 	res.PodIP = o.PodIP
 	if !res.PodIP.IsValid() {
@@ -137,7 +133,7 @@ func Preflight(ctx context.Context, o Options) (res Result, err error) {
 		return res, fmt.Errorf("fstat the pod namespace: %w", err)
 	}
 	res.NSInode = st.Ino
-	if err := done(stage); err != nil {
+	if err := o.inject(stage); err != nil {
 		return res, err
 	}
 
@@ -161,7 +157,7 @@ func Preflight(ctx context.Context, o Options) (res Result, err error) {
 	if err != nil {
 		return res, err
 	}
-	if err := done(stage); err != nil {
+	if err := o.inject(stage); err != nil {
 		return res, err
 	}
 
@@ -169,7 +165,7 @@ func Preflight(ctx context.Context, o Options) (res Result, err error) {
 	if err := netlink.LinkSetNsFd(peer, int(pod)); err != nil {
 		return res, fmt.Errorf("netlink: move link %s to the pod's network namespace: %w", peerName, err)
 	}
-	if err := done(stage); err != nil {
+	if err := o.inject(stage); err != nil {
 		return res, err
 	}
 
@@ -177,7 +173,7 @@ func Preflight(ctx context.Context, o Options) (res Result, err error) {
 	if err := inNS(pod, func() error { return wirePod(peerName, res.PodIP, hostMAC) }); err != nil {
 		return res, err
 	}
-	if err := done(stage); err != nil {
+	if err := o.inject(stage); err != nil {
 		return res, err
 	}
 
@@ -192,7 +188,7 @@ func Preflight(ctx context.Context, o Options) (res Result, err error) {
 	// Before the link goes (which would take the route with it): the
 	// route is removed on its own, and checked gone.
 	defer func() { err = errors.Join(err, removeRoute(toPod)) }()
-	if err := done(stage); err != nil {
+	if err := o.inject(stage); err != nil {
 		return res, err
 	}
 
@@ -213,7 +209,7 @@ func Preflight(ctx context.Context, o Options) (res Result, err error) {
 		return res, err
 	}
 	res.HostIP = hostIP
-	if err := done(stage); err != nil {
+	if err := o.inject(stage); err != nil {
 		return res, err
 	}
 
@@ -221,7 +217,7 @@ func Preflight(ctx context.Context, o Options) (res Result, err error) {
 	if _, err := exchange(ctx, host, pod, hostIP, true); err != nil {
 		return res, err
 	}
-	return res, done(stage)
+	return res, o.inject(stage)
 }
 
 // wirePod sets up the pod's side as a CNI plugin does, from a thread in

@@ -19,8 +19,6 @@ type Entry struct {
 	Text string
 }
 
-func (e Entry) String() string { return e.Text }
-
 // State is what a network namespace holds that the preflight could leave
 // behind: its links, addresses, routes (every table and family) and
 // rules, one line each, sorted. Counters, timers, route metrics and
