@@ -175,8 +175,9 @@ func (f *Forwarder) exchangeOn(up net.Conn, deadline time.Time, msg, buf []byte)
 	if err := up.SetDeadline(deadline); err != nil {
 		return nil, false, err
 	}
+	// What Answers reads of msg, which the reply is read over.
 	var qh [queryHead]byte
-	query := head(&qh, msg)
+	query := qh[:copy(qh[:], msg)]
 	var prefix [2]byte
 	prefix[0], prefix[1] = byte(len(msg)>>8), byte(len(msg))
 	bufs := net.Buffers{prefix[:], msg}

@@ -42,9 +42,3 @@ func clean(c net.Conn) bool {
 // queryHead is the most of a query Answers reads: its header and a
 // question with the longest name.
 const queryHead = HeaderLen + 255 + 4
-
-// head copies what Answers reads of query into dst, for a query whose
-// buffer the reply is read into.
-func head(dst *[queryHead]byte, query []byte) []byte {
-	return dst[:copy(dst[:], query)]
-}
