@@ -125,10 +125,7 @@ func (f *Forwarder) query(tc *tconn, msg, buf []byte) {
 	if err := tc.conn.SetWriteDeadline(time.Now().Add(f.lim.WriteTimeout)); err != nil {
 		return
 	}
-	var prefix [2]byte
-	prefix[0], prefix[1] = byte(len(reply)>>8), byte(len(reply))
-	bufs := net.Buffers{prefix[:], reply}
-	if _, err := bufs.WriteTo(tc.conn); err != nil {
+	if err := writeFrame(tc.conn, reply); err != nil {
 		if isTimeout(err) {
 			// Its send queue stayed full (abort drops it).
 			f.st.unread.Add(1)
@@ -178,10 +175,7 @@ func (f *Forwarder) exchangeOn(up net.Conn, deadline time.Time, msg, buf []byte)
 	// What Answers reads of msg, which the reply is read over.
 	var qh [queryHead]byte
 	query := qh[:copy(qh[:], msg)]
-	var prefix [2]byte
-	prefix[0], prefix[1] = byte(len(msg)>>8), byte(len(msg))
-	bufs := net.Buffers{prefix[:], msg}
-	if _, err := bufs.WriteTo(up); err != nil {
+	if err := writeFrame(up, msg); err != nil {
 		return nil, false, err
 	}
 	for first := true; ; first = false {

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 )
 
 // HeaderLen is the size of a DNS header; no message is shorter.
@@ -144,6 +145,15 @@ func ReadMessage(r io.Reader, n int, buf []byte) ([]byte, error) {
 		return msg, ErrShort
 	}
 	return msg, nil
+}
+
+// writeFrame writes msg, at most MaxMessage bytes, with its length prefix
+// in one write (writev on a TCP connection).
+func writeFrame(w io.Writer, msg []byte) error {
+	prefix := [2]byte{byte(len(msg) >> 8), byte(len(msg))}
+	bufs := net.Buffers{prefix[:], msg}
+	_, err := bufs.WriteTo(w)
+	return err
 }
 
 // AppendFrame appends msg with its length prefix to dst.

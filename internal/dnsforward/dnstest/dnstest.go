@@ -211,18 +211,17 @@ func Exchange(c net.Conn, q []byte, timeout time.Duration) ([]byte, error) {
 		return nil, err
 	}
 	var reply []byte
+	var err error
 	if stream {
-		var err error
-		if reply, err = dnsforward.ReadFrame(c, nil); err != nil {
-			return nil, err
-		}
+		reply, err = dnsforward.ReadFrame(c, nil)
 	} else {
-		buf := make([]byte, dnsforward.MaxMessage)
-		n, err := c.Read(buf)
-		if err != nil {
-			return nil, err
-		}
-		reply = buf[:n]
+		reply = make([]byte, dnsforward.MaxMessage)
+		var n int
+		n, err = c.Read(reply)
+		reply = reply[:n]
+	}
+	if err != nil {
+		return nil, err
 	}
 	if !dnsforward.IsReplyTo(reply, dnsforward.ID(q)) || len(reply) != len(q) {
 		return nil, fmt.Errorf("reply %x does not answer query %x", reply, q)
