@@ -173,17 +173,20 @@ const udpReceiveBuffer = 4 << 20
 // process may (SO_RCVBUFFORCE, CAP_NET_ADMIN: the node's root), else up
 // to rmem_max.
 func receiveBuffer(u *net.UDPConn) {
-	raw, err := u.SyscallConn()
-	if err == nil {
-		var serr error
-		err = raw.Control(func(fd uintptr) {
-			serr = unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_RCVBUFFORCE, udpReceiveBuffer)
-		})
-		if err == nil && serr == nil {
-			return
-		}
+	var serr error
+	if !onFD(u, func(fd int) { serr = unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_RCVBUFFORCE, udpReceiveBuffer) }) || serr != nil {
+		_ = u.SetReadBuffer(udpReceiveBuffer)
 	}
-	_ = u.SetReadBuffer(udpReceiveBuffer)
+}
+
+// onFD runs fn on c's socket descriptor; false when c has none.
+func onFD(c net.Conn, fn func(fd int)) bool {
+	sc, ok := c.(syscall.Conn)
+	if !ok {
+		return false
+	}
+	raw, err := sc.SyscallConn()
+	return err == nil && raw.Control(func(fd uintptr) { fn(int(fd)) }) == nil
 }
 
 // freebind lets a socket bind an address the node does not (yet) have.

@@ -41,6 +41,10 @@ func CheckQuery(msg []byte) error {
 	return nil
 }
 
+// queryHead is the most of a query Answers reads: its header and a
+// question with the longest name.
+const queryHead = HeaderLen + 255 + 4
+
 // ID is a message's ID; msg holds at least a header.
 func ID(msg []byte) uint16 { return binary.BigEndian.Uint16(msg) }
 
