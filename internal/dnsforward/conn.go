@@ -3,7 +3,7 @@ package dnsforward
 // This file serves a client's TCP connection: its queries are read one
 // after the other and answered as their answers come (RFC 7766 6.2.1.1),
 // each over a connection of its own to the upstream, kept for the
-// connection's next queries.
+// connection's next queries if it is clean.
 
 import (
 	"context"
@@ -125,10 +125,7 @@ func (f *Forwarder) query(tc *tconn, msg, buf []byte) {
 	if err := tc.conn.SetWriteDeadline(time.Now().Add(f.lim.WriteTimeout)); err != nil {
 		return
 	}
-	var prefix [2]byte
-	prefix[0], prefix[1] = byte(len(reply)>>8), byte(len(reply))
-	bufs := net.Buffers{prefix[:], reply}
-	if _, err := bufs.WriteTo(tc.conn); err != nil {
+	if err := writeFrame(tc.conn, reply); err != nil {
 		if isTimeout(err) {
 			// Its send queue stayed full (abort drops it).
 			f.st.unread.Add(1)
@@ -175,12 +172,10 @@ func (f *Forwarder) exchangeOn(up net.Conn, deadline time.Time, msg, buf []byte)
 	if err := up.SetDeadline(deadline); err != nil {
 		return nil, false, err
 	}
+	// What Answers reads of msg, which the reply is read over.
 	var qh [queryHead]byte
-	query := head(&qh, msg)
-	var prefix [2]byte
-	prefix[0], prefix[1] = byte(len(msg)>>8), byte(len(msg))
-	bufs := net.Buffers{prefix[:], msg}
-	if _, err := bufs.WriteTo(up); err != nil {
+	query := qh[:copy(qh[:], msg)]
+	if err := writeFrame(up, msg); err != nil {
 		return nil, false, err
 	}
 	for first := true; ; first = false {
@@ -218,6 +213,26 @@ func (tc *tconn) keptUpstream() net.Conn {
 		up.Close()
 	}
 	return nil
+}
+
+// clean tells whether c, an upstream connection kept from an answered
+// query, has nothing queued to read: no late copy of an answer (an
+// upstream may answer twice), no error, and no end of stream. One that
+// has is closed rather than read: a copy queued there has the ID, and
+// maybe the question, of the last query, and the next query through the
+// connection may come from another client with the same ID. A copy that
+// comes after the check is told apart by its question (Answers). The
+// check is one non-blocking peek, a microsecond.
+func clean(c net.Conn) bool {
+	empty := false
+	return onFD(c, func(fd int) {
+		var b [1]byte
+		var rerr error = unix.EINTR
+		for rerr == unix.EINTR {
+			_, _, rerr = unix.Recvfrom(fd, b[:], unix.MSG_PEEK|unix.MSG_DONTWAIT)
+		}
+		empty = rerr == unix.EAGAIN
+	}) && empty
 }
 
 // useUpstream counts a new upstream connection in use; false (and up
@@ -274,13 +289,6 @@ func (tc *tconn) shut(reset bool) {
 // unsent tells whether bytes written to c wait in its send queue
 // (SIOCOUTQ), unsent or unacknowledged.
 func unsent(c *net.TCPConn) bool {
-	raw, err := c.SyscallConn()
-	if err != nil {
-		return false
-	}
 	n := 0
-	if err := raw.Control(func(fd uintptr) { n, _ = unix.IoctlGetInt(int(fd), unix.SIOCOUTQ) }); err != nil {
-		return false
-	}
-	return n > 0
+	return onFD(c, func(fd int) { n, _ = unix.IoctlGetInt(fd, unix.SIOCOUTQ) }) && n > 0
 }

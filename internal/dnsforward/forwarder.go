@@ -108,7 +108,7 @@ type Forwarder struct {
 // IP_FREEBIND: at boot the node's address may still be tentative
 // (duplicate address detection), and the forwarder must not fail for it.
 func Listen(ctx context.Context, cfg Config) (*Forwarder, error) {
-	lim, listen, upstream := cfg.Limits, cfg.Listen, cfg.Upstream
+	lim, upstream := cfg.Limits, cfg.Upstream
 	if err := lim.check(); err != nil {
 		return nil, err
 	}
@@ -123,42 +123,44 @@ func Listen(ctx context.Context, cfg Config) (*Forwarder, error) {
 		f.dial = d.DialContext
 	}
 	f.bufs.New = func() any { b := make([]byte, MaxMessage); return &b }
-	lc := net.ListenConfig{Control: freebind}
 	var err error
-	// With port 0 the UDP port the kernel picks may be taken for TCP:
-	// try again with another.
-	for range 8 {
-		if err = f.bind(ctx, lc, listen); err == nil || listen.Port() != 0 {
-			break
-		}
-	}
-	if err != nil {
+	if f.udp, f.tcp, err = ListenPair(ctx, net.ListenConfig{Control: freebind}, cfg.Listen); err != nil {
 		return nil, err
 	}
+	receiveBuffer(f.udp)
+	f.addr = netip.AddrPortFrom(cfg.Listen.Addr(), f.udp.LocalAddr().(*net.UDPAddr).AddrPort().Port())
 	f.conns.init(lim.Conns)
 	return f, nil
 }
 
-func (f *Forwarder) bind(ctx context.Context, lc net.ListenConfig, listen netip.AddrPort) error {
+// ListenPair binds UDP and TCP with lc on one port of addr's address:
+// addr's port, or with port 0 one the kernel picks for UDP and that is
+// free for TCP too (it may be taken: another is tried, up to 8).
+func ListenPair(ctx context.Context, lc net.ListenConfig, addr netip.AddrPort) (*net.UDPConn, *net.TCPListener, error) {
 	network := "udp6"
-	if listen.Addr().Is4() {
+	if addr.Addr().Is4() {
 		network = "udp4"
 	}
-	pc, err := lc.ListenPacket(ctx, network, listen.String())
-	if err != nil {
-		return fmt.Errorf("listen on %s/udp: %w", listen, err)
+	var err error
+	for range 8 {
+		var pc net.PacketConn
+		if pc, err = lc.ListenPacket(ctx, network, addr.String()); err != nil {
+			err = fmt.Errorf("listen on %s/udp: %w", addr, err)
+		} else {
+			u := pc.(*net.UDPConn)
+			bound := netip.AddrPortFrom(addr.Addr(), u.LocalAddr().(*net.UDPAddr).AddrPort().Port())
+			l, lerr := lc.Listen(ctx, "tcp"+network[3:], bound.String())
+			if lerr == nil {
+				return u, l.(*net.TCPListener), nil
+			}
+			u.Close()
+			err = fmt.Errorf("listen on %s/tcp: %w", bound, lerr)
+		}
+		if addr.Port() != 0 {
+			break
+		}
 	}
-	u := pc.(*net.UDPConn)
-	receiveBuffer(u)
-	bound := u.LocalAddr().(*net.UDPAddr).AddrPort()
-	l, err := lc.Listen(ctx, "tcp"+network[3:], netip.AddrPortFrom(listen.Addr(), bound.Port()).String())
-	if err != nil {
-		u.Close()
-		return fmt.Errorf("listen on %s/tcp: %w", netip.AddrPortFrom(listen.Addr(), bound.Port()), err)
-	}
-	f.udp, f.tcp = u, l.(*net.TCPListener)
-	f.addr = netip.AddrPortFrom(listen.Addr(), bound.Port())
-	return nil
+	return nil, nil, err
 }
 
 // udpReceiveBuffer is the UDP socket's receive buffer: room for bursts,
@@ -171,17 +173,20 @@ const udpReceiveBuffer = 4 << 20
 // process may (SO_RCVBUFFORCE, CAP_NET_ADMIN: the node's root), else up
 // to rmem_max.
 func receiveBuffer(u *net.UDPConn) {
-	raw, err := u.SyscallConn()
-	if err == nil {
-		var serr error
-		err = raw.Control(func(fd uintptr) {
-			serr = unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_RCVBUFFORCE, udpReceiveBuffer)
-		})
-		if err == nil && serr == nil {
-			return
-		}
+	var serr error
+	if !onFD(u, func(fd int) { serr = unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_RCVBUFFORCE, udpReceiveBuffer) }) || serr != nil {
+		_ = u.SetReadBuffer(udpReceiveBuffer)
 	}
-	_ = u.SetReadBuffer(udpReceiveBuffer)
+}
+
+// onFD runs fn on c's socket descriptor; false when c has none.
+func onFD(c net.Conn, fn func(fd int)) bool {
+	sc, ok := c.(syscall.Conn)
+	if !ok {
+		return false
+	}
+	raw, err := sc.SyscallConn()
+	return err == nil && raw.Control(func(fd uintptr) { fn(int(fd)) }) == nil
 }
 
 // freebind lets a socket bind an address the node does not (yet) have.
@@ -236,12 +241,6 @@ loop:
 		return err
 	}
 	return nil
-}
-
-// Close closes the sockets of a forwarder that Serve did not run.
-func (f *Forwarder) Close() {
-	f.udp.Close()
-	f.tcp.Close()
 }
 
 // Stats returns the counts so far.

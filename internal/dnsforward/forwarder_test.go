@@ -280,7 +280,7 @@ func TestProbe(t *testing.T) {
 // answer; the client's next query on the same connection is sent again on
 // a new one, and answered.
 func TestTCPUpstreamClosed(t *testing.T) {
-	up := dnstest.StartOneQuery(t, loop4)
+	up := dnstest.StartWith(t, loop4, dnstest.Behaviour{OneQuery: true})
 	f := start(t, up.Addr, dnsforward.DefaultLimits())
 	c := dial(t, "tcp", f.Addr())
 	for id := range uint16(4) {

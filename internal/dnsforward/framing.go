@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 )
 
 // HeaderLen is the size of a DNS header; no message is shorter.
@@ -39,6 +40,10 @@ func CheckQuery(msg []byte) error {
 	}
 	return nil
 }
+
+// queryHead is the most of a query Answers reads: its header and a
+// question with the longest name.
+const queryHead = HeaderLen + 255 + 4
 
 // ID is a message's ID; msg holds at least a header.
 func ID(msg []byte) uint16 { return binary.BigEndian.Uint16(msg) }
@@ -144,6 +149,15 @@ func ReadMessage(r io.Reader, n int, buf []byte) ([]byte, error) {
 		return msg, ErrShort
 	}
 	return msg, nil
+}
+
+// writeFrame writes msg, at most MaxMessage bytes, with its length prefix
+// in one write (writev on a TCP connection).
+func writeFrame(w io.Writer, msg []byte) error {
+	prefix := [2]byte{byte(len(msg) >> 8), byte(len(msg))}
+	bufs := net.Buffers{prefix[:], msg}
+	_, err := bufs.WriteTo(w)
+	return err
 }
 
 // AppendFrame appends msg with its length prefix to dst.

@@ -42,8 +42,8 @@ type stats struct {
 	udp, tcp, garbage, busy, failed, idle, unread, evicted, refused atomic.Int64
 	buffers, peakBuffers                                            atomic.Int64
 
+	lastErr  atomic.Value // string
 	mu       sync.Mutex
-	lastErr  string
 	reported Counts
 }
 
@@ -59,15 +59,11 @@ func (s *stats) bufferOut() {
 
 func (s *stats) fail(err error) {
 	s.failed.Add(1)
-	s.mu.Lock()
-	s.lastErr = err.Error()
-	s.mu.Unlock()
+	s.lastErr.Store(err.Error())
 }
 
 func (s *stats) load() Counts {
-	s.mu.Lock()
-	last := s.lastErr
-	s.mu.Unlock()
+	last, _ := s.lastErr.Load().(string)
 	return Counts{
 		UDP: s.udp.Load(), TCP: s.tcp.Load(), Garbage: s.garbage.Load(), Busy: s.busy.Load(),
 		Failed: s.failed.Load(), LastErr: last,

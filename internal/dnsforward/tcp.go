@@ -28,7 +28,9 @@ func (f *Forwarder) serveTCP(wg *sync.WaitGroup) error {
 		// A small send queue: a client that does not read its
 		// answers holds little of the kernel's memory.
 		_ = c.SetWriteBuffer(tcpSendBuffer)
-		tc := &tconn{conn: c, done: make(chan struct{}), client: clientAddr(c.RemoteAddr()),
+		// Its client's address, IPv4 unmapped (a nil *TCPAddr: none).
+		ta, _ := c.RemoteAddr().(*net.TCPAddr)
+		tc := &tconn{conn: c, done: make(chan struct{}), client: ta.AddrPort().Addr().Unmap(),
 			pending: make(chan struct{}, pipelined), ups: make(map[net.Conn]bool), aborted: make(chan struct{})}
 		if !f.conns.add(tc, &f.st) {
 			f.st.refused.Add(1)
@@ -37,14 +39,6 @@ func (f *Forwarder) serveTCP(wg *sync.WaitGroup) error {
 		}
 		wg.Go(func() { f.serveConn(tc) })
 	}
-}
-
-// clientAddr is a connection's client address, IPv4 unmapped.
-func clientAddr(a net.Addr) netip.Addr {
-	if ta, ok := a.(*net.TCPAddr); ok {
-		return ta.AddrPort().Addr().Unmap()
-	}
-	return netip.Addr{}
 }
 
 func isTimeout(err error) bool {

@@ -23,13 +23,11 @@ func Capable(euid int, status []byte) bool {
 
 // effectiveCaps reads the CapEff line of /proc/PID/status.
 func effectiveCaps(status []byte) (uint64, bool) {
-	for _, line := range strings.Split(string(status), "\n") {
-		v, ok := strings.CutPrefix(line, "CapEff:")
-		if !ok {
-			continue
+	for line := range strings.Lines(string(status)) {
+		if v, ok := strings.CutPrefix(line, "CapEff:"); ok {
+			caps, err := strconv.ParseUint(strings.TrimSpace(v), 16, 64)
+			return caps, err == nil
 		}
-		caps, err := strconv.ParseUint(strings.TrimSpace(v), 16, 64)
-		return caps, err == nil
 	}
 	return 0, false
 }

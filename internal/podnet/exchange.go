@@ -11,6 +11,7 @@ import (
 	"net"
 	"net/netip"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/vishvananda/netns"
@@ -22,13 +23,10 @@ import (
 // namespace (the dialler, or with hostListens the accepted connection)
 // closes with an RST, so that no TIME_WAIT socket stays on the host.
 func exchange(ctx context.Context, listenNS, dialNS netns.NsHandle, listenAddr netip.Addr, hostListens bool) (netip.Addr, error) {
-	token, err := randomHex(8)
-	if err != nil {
-		return netip.Addr{}, err
-	}
+	token := randomHex(8)
 	deadline, _ := ctx.Deadline()
 	var ln *net.TCPListener
-	err = inNS(listenNS, func() error {
+	err := inNS(listenNS, func() error {
 		l, err := net.ListenTCP("tcp4", net.TCPAddrFromAddrPort(netip.AddrPortFrom(listenAddr, 0)))
 		ln = l
 		return err
@@ -37,14 +35,7 @@ func exchange(ctx context.Context, listenNS, dialNS netns.NsHandle, listenAddr n
 		return netip.Addr{}, fmt.Errorf("listen on %s: %w", listenAddr, err)
 	}
 	served := make(chan error, 1)
-	var serveErr error
-	waited := false
-	wait := func() error {
-		if !waited {
-			waited, serveErr = true, <-served
-		}
-		return serveErr
-	}
+	wait := sync.OnceValue(func() error { return <-served })
 	var c *net.TCPConn
 	// Whatever happens, nothing of the exchange outlives it: a socket
 	// left open would keep the pod's namespace alive. Closing the client

@@ -92,11 +92,13 @@ const (
 // needs CAP_NET_ADMIN and CAP_SYS_ADMIN there (see Capable).
 func Preflight(ctx context.Context, o Options) (res Result, err error) {
 	start := time.Now()
-	timeout := o.Timeout
-	if timeout <= 0 {
-		timeout = DefaultTimeout
+	if o.Timeout <= 0 {
+		o.Timeout = DefaultTimeout
 	}
-	ctx, cancel := context.WithTimeout(ctx, timeout)
+	if o.inject == nil {
+		o.inject = func(string) error { return nil }
+	}
+	ctx, cancel := context.WithTimeout(ctx, o.Timeout)
 	defer cancel()
 	stage := stageNamespace
 	defer func() {
@@ -105,23 +107,12 @@ func Preflight(ctx context.Context, o Options) (res Result, err error) {
 		}
 		res.Elapsed = time.Since(start)
 	}()
-	done := func(s string) error {
-		if o.inject != nil {
-			return o.inject(s)
-		}
-		return nil
-	}
 
 	res.PodIP = o.PodIP
 	if !res.PodIP.IsValid() {
-		if res.PodIP, err = randomAddr(podPrefix); err != nil {
-			return res, err
-		}
+		res.PodIP = randomAddr(podPrefix)
 	}
-	suffix, err := randomHex(4)
-	if err != nil {
-		return res, err
-	}
+	suffix := randomHex(4)
 	res.HostVeth = "kpfh" + suffix
 	peerName := "kpfp" + suffix
 
@@ -142,7 +133,7 @@ func Preflight(ctx context.Context, o Options) (res Result, err error) {
 		return res, fmt.Errorf("fstat the pod namespace: %w", err)
 	}
 	res.NSInode = st.Ino
-	if err := done(stage); err != nil {
+	if err := o.inject(stage); err != nil {
 		return res, err
 	}
 
@@ -166,7 +157,7 @@ func Preflight(ctx context.Context, o Options) (res Result, err error) {
 	if err != nil {
 		return res, err
 	}
-	if err := done(stage); err != nil {
+	if err := o.inject(stage); err != nil {
 		return res, err
 	}
 
@@ -174,7 +165,7 @@ func Preflight(ctx context.Context, o Options) (res Result, err error) {
 	if err := netlink.LinkSetNsFd(peer, int(pod)); err != nil {
 		return res, fmt.Errorf("netlink: move link %s to the pod's network namespace: %w", peerName, err)
 	}
-	if err := done(stage); err != nil {
+	if err := o.inject(stage); err != nil {
 		return res, err
 	}
 
@@ -182,7 +173,7 @@ func Preflight(ctx context.Context, o Options) (res Result, err error) {
 	if err := inNS(pod, func() error { return wirePod(peerName, res.PodIP, hostMAC) }); err != nil {
 		return res, err
 	}
-	if err := done(stage); err != nil {
+	if err := o.inject(stage); err != nil {
 		return res, err
 	}
 
@@ -197,7 +188,7 @@ func Preflight(ctx context.Context, o Options) (res Result, err error) {
 	// Before the link goes (which would take the route with it): the
 	// route is removed on its own, and checked gone.
 	defer func() { err = errors.Join(err, removeRoute(toPod)) }()
-	if err := done(stage); err != nil {
+	if err := o.inject(stage); err != nil {
 		return res, err
 	}
 
@@ -218,7 +209,7 @@ func Preflight(ctx context.Context, o Options) (res Result, err error) {
 		return res, err
 	}
 	res.HostIP = hostIP
-	if err := done(stage); err != nil {
+	if err := o.inject(stage); err != nil {
 		return res, err
 	}
 
@@ -226,7 +217,7 @@ func Preflight(ctx context.Context, o Options) (res Result, err error) {
 	if _, err := exchange(ctx, host, pod, hostIP, true); err != nil {
 		return res, err
 	}
-	return res, done(stage)
+	return res, o.inject(stage)
 }
 
 // wirePod sets up the pod's side as a CNI plugin does, from a thread in
@@ -352,26 +343,20 @@ func removeRoute(r *netlink.Route) error {
 	return nil
 }
 
-func randomHex(n int) (string, error) {
+// randomHex is n random bytes in hex (crypto/rand.Read never fails).
+func randomHex(n int) string {
 	b := make([]byte, n)
-	if _, err := rand.Read(b); err != nil {
-		return "", err
-	}
-	return hex.EncodeToString(b), nil
+	rand.Read(b)
+	return hex.EncodeToString(b)
 }
 
 // randomAddr picks a host address of an IPv4 prefix of /30 or wider,
 // neither its network nor its broadcast address.
-func randomAddr(p netip.Prefix) (netip.Addr, error) {
+func randomAddr(p netip.Prefix) netip.Addr {
 	var b [4]byte
-	if _, err := rand.Read(b[:]); err != nil {
-		return netip.Addr{}, err
-	}
-	hostBits := 32 - p.Bits()
-	size := uint32(1) << hostBits
-	n := binary.BigEndian.Uint32(b[:])%(size-2) + 1
+	rand.Read(b[:])
+	size := uint32(1) << (32 - p.Bits())
 	base := p.Masked().Addr().As4()
-	v := uint32(base[0])<<24 | uint32(base[1])<<16 | uint32(base[2])<<8 | uint32(base[3])
-	v += n
-	return netip.AddrFrom4([4]byte{byte(v >> 24), byte(v >> 16), byte(v >> 8), byte(v)}), nil
+	v := binary.BigEndian.Uint32(base[:]) + binary.BigEndian.Uint32(b[:])%(size-2) + 1
+	return netip.AddrFrom4([4]byte(binary.BigEndian.AppendUint32(nil, v)))
 }

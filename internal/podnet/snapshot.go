@@ -19,8 +19,6 @@ type Entry struct {
 	Text string
 }
 
-func (e Entry) String() string { return e.Text }
-
 // State is what a network namespace holds that the preflight could leave
 // behind: its links, addresses, routes (every table and family) and
 // rules, one line each, sorted. Counters, timers, route metrics and
@@ -44,14 +42,9 @@ func Snapshot() (State, error) {
 // prefixes: links that container engines create and delete on their own
 // (veth, br-) while a test compares states.
 func (s State) Without(prefixes ...string) State {
-	var out State
-	for _, e := range s {
-		if e.Dev != "" && slices.ContainsFunc(prefixes, func(p string) bool { return strings.HasPrefix(e.Dev, p) }) {
-			continue
-		}
-		out = append(out, e)
-	}
-	return out
+	return slices.DeleteFunc(slices.Clone(s), func(e Entry) bool {
+		return e.Dev != "" && slices.ContainsFunc(prefixes, func(p string) bool { return strings.HasPrefix(e.Dev, p) })
+	})
 }
 
 // Lines renders the state, one entry a line.

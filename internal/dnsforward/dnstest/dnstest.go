@@ -1,6 +1,7 @@
 package dnstest
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -53,13 +54,6 @@ func Start(t testing.TB, addr netip.AddrPort, delay time.Duration) *Server {
 	return StartWith(t, addr, Behaviour{Delay: delay})
 }
 
-// StartOneQuery is Start of a server that closes each TCP connection
-// after its first answer.
-func StartOneQuery(t testing.TB, addr netip.AddrPort) *Server {
-	t.Helper()
-	return StartWith(t, addr, Behaviour{OneQuery: true})
-}
-
 // StartWith is Start of a server that answers as b says.
 func StartWith(t testing.TB, addr netip.AddrPort, b Behaviour) *Server {
 	t.Helper()
@@ -74,28 +68,11 @@ func StartWith(t testing.TB, addr netip.AddrPort, b Behaviour) *Server {
 // Listen is StartWith outside a test (a benchmark's stand-in running as
 // a process of its own): the server answers until Close.
 func Listen(addr netip.AddrPort, b Behaviour) (*Server, error) {
-	s := &Server{b: b}
-	for range 8 {
-		u, err := net.ListenUDP("udp", net.UDPAddrFromAddrPort(addr))
-		if err != nil {
-			return nil, fmt.Errorf("stand-in resolver: %w", err)
-		}
-		bound := u.LocalAddr().(*net.UDPAddr).AddrPort()
-		bound = netip.AddrPortFrom(addr.Addr(), bound.Port())
-		l, err := net.ListenTCP("tcp", net.TCPAddrFromAddrPort(bound))
-		if err != nil {
-			u.Close()
-			if addr.Port() == 0 {
-				continue
-			}
-			return nil, fmt.Errorf("stand-in resolver: %w", err)
-		}
-		s.udp, s.tcp, s.Addr = u, l, bound
-		break
+	u, l, err := dnsforward.ListenPair(context.Background(), net.ListenConfig{}, addr)
+	if err != nil {
+		return nil, fmt.Errorf("stand-in resolver: %w", err)
 	}
-	if s.udp == nil {
-		return nil, errors.New("stand-in resolver: no port free for both UDP and TCP")
-	}
+	s := &Server{b: b, udp: u, tcp: l, Addr: netip.AddrPortFrom(addr.Addr(), u.LocalAddr().(*net.UDPAddr).AddrPort().Port())}
 	s.wg.Go(s.serveUDP)
 	s.wg.Go(s.serveTCP)
 	return s, nil
@@ -124,25 +101,26 @@ func (s *Server) serveUDP() {
 		reply := Answer(buf[:n])
 		send := func(m []byte) { s.udp.WriteToUDPAddrPort(m, from) }
 		if s.b.Delay > 0 || s.b.Dup > 0 {
-			s.wg.Go(func() { s.answer(reply, send) })
+			s.wg.Go(func() { s.answer(reply, send, now) })
 			continue
 		}
-		s.answer(reply, send)
+		s.answer(reply, send, now)
 	}
 }
 
-// answer sends reply after Delay, and its marked copy Dup later if the
-// server answers twice.
-func (s *Server) answer(reply []byte, send func([]byte)) {
+// answer sends reply after Delay and, if the server answers twice, its
+// marked copy Dup later, through later (a goroutine of its own, or now).
+func (s *Server) answer(reply []byte, send func([]byte), later func(func())) {
 	time.Sleep(s.b.Delay)
 	// Counted first: a test reads the count once it has the answer.
 	s.Queries.Add(1)
 	send(reply)
 	if s.b.Twice {
-		time.Sleep(s.b.Dup)
-		send(Duplicate(reply))
+		later(func() { time.Sleep(s.b.Dup); send(Duplicate(reply)) })
 	}
 }
+
+func now(f func()) { f() }
 
 // silent tells whether q is for a name the server does not answer.
 func (s *Server) silent(q []byte) bool {
@@ -180,14 +158,11 @@ func (s *Server) serveTCP() {
 				if s.silent(q) {
 					continue
 				}
-				if s.b.Twice && s.b.Dup > 0 {
-					time.Sleep(s.b.Delay)
-					s.Queries.Add(1)
-					send(Answer(q))
-					conn.Go(func() { time.Sleep(s.b.Dup); send(Duplicate(Answer(q))) })
-				} else {
-					s.answer(Answer(q), send)
+				later := now
+				if s.b.Dup > 0 {
+					later = conn.Go
 				}
+				s.answer(Answer(q), send, later)
 				if s.b.OneQuery {
 					return
 				}
@@ -236,18 +211,17 @@ func Exchange(c net.Conn, q []byte, timeout time.Duration) ([]byte, error) {
 		return nil, err
 	}
 	var reply []byte
+	var err error
 	if stream {
-		var err error
-		if reply, err = dnsforward.ReadFrame(c, nil); err != nil {
-			return nil, err
-		}
+		reply, err = dnsforward.ReadFrame(c, nil)
 	} else {
-		buf := make([]byte, dnsforward.MaxMessage)
-		n, err := c.Read(buf)
-		if err != nil {
-			return nil, err
-		}
-		reply = buf[:n]
+		reply = make([]byte, dnsforward.MaxMessage)
+		var n int
+		n, err = c.Read(reply)
+		reply = reply[:n]
+	}
+	if err != nil {
+		return nil, err
 	}
 	if !dnsforward.IsReplyTo(reply, dnsforward.ID(q)) || len(reply) != len(q) {
 		return nil, fmt.Errorf("reply %x does not answer query %x", reply, q)
