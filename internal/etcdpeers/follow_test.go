@@ -347,10 +347,10 @@ INFO: etcd peer kind-control-plane2 resolves again, still at 172.18.0.6:2380
 // TestTimerWait: the default Wait waits, and returns at once when the
 // context is done; one timer serves every wait.
 func TestTimerWait(t *testing.T) {
-	tm := newTimer()
+	wait := timerWait()
 	start := time.Now()
 	for range 3 {
-		if err := tm.wait(context.Background(), time.Millisecond); err != nil {
+		if err := wait(context.Background(), time.Millisecond); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -359,10 +359,10 @@ func TestTimerWait(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if err := tm.wait(ctx, time.Hour); !errors.Is(err, context.Canceled) {
+	if err := wait(ctx, time.Hour); !errors.Is(err, context.Canceled) {
 		t.Errorf("cancelled wait: %v", err)
 	}
-	if err := tm.wait(context.Background(), time.Millisecond); err != nil {
+	if err := wait(context.Background(), time.Millisecond); err != nil {
 		t.Errorf("a wait after a cancelled one: %v", err)
 	}
 }

@@ -31,7 +31,7 @@ const (
 // one.
 type Mapping struct {
 	Name     string
-	From, To PeerAddr
+	From, To netip.AddrPort
 }
 
 func (m Mapping) String() string {
@@ -85,7 +85,7 @@ type Watcher struct {
 // it.
 type peerAddr struct {
 	name string
-	from PeerAddr
+	from netip.AddrPort
 	// to is the peer's address as last resolved: invalid until its
 	// name first resolves, from itself when no redirect is needed.
 	to netip.Addr
@@ -145,7 +145,7 @@ func (w *Watcher) Round(ctx context.Context) Changes {
 	}
 	for i := range w.peers {
 		p := &w.peers[i]
-		v6 := p.from.Addr.Is6()
+		v6 := p.from.Addr().Is6()
 		// A peer's URLs of one family come one after another: one
 		// lookup serves them all.
 		if last.name != p.name || last.v6 != v6 { // names are never empty
@@ -169,7 +169,7 @@ func (w *Watcher) Round(ctx context.Context) Changes {
 func (w *Watcher) found(p *peerAddr, answers []netip.Addr, err error) (plan.Action, bool) {
 	var to netip.Addr
 	if err == nil {
-		if to = pick(answers, p.from.Addr.Is6(), p.to, p.from.Addr); !to.IsValid() {
+		if to = pick(answers, p.from.Addr().Is6(), p.to, p.from.Addr()); !to.IsValid() {
 			err = errors.New("no address of a node in the answer")
 		}
 	}
@@ -179,7 +179,7 @@ func (w *Watcher) found(p *peerAddr, answers []netip.Addr, err error) (plan.Acti
 		if was || !p.to.IsValid() {
 			return plan.Action{}, false // a peer never resolved: Unresolved says it
 		}
-		if p.to == p.from.Addr {
+		if p.to == p.from.Addr() {
 			return plan.Warning(fmt.Sprintf("etcd peer %s stopped resolving (%v): left at its recorded %s", p.name, err, p.from)), true
 		}
 		return plan.Warning(fmt.Sprintf("etcd peer %s stopped resolving (%v): its redirect to %s stays", p.name, err, w.current(p))), true
@@ -189,7 +189,7 @@ func (w *Watcher) found(p *peerAddr, answers []netip.Addr, err error) (plan.Acti
 	switch {
 	case !p.to.IsValid():
 		p.to = to
-		if to == p.from.Addr {
+		if to == p.from.Addr() {
 			return plan.Info(fmt.Sprintf("etcd peer %s: still at %s, no redirect needed", p.name, p.from)), true
 		}
 		w.stale[family(to.Is6())] = true
@@ -199,7 +199,7 @@ func (w *Watcher) found(p *peerAddr, answers []netip.Addr, err error) (plan.Acti
 		p.to = to
 		w.stale[family(to.Is6())] = true
 		how := "redirected"
-		if to == p.from.Addr {
+		if to == p.from.Addr() {
 			how = "no redirect needed"
 		}
 		return plan.Info(fmt.Sprintf("etcd peer %s moved: %s -> %s (recorded %s: %s)", p.name, was, w.current(p), p.from, how)), true
@@ -210,7 +210,7 @@ func (w *Watcher) found(p *peerAddr, answers []netip.Addr, err error) (plan.Acti
 }
 
 // current is where p's rule sends its recorded address now.
-func (w *Watcher) current(p *peerAddr) PeerAddr { return PeerAddr{Addr: p.to, Port: p.from.Port} }
+func (w *Watcher) current(p *peerAddr) netip.AddrPort { return netip.AddrPortFrom(p.to, p.from.Port()) }
 
 // lookup is the answer for name in one family.
 func (w *Watcher) lookup(ctx context.Context, name string, v6 bool) ([]netip.Addr, error) {
@@ -257,7 +257,7 @@ func pick(answers []netip.Addr, v6 bool, now, recorded netip.Addr) netip.Addr {
 func (w *Watcher) Mappings() []Mapping {
 	var out []Mapping
 	for i := range w.peers {
-		if p := &w.peers[i]; p.to.IsValid() && p.to != p.from.Addr {
+		if p := &w.peers[i]; p.to.IsValid() && p.to != p.from.Addr() {
 			out = append(out, Mapping{Name: p.name, From: p.from, To: w.current(p)})
 		}
 	}

@@ -50,11 +50,11 @@ func (w *Watcher) restore(v6 bool) Restore {
 	n := 0
 	for i := range w.peers {
 		p := &w.peers[i]
-		if p.from.Addr.Is6() != v6 || !p.to.IsValid() || p.to == p.from.Addr {
+		if p.from.Addr().Is6() != v6 || !p.to.IsValid() || p.to == p.from.Addr() {
 			continue
 		}
 		n++
-		fmt.Fprintf(&b, "-A %s -d %s -p tcp -m tcp --dport %d -j DNAT --to-destination %s\n", Chain, netip.PrefixFrom(p.from.Addr, p.from.Addr.BitLen()), p.from.Port, w.current(p))
+		fmt.Fprintf(&b, "-A %s -d %s -p tcp -m tcp --dport %d -j DNAT --to-destination %s\n", Chain, netip.PrefixFrom(p.from.Addr(), p.from.Addr().BitLen()), p.from.Port(), w.current(p))
 	}
 	b.WriteString("COMMIT\n")
 	return Restore{V6: v6, Action: plan.Run([]string{restoreCommand(w.cfg.Iptables, v6), "--noflush"}, []byte(b.String()), RestoreTimeout).

@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/kind-entrypoint/entrypoint/internal/logline"
@@ -46,7 +47,7 @@ func DefaultRounds() Rounds {
 func Watch(ctx context.Context, sys system.System, log *logline.Logger, cfg Config, r Rounds) error {
 	wait := r.Wait
 	if wait == nil {
-		wait = newTimer().wait
+		wait = timerWait()
 	}
 	w, logs := NewWatcher(sys, cfg)
 	log.Info("mapping etcd's peers of " + cfg.Self + " to their current addresses")
@@ -126,24 +127,20 @@ func (in *installer) apply(ctx context.Context, c Changes) error {
 	return errors.Join(errs...)
 }
 
-// timer is Rounds' default Wait: one timer for the whole run, so that a
-// wait allocates nothing.
-type timer struct{ t *time.Timer }
-
-func newTimer() *timer {
+// timerWait is Rounds' default Wait: one timer for the whole run, so
+// that a wait allocates nothing.
+func timerWait() func(context.Context, time.Duration) error {
 	t := time.NewTimer(time.Hour)
 	t.Stop()
-	return &timer{t: t}
-}
-
-func (t *timer) wait(ctx context.Context, d time.Duration) error {
-	t.t.Reset(d)
-	select {
-	case <-ctx.Done():
-		t.t.Stop()
-		return ctx.Err()
-	case <-t.t.C:
-		return nil
+	return func(ctx context.Context, d time.Duration) error {
+		t.Reset(d)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return ctx.Err()
+		case <-t.C:
+			return nil
+		}
 	}
 }
 
@@ -151,12 +148,9 @@ func describe(ms []Mapping) string {
 	if len(ms) == 0 {
 		return "none needed"
 	}
-	s := ""
+	parts := make([]string, len(ms))
 	for i, m := range ms {
-		if i > 0 {
-			s += ", "
-		}
-		s += m.Name + " " + m.From.String() + " -> " + m.To.String()
+		parts[i] = m.Name + " " + m.From.String() + " -> " + m.To.String()
 	}
-	return s
+	return strings.Join(parts, ", ")
 }
