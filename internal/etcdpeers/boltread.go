@@ -1,19 +1,18 @@
 package etcdpeers
 
-// This file holds the reader of bbolt files (etcd's backend): pure, over
-// an io.ReaderAt, each page read on demand and visited at most once, so
-// that a read costs the pages it visits, not the file's size.
+// This file holds the reader of bbolt files (etcd's backend), over an
+// io.ReaderAt, each page read on demand and visited at most once: a read
+// costs the pages it visits, not the file's size.
 //
 // Why not go.etcd.io/bbolt: it opens files by path (a --root replay reads
 // through system.System), takes a flock, mmaps the whole file, and
 // panics on some corrupt pages; its readers trust page headers. What we
 // need is two buckets of small JSON records, read once before etcd
-// starts: about 150 lines that check every offset against the file's
-// size and never revisit a page, so that any input, however corrupt, is
-// handled in time linear in the pages it names, each page's span bounded
-// (maxSpan). The format is bbolt's on-disk layout (version 2), stable
-// since 2014; the tests read files written by bbolt itself
-// (testdata/etcd).
+// starts, checking every offset against the file's size and visiting no
+// page twice, so that any input, however corrupt, is handled in time
+// linear in the pages it names, each page's span bounded (maxSpan). The
+// format is bbolt's on-disk layout (version 2), stable since 2014; the
+// tests read files written by bbolt itself (testdata).
 
 import (
 	"encoding/binary"
@@ -58,8 +57,7 @@ func corrupt(format string, args ...any) error {
 	return fmt.Errorf("%w: "+format, append([]any{ErrCorrupt}, args...)...)
 }
 
-// boltFile is a bbolt file, read at offsets, and the state of one read
-// of it.
+// boltFile is one read of a bbolt file.
 type boltFile struct {
 	r        io.ReaderAt
 	size     uint64
@@ -69,8 +67,7 @@ type boltFile struct {
 }
 
 // readAt is n bytes of r at off, which the caller has checked lie within
-// size: a short read is a file that shrank while it was read (etcd
-// running), an error of its own.
+// size: a short read is a file that shrank while read (etcd running).
 func readAt(r io.ReaderAt, off, n uint64) ([]byte, error) {
 	buf := make([]byte, n)
 	m, err := r.ReadAt(buf, int64(off))
@@ -88,8 +85,7 @@ type boltMeta struct {
 }
 
 // parseMeta reads the meta page at off; ok false when it is not a valid
-// one (a torn write leaves one of the two invalid); err when it could
-// not be read.
+// one (a torn write leaves one of the two invalid).
 func parseMeta(r io.ReaderAt, size, off uint64) (boltMeta, bool, error) {
 	if off+pageHeaderSize+metaSize > size {
 		return boltMeta{}, false, nil
@@ -165,8 +161,7 @@ func (r ref) String() string {
 	return fmt.Sprintf("the %s at offset %d (page %d)", r.what, r.off, r.page)
 }
 
-// page is the bytes of page id (with its overflow pages), checked; from
-// is where id was read.
+// page is the bytes of page id with its overflow pages, checked.
 func (b *boltFile) page(id uint64, from ref) ([]byte, error) {
 	if id < 2 || id >= b.maxPage {
 		return nil, corrupt("%s names a page outside 2..%d", from, b.maxPage)
@@ -212,7 +207,6 @@ type kv struct {
 	page, off  uint64
 }
 
-// each calls fn for every leaf element of the tree rooted at page id.
 func (b *boltFile) each(id uint64, from ref, depth int, fn func(kv) error) error {
 	if depth > maxDepth {
 		return corrupt("%s: a tree deeper than %d", from, maxDepth)
@@ -244,8 +238,7 @@ func (b *boltFile) each(id uint64, from ref, depth int, fn func(kv) error) error
 }
 
 // leafElements calls fn for each element of the leaf page p (a page of
-// the file, or a bucket's inline page) found in page id at file offset
-// base.
+// the file, or a bucket's inline page) at file offset base.
 func leafElements(p []byte, id, base uint64, fn func(kv) error) error {
 	if len(p) < pageHeaderSize || le.Uint16(p[8:])&leafPage == 0 {
 		return corrupt("page %d: not a leaf page at offset %d", id, base)
@@ -271,9 +264,8 @@ func leafElements(p []byte, id, base uint64, fn func(kv) error) error {
 	return nil
 }
 
-// bucket calls fn for each key and value of the bucket whose element
-// (in its parent) is e: a tree of its own, or inline, its leaf page
-// after the bucket header.
+// bucket calls fn for each element of the bucket e: a tree of its own,
+// or inline, its leaf page after the bucket header.
 func (b *boltFile) bucket(e kv, fn func(kv) error) error {
 	if len(e.value) < bucketHdrSz {
 		return corrupt("page %d: the bucket at offset %d is too short for a bucket header", e.page, e.off)
@@ -284,9 +276,8 @@ func (b *boltFile) bucket(e kv, fn func(kv) error) error {
 	return leafElements(e.value[bucketHdrSz:], e.page, e.off+bucketHdrSz, fn)
 }
 
-// readBuckets calls fn with each key and value of the named top-level
-// buckets of the file r of size bytes, one bucket after the other in the
-// order named (a missing bucket has none), and stops at fn's first
+// readBuckets calls fn with each element of the named top-level buckets,
+// in the order named (a missing bucket has none), until fn's first
 // error. Nothing is gathered on the way: what fn keeps is all the read
 // holds. Nested buckets are not read.
 func readBuckets(r io.ReaderAt, size int64, names []string, fn func(bucket string, e kv) error) error {

@@ -15,8 +15,7 @@ import (
 )
 
 // Changes are what a round of the Watcher plans: lines to log, then the
-// rewrite of each family's chain whose redirects changed. Nothing at
-// all when nothing changed.
+// rewrite of each family's chain whose redirects changed.
 type Changes struct {
 	Logs     []plan.Action
 	Restores []Restore
@@ -61,8 +60,7 @@ func (w *Watcher) restore(v6 bool) Restore {
 		Because(fmt.Sprintf("%d etcd peer redirect(s)", n))}
 }
 
-// Installed records that a family's restore, as last planned, is in the
-// kernel.
+// Installed records that a family's last planned restore is in the kernel.
 func (w *Watcher) Installed(v6 bool) {
 	w.stale[family(v6)], w.jumped[family(v6)] = false, true
 }

@@ -1,8 +1,7 @@
 package etcdpeers
 
-// This file holds Watch: etcd-peer-nat's rounds until every peer is
-// mapped, then a lookup of every peer every few seconds for as long as
-// the node runs.
+// This file holds Watch: etcd-peer-nat's rounds, for as long as the node
+// runs.
 
 import (
 	"context"
@@ -39,11 +38,10 @@ func DefaultRounds() Rounds {
 	return Rounds{Max: 300, Interval: 2 * time.Second, Follow: 5 * time.Second}
 }
 
-// Watch maps cfg's peers: rounds r.Interval apart that look up every
-// peer and install the rules of what changed, until every peer is mapped
-// or r.Max rounds have run; then the same every r.Follow until ctx is
-// done. With no Follow it returns after the rounds, with an error when
-// the last round could not install its rules; else only ctx's error.
+// Watch maps cfg's peers in the rounds r bounds, each a lookup of every
+// peer and the rules of what changed. With no Follow it returns after the
+// first rounds, with an error when the last could not install its rules;
+// else only ctx's error.
 func Watch(ctx context.Context, sys system.System, log *logline.Logger, cfg Config, r Rounds) error {
 	wait := r.Wait
 	if wait == nil {
