@@ -20,6 +20,7 @@ import (
 	"fmt"
 	"hash/fnv"
 	"io"
+	"slices"
 )
 
 // The bbolt page layout: a 16-byte header (id, flags, count, overflow),
@@ -287,10 +288,8 @@ func readBuckets(r io.ReaderAt, size int64, names []string, fn func(bucket strin
 	}
 	found := make([]*kv, len(names))
 	err = b.each(root, ref{what: "meta"}, 0, func(e kv) error {
-		for i, n := range names {
-			if string(e.key) == n && e.flags&bucketLeaf != 0 {
-				found[i] = &e
-			}
+		if i := slices.Index(names, string(e.key)); i >= 0 && e.flags&bucketLeaf != 0 {
+			found[i] = &e
 		}
 		return nil
 	})

@@ -97,12 +97,11 @@ func TestFollowMoves(t *testing.T) {
 func TestFollowFlaps(t *testing.T) {
 	f := &fakeResolver{answers: map[string]string{"ip4 kind-control-plane2": "172.18.0.3", "ip6 kind-control-plane4": "fc00::2"}, failV6: true}
 	w, _ := NewWatcher(f, Config{Iptables: "nft", Peers: []Peer{cfg3.Peers[0], cfg3.Peers[2]}})
-	in := installer{w: w}
 	flaps := []string{"172.18.0.3", "172.18.0.6", "172.18.0.3", "172.18.0.6", "172.18.0.6"}
 	for i, at := range flaps {
 		f.answers["ip4 kind-control-plane2"] = at
 		f.runs = nil
-		err := in.apply(context.Background(), w.Round(context.Background()))
+		err := w.apply(context.Background(), nil, w.Round(context.Background()))
 		if err == nil {
 			t.Fatalf("round %d: no error although ip6tables fails", i)
 		}

@@ -74,8 +74,9 @@ type Watcher struct {
 	sys   system.System
 	peers []peerAddr
 	// stale: the family's chain in the kernel is not what peers say;
-	// jumped: OUTPUT jumps to Chain. Indexed by family (v4, v6).
-	stale, jumped [2]bool
+	// jumped: OUTPUT jumps to Chain; failing: its last restore failed.
+	// Indexed by family (v4, v6).
+	stale, jumped, failing [2]bool
 }
 
 // peerAddr is one recorded address of a peer and where its rule sends

@@ -53,7 +53,6 @@ func Watch(ctx context.Context, sys system.System, log *logline.Logger, cfg Conf
 		return err
 	}
 	w.ProbeJumps(ctx)
-	in := installer{w: w, log: log}
 	var lastErr error
 	for round := 0; round < r.Max && !w.Done(); round++ {
 		if round > 0 {
@@ -61,7 +60,7 @@ func Watch(ctx context.Context, sys system.System, log *logline.Logger, cfg Conf
 				return err
 			}
 		}
-		if lastErr = in.apply(ctx, w.Round(ctx)); ctx.Err() != nil {
+		if lastErr = w.apply(ctx, log, w.Round(ctx)); ctx.Err() != nil {
 			return ctx.Err()
 		}
 	}
@@ -81,46 +80,40 @@ func Watch(ctx context.Context, sys system.System, log *logline.Logger, cfg Conf
 		if err := wait(ctx, r.Follow); err != nil {
 			return err
 		}
-		if in.apply(ctx, w.Round(ctx)); ctx.Err() != nil {
+		if w.apply(ctx, log, w.Round(ctx)); ctx.Err() != nil {
 			return ctx.Err()
 		}
 	}
 }
 
-// installer applies what rounds plan, each family's restore on its own:
+// apply applies what a round planned, each family's restore on its own:
 // a family whose restore failed is left stale, and the next round
 // writes its chain again. A failure is logged when it starts (with what
 // the tool printed) and when it ends, not at every round.
-type installer struct {
-	w       *Watcher
-	log     *logline.Logger
-	failing [2]bool
-}
-
-func (in *installer) apply(ctx context.Context, c Changes) error {
-	if err := plan.Apply(ctx, in.w.sys, in.log, c.Logs, false); err != nil {
+func (w *Watcher) apply(ctx context.Context, log *logline.Logger, c Changes) error {
+	if err := plan.Apply(ctx, w.sys, log, c.Logs, false); err != nil {
 		return err
 	}
 	var errs []error
 	for _, r := range c.Restores {
 		f := family(r.V6)
-		log := in.log
-		if in.failing[f] {
-			log = nil // a nil Logger discards: said when it started
+		quiet := log
+		if w.failing[f] {
+			quiet = nil // a nil Logger discards: said when it started
 		}
-		if err := plan.Apply(ctx, in.w.sys, log, []plan.Action{r.Action}, false); err != nil {
-			if !in.failing[f] {
-				in.log.Warn(fmt.Sprintf("installing etcd peer redirects (%s): %v; tried again every round", tool(r.V6), err))
+		if err := plan.Apply(ctx, w.sys, quiet, []plan.Action{r.Action}, false); err != nil {
+			if !w.failing[f] {
+				log.Warn(fmt.Sprintf("installing etcd peer redirects (%s): %v; tried again every round", tool(r.V6), err))
 			}
-			in.failing[f] = true
+			w.failing[f] = true
 			errs = append(errs, err)
 			continue
 		}
-		in.w.Installed(r.V6)
-		if in.failing[f] {
-			in.log.Info(fmt.Sprintf("etcd peer redirects (%s) installed", tool(r.V6)))
+		w.Installed(r.V6)
+		if w.failing[f] {
+			log.Info(fmt.Sprintf("etcd peer redirects (%s) installed", tool(r.V6)))
 		}
-		in.failing[f] = false
+		w.failing[f] = false
 	}
 	return errors.Join(errs...)
 }
