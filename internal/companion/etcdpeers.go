@@ -37,9 +37,8 @@ func etcdPeerNATOnce(ctx context.Context, h *boot.Host, _ io.Reader) ([]boot.Fac
 	return facts, actions, nil
 }
 
-// etcdPeerNAT is the command's run: rounds until every peer is mapped,
-// then a lookup of every peer every few seconds for as long as the node
-// runs (etcdpeers.Watch).
+// etcdPeerNAT is the command's run, for as long as the node runs
+// (etcdpeers.Watch).
 func etcdPeerNAT(ctx context.Context, sys system.System, log *logline.Logger) error {
 	cfg, err := etcdpeers.ReadConfig(sys)
 	if err != nil {

@@ -208,6 +208,7 @@ type kv struct {
 	page, off  uint64
 }
 
+// each calls fn for every leaf element of the tree rooted at page id.
 func (b *boltFile) each(id uint64, from ref, depth int, fn func(kv) error) error {
 	if depth > maxDepth {
 		return corrupt("%s: a tree deeper than %d", from, maxDepth)

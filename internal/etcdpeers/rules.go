@@ -47,13 +47,11 @@ func (w *Watcher) restore(v6 bool) Restore {
 		fmt.Fprintf(&b, "-A OUTPUT -j %s\n", Chain)
 	}
 	n := 0
-	for i := range w.peers {
-		p := &w.peers[i]
-		if p.from.Addr().Is6() != v6 || !p.to.IsValid() || p.to == p.from.Addr() {
-			continue
+	for _, m := range w.Mappings() {
+		if m.From.Addr().Is6() == v6 {
+			n++
+			fmt.Fprintf(&b, "-A %s -d %s -p tcp -m tcp --dport %d -j DNAT --to-destination %s\n", Chain, netip.PrefixFrom(m.From.Addr(), m.From.Addr().BitLen()), m.From.Port(), m.To)
 		}
-		n++
-		fmt.Fprintf(&b, "-A %s -d %s -p tcp -m tcp --dport %d -j DNAT --to-destination %s\n", Chain, netip.PrefixFrom(p.from.Addr(), p.from.Addr().BitLen()), p.from.Port(), w.current(p))
 	}
 	b.WriteString("COMMIT\n")
 	return Restore{V6: v6, Action: plan.Run([]string{restoreCommand(w.cfg.Iptables, v6), "--noflush"}, []byte(b.String()), RestoreTimeout).
