@@ -86,7 +86,8 @@ type boltMeta struct {
 }
 
 // parseMeta reads the meta page at off; ok false when it is not a valid
-// one (a torn write leaves one of the two invalid).
+// one (a torn write leaves one of the two invalid), its fields then
+// unused.
 func parseMeta(r io.ReaderAt, size, off uint64) (boltMeta, bool, error) {
 	if off+pageHeaderSize+metaSize > size {
 		return boltMeta{}, false, nil
@@ -95,23 +96,13 @@ func parseMeta(r io.ReaderAt, size, off uint64) (boltMeta, bool, error) {
 	if err != nil {
 		return boltMeta{}, false, err
 	}
-	if le.Uint16(p[8:])&metaPage == 0 {
-		return boltMeta{}, false, nil
-	}
 	m := p[pageHeaderSize : pageHeaderSize+metaSize]
-	if le.Uint32(m[0:]) != boltMagic || le.Uint32(m[4:]) != boltVersion {
-		return boltMeta{}, false, nil
-	}
 	h := fnv.New64a()
 	h.Write(m[:metaSumSize])
-	if h.Sum64() != le.Uint64(m[metaSumSize:]) {
-		return boltMeta{}, false, nil
-	}
 	ps := uint64(le.Uint32(m[8:]))
-	if ps < 512 || ps > 1<<20 || ps&(ps-1) != 0 {
-		return boltMeta{}, false, nil
-	}
-	return boltMeta{pageSize: ps, root: le.Uint64(m[16:]), highWater: le.Uint64(m[40:]), txid: le.Uint64(m[48:])}, true, nil
+	ok := le.Uint16(p[8:])&metaPage != 0 && le.Uint32(m[0:]) == boltMagic && le.Uint32(m[4:]) == boltVersion &&
+		h.Sum64() == le.Uint64(m[metaSumSize:]) && ps >= 512 && ps <= 1<<20 && ps&(ps-1) == 0
+	return boltMeta{pageSize: ps, root: le.Uint64(m[16:]), highWater: le.Uint64(m[40:]), txid: le.Uint64(m[48:])}, ok, nil
 }
 
 // openBolt picks the newest valid meta page of the file r of size bytes,
