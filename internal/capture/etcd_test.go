@@ -49,11 +49,11 @@ func TestEtcdDatabase(t *testing.T) {
 			t.Errorf("%s holds etcd's keys", name)
 		}
 	}
-	want, err := etcdpeers.ReadMembers(orig)
+	want, err := etcdpeers.ReadMembersAt(bytes.NewReader(orig), int64(len(orig)))
 	if err != nil {
 		t.Fatal(err)
 	}
-	members, err := etcdpeers.ReadMembers(got.data)
+	members, err := etcdpeers.ReadMembersAt(bytes.NewReader(got.data), int64(len(got.data)))
 	if err != nil {
 		t.Fatalf("archived %s: %v", db, err)
 	}

@@ -54,11 +54,7 @@ func Commands() []Command {
 		{
 			Name:    "mount-product-files",
 			Summary: "OCI createContainer hook: give the container the node's product_name and product_uuid",
-			Steps: func(stdin io.Reader) []boot.Step {
-				return one("mount-product-files", func(ctx context.Context, h *boot.Host) ([]boot.Fact, []plan.Action, error) {
-					return mountProductFiles(ctx, h, stdin)
-				})(nil)
-			},
+			Steps:   one("mount-product-files", mountProductFiles),
 		},
 		{
 			Name:    etcdpeers.Command,
@@ -79,10 +75,12 @@ func Lookup(name string) (Command, bool) {
 	return Command{}, false
 }
 
-func one(name string, p func(context.Context, *boot.Host) ([]boot.Fact, []plan.Action, error)) func(io.Reader) []boot.Step {
-	return func(io.Reader) []boot.Step {
+// one is the Steps of a command of one step, p, which reads stdin when it
+// needs it (the OCI hook's container state).
+func one(name string, p func(context.Context, *boot.Host, io.Reader) ([]boot.Fact, []plan.Action, error)) func(io.Reader) []boot.Step {
+	return func(stdin io.Reader) []boot.Step {
 		return []boot.Step{{Name: name, Code: ExitCode, Plan: func(ctx context.Context, h *boot.Host) (boot.Planned, error) {
-			facts, actions, err := p(ctx, h)
+			facts, actions, err := p(ctx, h, stdin)
 			return boot.Planned{Facts: facts, Actions: actions}, err
 		}}}
 	}
@@ -94,7 +92,7 @@ const ProcCgroups = "/proc/cgroups"
 // undoMountHacks removes the fake /proc/cgroups once systemd has started:
 // it hid the misc controller from systemd, but the kubelet and cAdvisor
 // must see the real file.
-func undoMountHacks(_ context.Context, h *boot.Host) ([]boot.Fact, []plan.Action, error) {
+func undoMountHacks(_ context.Context, h *boot.Host, _ io.Reader) ([]boot.Fact, []plan.Action, error) {
 	if h.State.CgroupV2 {
 		return []boot.Fact{{Name: "cgroup", Value: "v2: nothing was bound"}}, nil, nil
 	}
@@ -109,7 +107,7 @@ func undoMountHacks(_ context.Context, h *boot.Host) ([]boot.Fact, []plan.Action
 	return facts, []plan.Action{plan.Unmount(ProcCgroups).OrIgnore().Because("systemd has read the fake; show the real one")}, nil
 }
 
-func createKubeletCgroupV2(_ context.Context, h *boot.Host) ([]boot.Fact, []plan.Action, error) {
+func createKubeletCgroupV2(_ context.Context, h *boot.Host, _ io.Reader) ([]boot.Fact, []plan.Action, error) {
 	if !h.State.CgroupV2 {
 		return nil, nil, errors.New("this node has cgroup v1 (no " + cgroupfix.ControllersFile + "): create-kubelet-cgroup-v2 is for cgroup v2 only")
 	}

@@ -6,6 +6,7 @@ package companion
 import (
 	"context"
 	"fmt"
+	"io"
 	"strings"
 
 	"github.com/kind-entrypoint/entrypoint/internal/boot"
@@ -18,7 +19,7 @@ import (
 // etcdPeerNATOnce is the dry run of etcd-peer-nat: one round, which shows
 // the membership it maps, what each name resolves to now, and the rules
 // it would install.
-func etcdPeerNATOnce(ctx context.Context, h *boot.Host) ([]boot.Fact, []plan.Action, error) {
+func etcdPeerNATOnce(ctx context.Context, h *boot.Host, _ io.Reader) ([]boot.Fact, []plan.Action, error) {
 	cfg, err := etcdpeers.ReadConfig(h.Sys)
 	if err != nil {
 		return nil, nil, err
@@ -36,9 +37,8 @@ func etcdPeerNATOnce(ctx context.Context, h *boot.Host) ([]boot.Fact, []plan.Act
 	return facts, actions, nil
 }
 
-// etcdPeerNAT is the command's run: rounds until every peer is mapped,
-// then a lookup of every peer every few seconds for as long as the node
-// runs (etcdpeers.Watch).
+// etcdPeerNAT is the command's run, for as long as the node runs
+// (etcdpeers.Watch).
 func etcdPeerNAT(ctx context.Context, sys system.System, log *logline.Logger) error {
 	cfg, err := etcdpeers.ReadConfig(sys)
 	if err != nil {

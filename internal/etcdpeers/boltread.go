@@ -1,19 +1,18 @@
 package etcdpeers
 
-// This file holds the reader of bbolt files (etcd's backend): pure, over
-// an io.ReaderAt, each page read on demand and visited at most once, so
-// that a read costs the pages it visits, not the file's size.
+// This file holds the reader of bbolt files (etcd's backend), over an
+// io.ReaderAt, each page read on demand and visited at most once: a read
+// costs the pages it visits, not the file's size.
 //
 // Why not go.etcd.io/bbolt: it opens files by path (a --root replay reads
 // through system.System), takes a flock, mmaps the whole file, and
 // panics on some corrupt pages; its readers trust page headers. What we
 // need is two buckets of small JSON records, read once before etcd
-// starts: about 150 lines that check every offset against the file's
-// size and never revisit a page, so that any input, however corrupt, is
-// handled in time linear in the pages it names, each page's span bounded
-// (maxSpan). The format is bbolt's on-disk layout (version 2), stable
-// since 2014; the tests read files written by bbolt itself
-// (testdata/etcd).
+// starts, checking every offset against the file's size and visiting no
+// page twice, so that any input, however corrupt, is handled in time
+// linear in the pages it names, each page's span bounded (maxSpan). The
+// format is bbolt's on-disk layout (version 2), stable since 2014; the
+// tests read files written by bbolt itself (testdata).
 
 import (
 	"encoding/binary"
@@ -21,6 +20,7 @@ import (
 	"fmt"
 	"hash/fnv"
 	"io"
+	"slices"
 )
 
 // The bbolt page layout: a 16-byte header (id, flags, count, overflow),
@@ -58,8 +58,7 @@ func corrupt(format string, args ...any) error {
 	return fmt.Errorf("%w: "+format, append([]any{ErrCorrupt}, args...)...)
 }
 
-// boltFile is a bbolt file, read at offsets, and the state of one read
-// of it.
+// boltFile is one read of a bbolt file.
 type boltFile struct {
 	r        io.ReaderAt
 	size     uint64
@@ -69,8 +68,7 @@ type boltFile struct {
 }
 
 // readAt is n bytes of r at off, which the caller has checked lie within
-// size: a short read is a file that shrank while it was read (etcd
-// running), an error of its own.
+// size: a short read is a file that shrank while read (etcd running).
 func readAt(r io.ReaderAt, off, n uint64) ([]byte, error) {
 	buf := make([]byte, n)
 	m, err := r.ReadAt(buf, int64(off))
@@ -88,8 +86,8 @@ type boltMeta struct {
 }
 
 // parseMeta reads the meta page at off; ok false when it is not a valid
-// one (a torn write leaves one of the two invalid); err when it could
-// not be read.
+// one (a torn write leaves one of the two invalid), its fields then
+// unused.
 func parseMeta(r io.ReaderAt, size, off uint64) (boltMeta, bool, error) {
 	if off+pageHeaderSize+metaSize > size {
 		return boltMeta{}, false, nil
@@ -98,23 +96,13 @@ func parseMeta(r io.ReaderAt, size, off uint64) (boltMeta, bool, error) {
 	if err != nil {
 		return boltMeta{}, false, err
 	}
-	if le.Uint16(p[8:])&metaPage == 0 {
-		return boltMeta{}, false, nil
-	}
 	m := p[pageHeaderSize : pageHeaderSize+metaSize]
-	if le.Uint32(m[0:]) != boltMagic || le.Uint32(m[4:]) != boltVersion {
-		return boltMeta{}, false, nil
-	}
 	h := fnv.New64a()
 	h.Write(m[:metaSumSize])
-	if h.Sum64() != le.Uint64(m[metaSumSize:]) {
-		return boltMeta{}, false, nil
-	}
 	ps := uint64(le.Uint32(m[8:]))
-	if ps < 512 || ps > 1<<20 || ps&(ps-1) != 0 {
-		return boltMeta{}, false, nil
-	}
-	return boltMeta{pageSize: ps, root: le.Uint64(m[16:]), highWater: le.Uint64(m[40:]), txid: le.Uint64(m[48:])}, true, nil
+	ok := le.Uint16(p[8:])&metaPage != 0 && le.Uint32(m[0:]) == boltMagic && le.Uint32(m[4:]) == boltVersion &&
+		h.Sum64() == le.Uint64(m[metaSumSize:]) && ps >= 512 && ps <= 1<<20 && ps&(ps-1) == 0
+	return boltMeta{pageSize: ps, root: le.Uint64(m[16:]), highWater: le.Uint64(m[40:]), txid: le.Uint64(m[48:])}, ok, nil
 }
 
 // openBolt picks the newest valid meta page of the file r of size bytes,
@@ -165,8 +153,7 @@ func (r ref) String() string {
 	return fmt.Sprintf("the %s at offset %d (page %d)", r.what, r.off, r.page)
 }
 
-// page is the bytes of page id (with its overflow pages), checked; from
-// is where id was read.
+// page is the bytes of page id with its overflow pages, checked.
 func (b *boltFile) page(id uint64, from ref) ([]byte, error) {
 	if id < 2 || id >= b.maxPage {
 		return nil, corrupt("%s names a page outside 2..%d", from, b.maxPage)
@@ -244,8 +231,7 @@ func (b *boltFile) each(id uint64, from ref, depth int, fn func(kv) error) error
 }
 
 // leafElements calls fn for each element of the leaf page p (a page of
-// the file, or a bucket's inline page) found in page id at file offset
-// base.
+// the file, or a bucket's inline page) at file offset base.
 func leafElements(p []byte, id, base uint64, fn func(kv) error) error {
 	if len(p) < pageHeaderSize || le.Uint16(p[8:])&leafPage == 0 {
 		return corrupt("page %d: not a leaf page at offset %d", id, base)
@@ -271,9 +257,8 @@ func leafElements(p []byte, id, base uint64, fn func(kv) error) error {
 	return nil
 }
 
-// bucket calls fn for each key and value of the bucket whose element
-// (in its parent) is e: a tree of its own, or inline, its leaf page
-// after the bucket header.
+// bucket calls fn for each element of the bucket e: a tree of its own,
+// or inline, its leaf page after the bucket header.
 func (b *boltFile) bucket(e kv, fn func(kv) error) error {
 	if len(e.value) < bucketHdrSz {
 		return corrupt("page %d: the bucket at offset %d is too short for a bucket header", e.page, e.off)
@@ -284,9 +269,8 @@ func (b *boltFile) bucket(e kv, fn func(kv) error) error {
 	return leafElements(e.value[bucketHdrSz:], e.page, e.off+bucketHdrSz, fn)
 }
 
-// readBuckets calls fn with each key and value of the named top-level
-// buckets of the file r of size bytes, one bucket after the other in the
-// order named (a missing bucket has none), and stops at fn's first
+// readBuckets calls fn with each element of the named top-level buckets,
+// in the order named (a missing bucket has none), until fn's first
 // error. Nothing is gathered on the way: what fn keeps is all the read
 // holds. Nested buckets are not read.
 func readBuckets(r io.ReaderAt, size int64, names []string, fn func(bucket string, e kv) error) error {
@@ -296,10 +280,8 @@ func readBuckets(r io.ReaderAt, size int64, names []string, fn func(bucket strin
 	}
 	found := make([]*kv, len(names))
 	err = b.each(root, ref{what: "meta"}, 0, func(e kv) error {
-		for i, n := range names {
-			if string(e.key) == n && e.flags&bucketLeaf != 0 {
-				found[i] = &e
-			}
+		if i := slices.Index(names, string(e.key)); i >= 0 && e.flags&bucketLeaf != 0 {
+			found[i] = &e
 		}
 		return nil
 	})

@@ -32,9 +32,8 @@ func MembersDB(members []Member) []byte {
 	return membershipFile(recs, nil)
 }
 
-// membershipFile is a bbolt file whose "members" and "members_removed"
-// buckets hold the elements given, as they are, each bucket inline in
-// the root bucket's page.
+// membershipFile is a bbolt file whose two buckets hold the elements
+// given, as they are, each inline in the root bucket's page.
 func membershipFile(members, removed []kv) []byte {
 	inline := func(items []kv) []byte {
 		return append(make([]byte, bucketHdrSz), leaf(0, items)...)

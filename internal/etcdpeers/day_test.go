@@ -180,13 +180,13 @@ func BenchmarkFollowRound(b *testing.B) {
 				d.answers[lookupKey{"ip4", name}] = []netip.Addr{netip.AddrFrom4([4]byte{172, 18, 1, byte(i + 2)})}
 			}
 			w, _ := NewWatcher(d, cfg)
-			in := installer{w: w, log: logline.New(io.Discard, logline.Text)}
-			if err := in.apply(context.Background(), w.Round(context.Background())); err != nil || !w.Done() {
+			log := logline.New(io.Discard, logline.Text)
+			if err := w.apply(context.Background(), log, w.Round(context.Background())); err != nil || !w.Done() {
 				b.Fatal(err)
 			}
 			b.ReportAllocs()
 			for b.Loop() {
-				if err := in.apply(context.Background(), w.Round(context.Background())); err != nil {
+				if err := w.apply(context.Background(), log, w.Round(context.Background())); err != nil {
 					b.Fatal(err)
 				}
 			}

@@ -95,17 +95,10 @@ func detect(sys system.System, hostname string, limit int) Facts {
 	if err != nil {
 		f.Err = fmt.Errorf("%s: %w", f.DB, err)
 	}
-	f.Peers, _ = readIfAny(sys, PeersFile)
+	// nil when it cannot be read: what Plan then writes anew.
+	if b, err := sys.ReadFile(PeersFile, system.LimitConfig); err == nil {
+		f.Peers = b
+	}
 	f.Installed = Unit(plan.DefaultExecutable).Installed(sys)
 	return f
-}
-
-// readIfAny is the file at p, nil when it cannot be read: what Plan then
-// writes anew.
-func readIfAny(sys system.System, p string) ([]byte, error) {
-	b, err := sys.ReadFile(p, system.LimitConfig)
-	if err != nil {
-		return nil, err
-	}
-	return b, nil
 }

@@ -97,12 +97,11 @@ func TestFollowMoves(t *testing.T) {
 func TestFollowFlaps(t *testing.T) {
 	f := &fakeResolver{answers: map[string]string{"ip4 kind-control-plane2": "172.18.0.3", "ip6 kind-control-plane4": "fc00::2"}, failV6: true}
 	w, _ := NewWatcher(f, Config{Iptables: "nft", Peers: []Peer{cfg3.Peers[0], cfg3.Peers[2]}})
-	in := installer{w: w}
 	flaps := []string{"172.18.0.3", "172.18.0.6", "172.18.0.3", "172.18.0.6", "172.18.0.6"}
 	for i, at := range flaps {
 		f.answers["ip4 kind-control-plane2"] = at
 		f.runs = nil
-		err := in.apply(context.Background(), w.Round(context.Background()))
+		err := w.apply(context.Background(), nil, w.Round(context.Background()))
 		if err == nil {
 			t.Fatalf("round %d: no error although ip6tables fails", i)
 		}
@@ -347,10 +346,10 @@ INFO: etcd peer kind-control-plane2 resolves again, still at 172.18.0.6:2380
 // TestTimerWait: the default Wait waits, and returns at once when the
 // context is done; one timer serves every wait.
 func TestTimerWait(t *testing.T) {
-	tm := newTimer()
+	wait := timerWait()
 	start := time.Now()
 	for range 3 {
-		if err := tm.wait(context.Background(), time.Millisecond); err != nil {
+		if err := wait(context.Background(), time.Millisecond); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -359,10 +358,10 @@ func TestTimerWait(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if err := tm.wait(ctx, time.Hour); !errors.Is(err, context.Canceled) {
+	if err := wait(ctx, time.Hour); !errors.Is(err, context.Canceled) {
 		t.Errorf("cancelled wait: %v", err)
 	}
-	if err := tm.wait(context.Background(), time.Millisecond); err != nil {
+	if err := wait(context.Background(), time.Millisecond); err != nil {
 		t.Errorf("a wait after a cancelled one: %v", err)
 	}
 }

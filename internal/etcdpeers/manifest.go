@@ -15,8 +15,8 @@ import (
 	"github.com/kind-entrypoint/entrypoint/internal/logline"
 )
 
-// entry is one entry of a sequence of the manifest: a scalar read, or
-// (bad) the text of one this reader could not read.
+// entry is one entry of a sequence: a scalar, or (bad) the text of one
+// this reader could not read.
 type entry struct {
 	line  int
 	value string
@@ -24,10 +24,9 @@ type entry struct {
 }
 
 // sequenceEntries are the entries of the manifest's sequences, in
-// order: block entries ("- VALUE") and those of flow sequences ("[A,
-// B]", on one line or several). What is neither (mapping values,
-// nested collections, block scalars) is passed over. Linear in the
-// manifest: each line is read once, each byte of it at most twice.
+// order: block ("- VALUE") and flow ("[A, B]", on one line or several).
+// Mapping values, nested collections and block scalars are passed over.
+// Linear in the manifest: each byte is read at most twice.
 func sequenceEntries(manifest []byte) []entry {
 	var out []entry
 	sc := bufio.NewScanner(bytes.NewReader(manifest))
@@ -75,9 +74,8 @@ func blockValue(s string) (value string, isEntry bool) {
 }
 
 // flowEntries reads the entries of a flow sequence from s (after its
-// "[", or a line within it); open reports whether it goes on past s.
-// A nested collection ends the reading of the sequence: its entries
-// and the rest are one bad entry.
+// "[", or a line within it); open: it goes on past s. A nested
+// collection ends the sequence: it and the rest are one bad entry.
 func flowEntries(s string, n int) (out []entry, open bool) {
 	for {
 		s = strings.TrimLeft(s, " \t")
@@ -101,8 +99,8 @@ func flowEntries(s string, n int) (out []entry, open bool) {
 
 // flagValue is the value of the flag name (without dashes) among the
 // manifest's entries: the last of "--name=V", "-name=V", or "--name"
-// then the entry V, as etcd's flag parsing takes them. found false when
-// there is none; an error when an entry that names it cannot be read.
+// then the entry V, as etcd's flag parsing takes them; an error when an
+// entry that names it cannot be read.
 func flagValue(manifest []byte, name string) (value string, line int, found bool, err error) {
 	es := sequenceEntries(manifest)
 	for i, e := range es {

@@ -6,6 +6,7 @@ package etcdpeers
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -47,18 +48,10 @@ type Member struct {
 	Learner  bool     `json:"isLearner,omitempty"`
 }
 
-// PeerAddr is a recorded peer URL's address and port.
-type PeerAddr struct {
-	Addr netip.Addr
-	Port uint16
-}
-
-func (p PeerAddr) String() string { return netip.AddrPortFrom(p.Addr, p.Port).String() }
-
 // PeerAddrs are the member's peer URLs as addresses; a URL that names a
 // host rather than an address cannot be redirected by address and is
 // left out (err names it).
-func (m Member) PeerAddrs() (out []PeerAddr, err error) {
+func (m Member) PeerAddrs() (out []netip.AddrPort, err error) {
 	for _, u := range m.PeerURLs {
 		a, perr := parsePeerURL(u)
 		if perr != nil {
@@ -70,40 +63,29 @@ func (m Member) PeerAddrs() (out []PeerAddr, err error) {
 	return out, err
 }
 
-func parsePeerURL(s string) (PeerAddr, error) {
+func parsePeerURL(s string) (netip.AddrPort, error) {
 	u, err := url.Parse(s)
 	if err != nil || (u.Scheme != "https" && u.Scheme != "http") {
-		return PeerAddr{}, fmt.Errorf("peer URL %q: not http(s)://ADDRESS:PORT", s)
+		return netip.AddrPort{}, fmt.Errorf("peer URL %q: not http(s)://ADDRESS:PORT", s)
 	}
 	a, err := netip.ParseAddr(u.Hostname())
 	if err != nil || a.Zone() != "" {
-		return PeerAddr{}, fmt.Errorf("peer URL %q: %q is not an IP address", s, u.Hostname())
+		return netip.AddrPort{}, fmt.Errorf("peer URL %q: %q is not an IP address", s, u.Hostname())
 	}
 	port, err := strconv.ParseUint(u.Port(), 10, 16)
 	if err != nil || port == 0 {
-		return PeerAddr{}, fmt.Errorf("peer URL %q: no port", s)
+		return netip.AddrPort{}, fmt.Errorf("peer URL %q: no port", s)
 	}
-	return PeerAddr{Addr: a.Unmap(), Port: uint16(port)}, nil
+	return netip.AddrPortFrom(a.Unmap(), uint16(port)), nil
 }
 
 // validName is what a member name must be to be looked up and written
 // into a unit: a DNS name (kind's node names are), no specifier, quote or
 // blank.
 func validName(s string) bool {
-	if s == "" || len(s) > 253 {
-		return false
-	}
-	for _, c := range []byte(s) {
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '.' || c == '_') {
-			return false
-		}
-	}
-	return true
-}
-
-// ReadMembers is ReadMembersAt of a file's bytes.
-func ReadMembers(db []byte) ([]Member, error) {
-	return ReadMembersAt(bytes.NewReader(db), int64(len(db)))
+	return s != "" && len(s) <= 253 && !strings.ContainsFunc(s, func(c rune) bool {
+		return !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '.' || c == '_')
+	})
 }
 
 // ReadMembersAt reads the current members of etcd's backend file (r, of
@@ -149,22 +131,9 @@ func ReadMembersAt(r io.ReaderAt, size int64) ([]Member, error) {
 		return nil, err
 	}
 	slices.SortFunc(out, func(a, b Member) int {
-		if c := strings.Compare(a.Name, b.Name); c != 0 {
-			return c
-		}
-		return cmpUint(a.ID, b.ID)
+		return cmp.Or(strings.Compare(a.Name, b.Name), cmp.Compare(a.ID, b.ID))
 	})
 	return out, nil
-}
-
-func cmpUint(a, b uint64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // parseMember reads one member's record. Its errors say what was wrong

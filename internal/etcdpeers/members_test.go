@@ -13,6 +13,11 @@ import (
 	"github.com/google/go-cmp/cmp"
 )
 
+// ReadMembers is ReadMembersAt of a file's bytes.
+func ReadMembers(db []byte) ([]Member, error) {
+	return ReadMembersAt(bytes.NewReader(db), int64(len(db)))
+}
+
 func fixture(t testing.TB, name string) []byte {
 	t.Helper()
 	b, err := os.ReadFile(filepath.Join("testdata", name+".db"))

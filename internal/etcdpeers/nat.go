@@ -1,7 +1,7 @@
 package etcdpeers
 
-// This file holds the Watcher of etcd-peer-nat: each recorded peer
-// address, where its peer's name resolves now, and what a lookup changes.
+// This file holds the Watcher of etcd-peer-nat: where each recorded peer
+// address's name resolves now, and what a lookup changes.
 
 import (
 	"bytes"
@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+	"slices"
 	"time"
 
 	"github.com/kind-entrypoint/entrypoint/internal/plan"
@@ -31,11 +32,7 @@ const (
 // one.
 type Mapping struct {
 	Name     string
-	From, To PeerAddr
-}
-
-func (m Mapping) String() string {
-	return fmt.Sprintf("etcd peer %s: %s -> %s", m.Name, m.From, m.To)
+	From, To netip.AddrPort
 }
 
 // ReadConfig reads PeersFile, checked as strictly as Plan wrote it.
@@ -77,21 +74,21 @@ type Watcher struct {
 	sys   system.System
 	peers []peerAddr
 	// stale: the family's chain in the kernel is not what peers say;
-	// jumped: OUTPUT jumps to Chain. Indexed by family (v4, v6).
-	stale, jumped [2]bool
+	// jumped: OUTPUT jumps to Chain; failing: its last restore failed.
+	// Indexed by family (v4, v6).
+	stale, jumped, failing [2]bool
 }
 
 // peerAddr is one recorded address of a peer and where its rule sends
 // it.
 type peerAddr struct {
 	name string
-	from PeerAddr
+	from netip.AddrPort
 	// to is the peer's address as last resolved: invalid until its
 	// name first resolves, from itself when no redirect is needed.
 	to netip.Addr
-	// failing: the last lookup failed, with err.
-	failing bool
-	err     error
+	// err is why the last lookup failed; nil when it did not.
+	err error
 }
 
 // family indexes Watcher's arrays: 0 IPv4, 1 IPv6.
@@ -122,12 +119,8 @@ func NewWatcher(sys system.System, cfg Config) (*Watcher, []plan.Action) {
 // Done: every recorded address's peer has resolved once, and its rules
 // are installed.
 func (w *Watcher) Done() bool {
-	for _, p := range w.peers {
-		if !p.to.IsValid() {
-			return false
-		}
-	}
-	return !w.stale[0] && !w.stale[1]
+	unresolved := func(p peerAddr) bool { return !p.to.IsValid() }
+	return !slices.ContainsFunc(w.peers, unresolved) && !w.stale[0] && !w.stale[1]
 }
 
 // Round looks up every peer once (one lookup per name and family), and
@@ -145,7 +138,7 @@ func (w *Watcher) Round(ctx context.Context) Changes {
 	}
 	for i := range w.peers {
 		p := &w.peers[i]
-		v6 := p.from.Addr.Is6()
+		v6 := p.from.Addr().Is6()
 		// A peer's URLs of one family come one after another: one
 		// lookup serves them all.
 		if last.name != p.name || last.v6 != v6 { // names are never empty
@@ -164,42 +157,41 @@ func (w *Watcher) Round(ctx context.Context) Changes {
 	return c
 }
 
-// found records what a lookup of p's name answered, and what there is
-// to say about it.
+// found records what a lookup of p's name answered, and what to say.
 func (w *Watcher) found(p *peerAddr, answers []netip.Addr, err error) (plan.Action, bool) {
 	var to netip.Addr
 	if err == nil {
-		if to = pick(answers, p.from.Addr.Is6(), p.to, p.from.Addr); !to.IsValid() {
+		if to = pick(answers, p.from.Addr().Is6(), p.to, p.from.Addr()); !to.IsValid() {
 			err = errors.New("no address of a node in the answer")
 		}
 	}
 	if err != nil {
-		was := p.failing
-		p.failing, p.err = true, err
+		was := p.err != nil
+		p.err = err
 		if was || !p.to.IsValid() {
 			return plan.Action{}, false // a peer never resolved: Unresolved says it
 		}
-		if p.to == p.from.Addr {
+		if p.to == p.from.Addr() {
 			return plan.Warning(fmt.Sprintf("etcd peer %s stopped resolving (%v): left at its recorded %s", p.name, err, p.from)), true
 		}
 		return plan.Warning(fmt.Sprintf("etcd peer %s stopped resolving (%v): its redirect to %s stays", p.name, err, w.current(p))), true
 	}
-	recovered := p.failing && p.to.IsValid()
-	p.failing, p.err = false, nil
+	recovered := p.err != nil && p.to.IsValid()
+	p.err = nil
 	switch {
 	case !p.to.IsValid():
 		p.to = to
-		if to == p.from.Addr {
+		if to == p.from.Addr() {
 			return plan.Info(fmt.Sprintf("etcd peer %s: still at %s, no redirect needed", p.name, p.from)), true
 		}
 		w.stale[family(to.Is6())] = true
-		return plan.Info(Mapping{Name: p.name, From: p.from, To: w.current(p)}.String()), true
+		return plan.Info(fmt.Sprintf("etcd peer %s: %s -> %s", p.name, p.from, w.current(p))), true
 	case to != p.to:
 		was := w.current(p)
 		p.to = to
 		w.stale[family(to.Is6())] = true
 		how := "redirected"
-		if to == p.from.Addr {
+		if to == p.from.Addr() {
 			how = "no redirect needed"
 		}
 		return plan.Info(fmt.Sprintf("etcd peer %s moved: %s -> %s (recorded %s: %s)", p.name, was, w.current(p), p.from, how)), true
@@ -210,9 +202,8 @@ func (w *Watcher) found(p *peerAddr, answers []netip.Addr, err error) (plan.Acti
 }
 
 // current is where p's rule sends its recorded address now.
-func (w *Watcher) current(p *peerAddr) PeerAddr { return PeerAddr{Addr: p.to, Port: p.from.Port} }
+func (w *Watcher) current(p *peerAddr) netip.AddrPort { return netip.AddrPortFrom(p.to, p.from.Port()) }
 
-// lookup is the answer for name in one family.
 func (w *Watcher) lookup(ctx context.Context, name string, v6 bool) ([]netip.Addr, error) {
 	network := "ip4"
 	if v6 {
@@ -257,7 +248,7 @@ func pick(answers []netip.Addr, v6 bool, now, recorded netip.Addr) netip.Addr {
 func (w *Watcher) Mappings() []Mapping {
 	var out []Mapping
 	for i := range w.peers {
-		if p := &w.peers[i]; p.to.IsValid() && p.to != p.from.Addr {
+		if p := &w.peers[i]; p.to.IsValid() && p.to != p.from.Addr() {
 			out = append(out, Mapping{Name: p.name, From: p.from, To: w.current(p)})
 		}
 	}

@@ -79,11 +79,10 @@ func Plan(f Facts, iptables, exe string) []plan.Action {
 		names[i] = p.Name
 	}
 	out = append(out, plan.Info(fmt.Sprintf("etcd has %d members: %s will redirect connections to %s from their recorded to their current addresses", len(f.Members), UnitName, strings.Join(names, ", "))))
-	const why = "etcd's peers may have new addresses (kind#1689)"
 	if !bytes.Equal(f.Peers, peers) {
 		out = append(out, plan.WriteFile(PeersFile, peers, 0o644).Because("etcd's peers as recorded, for "+UnitName).OrWarn("failed to write "+PeersFile))
 	}
-	return append(out, Unit(exe).Install(f.Installed, why)...)
+	return append(out, Unit(exe).Install(f.Installed, "etcd's peers may have new addresses (kind#1689)")...)
 }
 
 // Redirect is what Plan makes of f's membership: the peers file, whose

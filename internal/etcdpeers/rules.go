@@ -15,8 +15,7 @@ import (
 )
 
 // Changes are what a round of the Watcher plans: lines to log, then the
-// rewrite of each family's chain whose redirects changed. Nothing at
-// all when nothing changed.
+// rewrite of each family's chain whose redirects changed.
 type Changes struct {
 	Logs     []plan.Action
 	Restores []Restore
@@ -48,21 +47,18 @@ func (w *Watcher) restore(v6 bool) Restore {
 		fmt.Fprintf(&b, "-A OUTPUT -j %s\n", Chain)
 	}
 	n := 0
-	for i := range w.peers {
-		p := &w.peers[i]
-		if p.from.Addr.Is6() != v6 || !p.to.IsValid() || p.to == p.from.Addr {
-			continue
+	for _, m := range w.Mappings() {
+		if m.From.Addr().Is6() == v6 {
+			n++
+			fmt.Fprintf(&b, "-A %s -d %s -p tcp -m tcp --dport %d -j DNAT --to-destination %s\n", Chain, netip.PrefixFrom(m.From.Addr(), m.From.Addr().BitLen()), m.From.Port(), m.To)
 		}
-		n++
-		fmt.Fprintf(&b, "-A %s -d %s -p tcp -m tcp --dport %d -j DNAT --to-destination %s\n", Chain, netip.PrefixFrom(p.from.Addr, p.from.Addr.BitLen()), p.from.Port, w.current(p))
 	}
 	b.WriteString("COMMIT\n")
 	return Restore{V6: v6, Action: plan.Run([]string{restoreCommand(w.cfg.Iptables, v6), "--noflush"}, []byte(b.String()), RestoreTimeout).
 		Because(fmt.Sprintf("%d etcd peer redirect(s)", n))}
 }
 
-// Installed records that a family's restore, as last planned, is in the
-// kernel.
+// Installed records that a family's last planned restore is in the kernel.
 func (w *Watcher) Installed(v6 bool) {
 	w.stale[family(v6)], w.jumped[family(v6)] = false, true
 }

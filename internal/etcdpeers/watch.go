@@ -1,13 +1,13 @@
 package etcdpeers
 
-// This file holds Watch: etcd-peer-nat's rounds until every peer is
-// mapped, then a lookup of every peer every few seconds for as long as
-// the node runs.
+// This file holds Watch: etcd-peer-nat's rounds, for as long as the node
+// runs.
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/kind-entrypoint/entrypoint/internal/logline"
@@ -38,15 +38,14 @@ func DefaultRounds() Rounds {
 	return Rounds{Max: 300, Interval: 2 * time.Second, Follow: 5 * time.Second}
 }
 
-// Watch maps cfg's peers: rounds r.Interval apart that look up every
-// peer and install the rules of what changed, until every peer is mapped
-// or r.Max rounds have run; then the same every r.Follow until ctx is
-// done. With no Follow it returns after the rounds, with an error when
-// the last round could not install its rules; else only ctx's error.
+// Watch maps cfg's peers in the rounds r bounds, each a lookup of every
+// peer and the rules of what changed. With no Follow it returns after the
+// first rounds, with an error when the last could not install its rules;
+// else only ctx's error.
 func Watch(ctx context.Context, sys system.System, log *logline.Logger, cfg Config, r Rounds) error {
 	wait := r.Wait
 	if wait == nil {
-		wait = newTimer().wait
+		wait = timerWait()
 	}
 	w, logs := NewWatcher(sys, cfg)
 	log.Info("mapping etcd's peers of " + cfg.Self + " to their current addresses")
@@ -54,7 +53,6 @@ func Watch(ctx context.Context, sys system.System, log *logline.Logger, cfg Conf
 		return err
 	}
 	w.ProbeJumps(ctx)
-	in := installer{w: w, log: log}
 	var lastErr error
 	for round := 0; round < r.Max && !w.Done(); round++ {
 		if round > 0 {
@@ -62,7 +60,7 @@ func Watch(ctx context.Context, sys system.System, log *logline.Logger, cfg Conf
 				return err
 			}
 		}
-		if lastErr = in.apply(ctx, w.Round(ctx)); ctx.Err() != nil {
+		if lastErr = w.apply(ctx, log, w.Round(ctx)); ctx.Err() != nil {
 			return ctx.Err()
 		}
 	}
@@ -82,68 +80,58 @@ func Watch(ctx context.Context, sys system.System, log *logline.Logger, cfg Conf
 		if err := wait(ctx, r.Follow); err != nil {
 			return err
 		}
-		if in.apply(ctx, w.Round(ctx)); ctx.Err() != nil {
+		if w.apply(ctx, log, w.Round(ctx)); ctx.Err() != nil {
 			return ctx.Err()
 		}
 	}
 }
 
-// installer applies what rounds plan, each family's restore on its own:
+// apply applies what a round planned, each family's restore on its own:
 // a family whose restore failed is left stale, and the next round
 // writes its chain again. A failure is logged when it starts (with what
 // the tool printed) and when it ends, not at every round.
-type installer struct {
-	w       *Watcher
-	log     *logline.Logger
-	failing [2]bool
-}
-
-func (in *installer) apply(ctx context.Context, c Changes) error {
-	if err := plan.Apply(ctx, in.w.sys, in.log, c.Logs, false); err != nil {
+func (w *Watcher) apply(ctx context.Context, log *logline.Logger, c Changes) error {
+	if err := plan.Apply(ctx, w.sys, log, c.Logs, false); err != nil {
 		return err
 	}
 	var errs []error
 	for _, r := range c.Restores {
 		f := family(r.V6)
-		log := in.log
-		if in.failing[f] {
-			log = nil // a nil Logger discards: said when it started
+		quiet := log
+		if w.failing[f] {
+			quiet = nil // a nil Logger discards: said when it started
 		}
-		if err := plan.Apply(ctx, in.w.sys, log, []plan.Action{r.Action}, false); err != nil {
-			if !in.failing[f] {
-				in.log.Warn(fmt.Sprintf("installing etcd peer redirects (%s): %v; tried again every round", tool(r.V6), err))
+		if err := plan.Apply(ctx, w.sys, quiet, []plan.Action{r.Action}, false); err != nil {
+			if !w.failing[f] {
+				log.Warn(fmt.Sprintf("installing etcd peer redirects (%s): %v; tried again every round", tool(r.V6), err))
 			}
-			in.failing[f] = true
+			w.failing[f] = true
 			errs = append(errs, err)
 			continue
 		}
-		in.w.Installed(r.V6)
-		if in.failing[f] {
-			in.log.Info(fmt.Sprintf("etcd peer redirects (%s) installed", tool(r.V6)))
+		w.Installed(r.V6)
+		if w.failing[f] {
+			log.Info(fmt.Sprintf("etcd peer redirects (%s) installed", tool(r.V6)))
 		}
-		in.failing[f] = false
+		w.failing[f] = false
 	}
 	return errors.Join(errs...)
 }
 
-// timer is Rounds' default Wait: one timer for the whole run, so that a
-// wait allocates nothing.
-type timer struct{ t *time.Timer }
-
-func newTimer() *timer {
+// timerWait is Rounds' default Wait: one timer for the whole run, so
+// that a wait allocates nothing.
+func timerWait() func(context.Context, time.Duration) error {
 	t := time.NewTimer(time.Hour)
 	t.Stop()
-	return &timer{t: t}
-}
-
-func (t *timer) wait(ctx context.Context, d time.Duration) error {
-	t.t.Reset(d)
-	select {
-	case <-ctx.Done():
-		t.t.Stop()
-		return ctx.Err()
-	case <-t.t.C:
-		return nil
+	return func(ctx context.Context, d time.Duration) error {
+		t.Reset(d)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return ctx.Err()
+		case <-t.C:
+			return nil
+		}
 	}
 }
 
@@ -151,12 +139,9 @@ func describe(ms []Mapping) string {
 	if len(ms) == 0 {
 		return "none needed"
 	}
-	s := ""
+	parts := make([]string, len(ms))
 	for i, m := range ms {
-		if i > 0 {
-			s += ", "
-		}
-		s += m.Name + " " + m.From.String() + " -> " + m.To.String()
+		parts[i] = m.Name + " " + m.From.String() + " -> " + m.To.String()
 	}
-	return s
+	return strings.Join(parts, ", ")
 }

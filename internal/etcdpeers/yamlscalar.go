@@ -1,11 +1,9 @@
 package etcdpeers
 
-// This file holds a reader of one YAML scalar (YAML 1.2, §7.3): plain,
-// single-quoted or double-quoted, on one line, in block or flow context.
-// It is what reading a static pod's flags needs (manifest.go), not a
-// YAML parser: a flag is a scalar entry of a sequence, which kubeadm
-// writes plain and a person may quote. Linear in the line, no
-// allocation beyond the value.
+// This file holds a reader of one YAML scalar (YAML 1.2, §7.3) on one
+// line, plain or quoted, in block or flow context: what reading a static
+// pod's flags needs (manifest.go), not a YAML parser. kubeadm writes a
+// flag plain; a person may quote it. Linear in the line.
 
 import (
 	"strconv"
@@ -17,7 +15,6 @@ import (
 type scalarKind int
 
 const (
-	// isScalar: a scalar, read.
 	isScalar scalarKind = iota
 	// notScalar: something else YAML allows there (a mapping entry, a
 	// nested collection, an alias, a tag, a block scalar, nothing).
@@ -27,12 +24,10 @@ const (
 	badScalar
 )
 
-// flowIndicators end a plain scalar in flow context.
 const flowIndicators = ",[]{}"
 
-// scalar reads the scalar that s starts with (s has no leading blank):
-// its value, and the rest of s after it (in block context, after a
-// trailing comment too).
+// scalar reads the scalar that s starts with (s has no leading blank),
+// and the rest of s after it (in block context, after a comment too).
 func scalar(s string, flow bool) (value, rest string, kind scalarKind) {
 	if s == "" {
 		return "", "", notScalar
@@ -114,10 +109,9 @@ var simpleEscapes = map[byte]string{
 	'e': "\x1b", ' ': " ", '"': `"`, '/': "/", '\\': `\`, 'N': "\u0085", '_': "\u00a0", 'L': "\u2028", 'P': "\u2029",
 }
 
-// hexEscapes are the escapes of a code point and their digits.
+// hexEscapes are the escapes of a code point, and their digits.
 var hexEscapes = map[byte]int{'x': 2, 'u': 4, 'U': 8}
 
-// doubleQuoted reads a double-quoted scalar from after its quote.
 func doubleQuoted(s string) (string, string, scalarKind) {
 	var b strings.Builder
 	for i := 0; i < len(s); i++ {
