@@ -121,15 +121,13 @@ func DetectV1(sys system.System, tbl *system.MountTable) (V1Facts, error) {
 		if !isCpusetMount(m) || path.Dir(m.Mountpoint) != Root {
 			continue
 		}
-		cpus, err := sys.ReadFile(path.Join(m.Mountpoint, "cpuset.cpus"), system.LimitValue)
-		if err != nil {
-			return f, err
+		var v [2][]byte
+		for i, name := range [2]string{"cpuset.cpus", "cpuset.mems"} {
+			if v[i], err = sys.ReadFile(path.Join(m.Mountpoint, name), system.LimitValue); err != nil {
+				return f, err
+			}
 		}
-		mems, err := sys.ReadFile(path.Join(m.Mountpoint, "cpuset.mems"), system.LimitValue)
-		if err != nil {
-			return f, err
-		}
-		f.Cpuset[m.Mountpoint] = [2][]byte{cpus, mems}
+		f.Cpuset[m.Mountpoint] = v
 	}
 	return f, nil
 }

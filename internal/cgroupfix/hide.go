@@ -59,12 +59,6 @@ func (p *v1Planner) hideControllers(misc bool) []plan.Action {
 		plan.Bind(FakeCgroups, procCgroups).Because(why))
 }
 
-// FilterProcCgroups drops the misc controller's line from /proc/cgroups:
-// the line whose first field is "misc", however the fields are separated
-// (the kernel uses tabs; a capture may have spaces), keeping every other
-// line byte for byte.
-func FilterProcCgroups(b []byte) []byte { return dropControllers(b, nil) }
-
 // dropControllers drops the lines of misc and of the controllers named
 // from /proc/cgroups, keeping every other line byte for byte. Linear in
 // both: the names are a set.

@@ -53,9 +53,6 @@ func ReadSelfCgroup(sys system.System) (SelfCgroup, error) {
 	return SelfCgroup{data: string(b)}, nil
 }
 
-// ParseSelfCgroup is a SelfCgroup of the given content.
-func ParseSelfCgroup(data []byte) SelfCgroup { return SelfCgroup{data: string(data)} }
-
 // errNoCPU: no line names the cpu controller.
 var errNoCPU = errors.New("no cpu controller")
 
