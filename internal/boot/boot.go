@@ -2,6 +2,7 @@ package boot
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -61,7 +62,7 @@ func (h *Host) MountTable() ([]*mountinfo.Info, error) {
 // step's Prefetch or Plan first asks for it.
 func (h *Host) netProbes() *network.Probes {
 	if h.probes == nil {
-		h.probes = network.NewProbes(h.Sys, h.probeTimeout())
+		h.probes = network.NewProbes(h.Sys, cmp.Or(max(h.ProbeTimeout, 0), network.ProbeTimeout))
 	}
 	return h.probes
 }
@@ -355,8 +356,7 @@ func cgroupName(v2 bool) string {
 
 // ExitCode is the process exit status for an error from Run or DryRun.
 func ExitCode(err error) int {
-	var se *StepError
-	if errors.As(err, &se) {
+	if se, ok := errors.AsType[*StepError](err); ok {
 		return se.Code
 	}
 	if err != nil {
