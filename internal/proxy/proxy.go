@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"path"
+	"slices"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -69,22 +70,12 @@ func Plan(f Facts) ([]plan.Action, error) {
 		actions = append(actions, plan.Mkdir(path.Dir(DropIn), 0o755))
 	}
 	w := plan.WriteFile(DropIn, content, 0o644).Because("every unit gets the proxy settings")
-	if hasCredentials(f.Vars) {
+	// A value may hold a proxy's user and password (a URL's userinfo ends
+	// at an "@"): the drop-in is then never shown.
+	if slices.ContainsFunc(f.Vars, func(v Var) bool { return strings.Contains(v.Value, "@") }) {
 		w = w.Secret()
 	}
 	return append(actions, w), nil
-}
-
-// hasCredentials reports whether a value may hold a proxy's user and
-// password (a URL's userinfo ends at an "@"): the drop-in is then never
-// shown.
-func hasCredentials(vars []Var) bool {
-	for _, v := range vars {
-		if strings.Contains(v.Value, "@") {
-			return true
-		}
-	}
-	return false
 }
 
 // Render writes the drop-in's content. Each assignment is double-quoted;

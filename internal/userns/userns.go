@@ -127,10 +127,7 @@ func Plan(f Facts) ([]plan.Action, error) {
 	if !f.CgroupV2 {
 		return actions, nil
 	}
-	if missing := Missing(f.Controllers); len(missing) > 0 {
-		return actions, MissingError(missing)
-	}
-	return actions, nil
+	return actions, MissingError(Missing(f.Controllers))
 }
 
 // Missing lists the Required controllers absent from a cgroup.controllers
