@@ -3,7 +3,6 @@ package cgroupfix
 import (
 	"bytes"
 	"strings"
-	"unicode"
 
 	"github.com/kind-entrypoint/entrypoint/internal/plan"
 	"github.com/moby/sys/mountinfo"
@@ -100,12 +99,11 @@ func notMounted(procCgroups []byte, kept []*mountinfo.Info) []string {
 	return out
 }
 
-// firstField is the first field strings.Fields would give, without
+// firstField is the first field bytes.Fields would give, without
 // splitting the whole line.
 func firstField(l []byte) []byte {
-	l = bytes.TrimLeftFunc(l, unicode.IsSpace)
-	if i := bytes.IndexFunc(l, unicode.IsSpace); i >= 0 {
-		return l[:i]
+	for f := range bytes.FieldsSeq(l) {
+		return f
 	}
-	return l
+	return nil
 }
