@@ -1,6 +1,7 @@
 package mounts
 
 import (
+	"cmp"
 	"fmt"
 	"io/fs"
 	"path"
@@ -68,14 +69,11 @@ func Detect(sys system.System, searchPath string, tbl *system.MountTable) (Facts
 }
 
 func lookBinary(sys system.System, name, searchPath string) (Binary, error) {
-	if searchPath == "" {
-		searchPath = DefaultPath
-	}
 	b := Binary{Name: name}
 	// Each directory looked in once: a PATH of a megabyte may name one
 	// directory hundreds of thousands of times.
 	seen := map[string]bool{}
-	for dir := range strings.SplitSeq(searchPath, ":") {
+	for dir := range strings.SplitSeq(cmp.Or(searchPath, DefaultPath), ":") {
 		if !path.IsAbs(dir) {
 			// A relative PATH entry means the working directory; an
 			// entrypoint must not depend on it.
