@@ -15,9 +15,7 @@ import (
 
 // What every command knows of the node's cgroups, in one place: where the
 // hierarchies are mounted, and the two files read to tell which ones the
-// node has. The cgroups library is used only for its reader-based parser:
-// its Mode() and Manager APIs read fixed host paths (and Mode() caches its
-// answer), which a --root replay or a capture cannot redirect.
+// node has (see doc.go for why not the cgroups library's Mode()).
 const (
 	// Root is where the cgroup hierarchies are mounted: the unified one
 	// itself on v2, a tmpfs of v1 hierarchies on v1.

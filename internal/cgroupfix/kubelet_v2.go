@@ -10,9 +10,8 @@ import (
 	"github.com/kind-entrypoint/entrypoint/internal/system"
 )
 
-// The logic of create-kubelet-cgroup-v2 (internal/companion runs it): on
-// cgroup v2 the kubelet's cgroups are made after systemd started, not by
-// fix_cgroup.
+// The logic of create-kubelet-cgroup-v2 (internal/companion runs it, after
+// systemd started: see doc.go).
 
 // KubeletCgroupFacts is what create-kubelet-cgroup-v2 needs.
 type KubeletCgroupFacts struct {
