@@ -11,4 +11,4 @@ var IsCpusetMount = isCpusetMount
 func FilterProcCgroups(b []byte) []byte { return dropControllers(b, nil) }
 
 // ParseSelfCgroup is a SelfCgroup of the given content.
-func ParseSelfCgroup(data []byte) SelfCgroup { return SelfCgroup{data: string(data)} }
+func ParseSelfCgroup(data []byte) SelfCgroup { return SelfCgroup(data) }

@@ -38,17 +38,15 @@ func ReadControllers(sys system.System) (string, error) {
 
 // SelfCgroup is /proc/self/cgroup as read; its lines are parsed by
 // containerd's cgroups library (ParseCgroupFromReaderUnified) when asked.
-type SelfCgroup struct {
-	data string
-}
+type SelfCgroup string
 
 // ReadSelfCgroup reads /proc/self/cgroup.
 func ReadSelfCgroup(sys system.System) (SelfCgroup, error) {
 	b, err := sys.ReadFile(ProcSelfCgroup, system.LimitConfig)
 	if err != nil {
-		return SelfCgroup{}, err
+		return "", err
 	}
-	return SelfCgroup{data: string(b)}, nil
+	return SelfCgroup(b), nil
 }
 
 // errNoCPU: no line names the cpu controller.
@@ -61,7 +59,7 @@ var errNoCPU = errors.New("no cpu controller")
 // part of its path (the library's line scanner drops it).
 func (s SelfCgroup) each(fn func(line int, v1 map[string]string, unified string) bool) error {
 	n := 0
-	for line := range strings.SplitSeq(s.data, "\n") {
+	for line := range strings.SplitSeq(string(s), "\n") {
 		n++
 		if strings.TrimSuffix(line, "\r") == "" {
 			continue
