@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -133,13 +134,10 @@ func Plan(f Facts) ([]plan.Action, error) {
 // Missing lists the Required controllers absent from a cgroup.controllers
 // line (whole words only: "cpuset" does not provide "cpu").
 func Missing(controllers string) []string {
-	have := map[string]bool{}
-	for _, c := range strings.Fields(controllers) {
-		have[c] = true
-	}
+	have := strings.Fields(controllers)
 	var missing []string
 	for _, c := range Required {
-		if !have[c] {
+		if !slices.Contains(have, c) {
 			missing = append(missing, c)
 		}
 	}
