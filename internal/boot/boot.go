@@ -2,6 +2,7 @@ package boot
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -61,7 +62,7 @@ func (h *Host) MountTable() ([]*mountinfo.Info, error) {
 // step's Prefetch or Plan first asks for it.
 func (h *Host) netProbes() *network.Probes {
 	if h.probes == nil {
-		h.probes = network.NewProbes(h.Sys, h.probeTimeout())
+		h.probes = network.NewProbes(h.Sys, cmp.Or(max(h.ProbeTimeout, 0), network.ProbeTimeout))
 	}
 	return h.probes
 }
@@ -306,9 +307,6 @@ func (d Dry) State() *State {
 // Render is Render of Shown.
 func (d Dry) Render(w io.Writer) error { return Render(w, d.Host, d.Shown()) }
 
-// JSONReport is JSONReport of Shown.
-func (d Dry) JSONReport() any { return JSONReport(d.Host, d.Shown()) }
-
 // Render prints a dry run: the shared facts, then each step with its facts
 // and its actions, one per line.
 func Render(w io.Writer, h *Host, results []Result) error {
@@ -355,8 +353,7 @@ func cgroupName(v2 bool) string {
 
 // ExitCode is the process exit status for an error from Run or DryRun.
 func ExitCode(err error) int {
-	var se *StepError
-	if errors.As(err, &se) {
+	if se, ok := errors.AsType[*StepError](err); ok {
 		return se.Code
 	}
 	if err != nil {
@@ -365,8 +362,8 @@ func ExitCode(err error) int {
 	return 0
 }
 
-// JSONReport is the --dry-run --log-format=json form of a dry run.
-func JSONReport(h *Host, results []Result) any {
+// JSONReport is the --dry-run --log-format=json form of Shown.
+func (d Dry) JSONReport() any {
 	type step struct {
 		Step    string        `json:"step"`
 		Facts   []Fact        `json:"facts,omitempty"`
@@ -377,8 +374,8 @@ func JSONReport(h *Host, results []Result) any {
 		UserNS bool   `json:"user_namespace"`
 		Cgroup string `json:"cgroup"`
 		Steps  []step `json:"steps"`
-	}{UserNS: h.State.UserNS, Cgroup: cgroupName(h.State.CgroupV2)}
-	for _, r := range results {
+	}{UserNS: d.Host.State.UserNS, Cgroup: cgroupName(d.Host.State.CgroupV2)}
+	for _, r := range d.Shown() {
 		s := step{Step: r.Step, Facts: r.Facts, Actions: r.Actions}
 		if s.Actions == nil {
 			s.Actions = []plan.Action{}

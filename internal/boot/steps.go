@@ -1,13 +1,12 @@
 package boot
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
-	"io"
 	"slices"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/kind-entrypoint/entrypoint/internal/cgroupfix"
 	"github.com/kind-entrypoint/entrypoint/internal/containerd"
@@ -134,24 +133,8 @@ func refusesV1(v cgroupfix.KubeletVersion, err error, actions []plan.Action) []p
 	return actions
 }
 
-// random is h.Rand, or crypto/rand.
-func (h *Host) random() io.Reader {
-	if h.Rand != nil {
-		return h.Rand
-	}
-	return rand.Reader
-}
-
-// probeTimeout is h.ProbeTimeout, or the production limit.
-func (h *Host) probeTimeout() time.Duration {
-	if h.ProbeTimeout > 0 {
-		return h.ProbeTimeout
-	}
-	return network.ProbeTimeout
-}
-
 func fixMachineID(_ context.Context, h *Host) (Planned, error) {
-	f, err := identity.DetectMachineID(h.Sys, h.random())
+	f, err := identity.DetectMachineID(h.Sys, cmp.Or(h.Rand, rand.Reader))
 	if h.State.MachineID = found(f, err); err != nil {
 		return Planned{}, err
 	}
@@ -171,7 +154,7 @@ func fixProductName(_ context.Context, h *Host) (Planned, error) {
 }
 
 func fixProductUUID(_ context.Context, h *Host) (Planned, error) {
-	f, err := identity.DetectProductUUID(h.Sys, h.random(), h.mounts)
+	f, err := identity.DetectProductUUID(h.Sys, cmp.Or(h.Rand, rand.Reader), h.mounts)
 	if h.State.ProductUUID = found(f, err); err != nil {
 		return Planned{}, err
 	}
@@ -260,9 +243,4 @@ func described(pairs [][2]string) []Fact {
 }
 
 // executable is h.Executable, or where kind's image has the binary.
-func (h *Host) executable() string {
-	if h.Executable != "" {
-		return h.Executable
-	}
-	return plan.DefaultExecutable
-}
+func (h *Host) executable() string { return cmp.Or(h.Executable, plan.DefaultExecutable) }

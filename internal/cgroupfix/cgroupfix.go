@@ -121,15 +121,13 @@ func DetectV1(sys system.System, tbl *system.MountTable) (V1Facts, error) {
 		if !isCpusetMount(m) || path.Dir(m.Mountpoint) != Root {
 			continue
 		}
-		cpus, err := sys.ReadFile(path.Join(m.Mountpoint, "cpuset.cpus"), system.LimitValue)
-		if err != nil {
-			return f, err
+		var v [2][]byte
+		for i, name := range [2]string{"cpuset.cpus", "cpuset.mems"} {
+			if v[i], err = sys.ReadFile(path.Join(m.Mountpoint, name), system.LimitValue); err != nil {
+				return f, err
+			}
 		}
-		mems, err := sys.ReadFile(path.Join(m.Mountpoint, "cpuset.mems"), system.LimitValue)
-		if err != nil {
-			return f, err
-		}
-		f.Cpuset[m.Mountpoint] = [2][]byte{cpus, mems}
+		f.Cpuset[m.Mountpoint] = v
 	}
 	return f, nil
 }
@@ -169,7 +167,6 @@ func PlanV1(f V1Facts) ([]plan.Action, error) {
 			p.cpuset[m.Mountpoint] = v
 		}
 	}
-	p.paths.Grow(pathsSize(f.Mounts, p.cpuset, f.Current != "/"))
 	actions := []plan.Action{DetectedV1()}
 	if f.Current == "/" {
 		actions = append(actions, plan.Info("detected cgroupns"))
@@ -203,32 +200,22 @@ func PlanV1(f V1Facts) ([]plan.Action, error) {
 	// removed): after a first run the kubelet roots and these binds are
 	// cgroup mounts too, and binding them again would never end.
 	var binds []*mountinfo.Info
-	var bound []mountinfo.Info // what binds point to, allocated once
-	// Every hierarchy of the container shows the same cgroup: one reason.
-	var reason, reasonRoot string
 	for _, m := range f.Mounts {
 		if !p.mounted[m.Mountpoint] || (m.FSType != "cgroup" && m.FSType != "cgroup2") ||
 			m.Root == "/" || path.Dir(m.Mountpoint) != Root {
 			continue
 		}
-		target := p.join(m.Mountpoint, m.Root)
+		target := m.Mountpoint + m.Root
 		if p.mounted[target] {
 			continue
 		}
-		if m.Root != reasonRoot {
-			reasonRoot, reason = m.Root, "make "+m.Root+" resolve inside the container's hierarchy"
-		}
 		actions = append(actions,
 			plan.Mkdir(target, 0o755),
-			plan.Bind(m.Mountpoint, target).Because(reason))
+			plan.Bind(m.Mountpoint, target).Because("make "+m.Root+" resolve inside the container's hierarchy"))
 		p.mounted[target] = true
-		if bound == nil {
-			bound = make([]mountinfo.Info, 0, len(f.Mounts))
-		}
-		bound = append(bound, *m)
-		b := &bound[len(bound)-1]
+		b := *m
 		b.Mountpoint = target
-		binds = append(binds, b)
+		binds = append(binds, &b)
 		if v, ok := p.cpuset[m.Mountpoint]; ok {
 			p.cpuset[target] = v
 		}
@@ -247,50 +234,7 @@ func lookedUp(m *mountinfo.Info) bool {
 type v1Planner struct {
 	f       V1Facts
 	mounted map[string]bool
-	// paths holds the text of the paths the plan makes (see join).
-	paths strings.Builder
 	// cpuset: the cpuset.cpus and cpuset.mems a kubelet root under each
 	// cpuset mount point copies (Facts.Cpuset is not changed: Plan is pure).
 	cpuset map[string][2][]byte
-}
-
-// join returns the concatenation of parts, kept in p.paths: a v1 host
-// with a dozen hierarchies plans some sixty paths (binds, two kubelet
-// roots in each hierarchy and in each bind), which were a string each.
-// What join returned stays valid: a strings.Builder never changes bytes
-// it has written, even when it grows.
-func (p *v1Planner) join(parts ...string) string {
-	start := p.paths.Len()
-	for _, s := range parts {
-		p.paths.WriteString(s)
-	}
-	return p.paths.String()[start:]
-}
-
-// pathsSize is about what p.paths holds for a plan over mounts (at most
-// a little more): the kubelet roots in each cgroup mount with, for
-// cpuset, their two files; without cgroupns (binds), the bind of each
-// cgroup mount at its full path and the same in each bind. Counting the
-// binds in a cgroupns plan, which makes none, reserved twice what its
-// paths hold: 50 MiB for 1000 cpuset mounts near PATH_MAX deep.
-func pathsSize(mounts []*mountinfo.Info, cpuset map[string][2][]byte, binds bool) int {
-	n := 0
-	for _, m := range mounts {
-		if m.FSType == "cgroup" || m.FSType == "cgroup2" {
-			n += 2*len(m.Mountpoint) + len("/kubelet/kubelet.slice")
-			if binds {
-				n += 3*len(m.Mountpoint) + 3*len(m.Root) + len("/kubelet/kubelet.slice")
-			}
-		}
-		if _, ok := cpuset[m.Mountpoint]; ok {
-			// Each root's cpuset.cpus and cpuset.mems, in the mount
-			// (and in its bind).
-			k := len(m.Mountpoint) + len("/kubelet.slice/cpuset.mems")
-			if binds {
-				k = 2 * (k + len(m.Root))
-			}
-			n += 4 * k
-		}
-	}
-	return n
 }

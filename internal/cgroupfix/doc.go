@@ -8,6 +8,7 @@
 // host's again.
 //
 // Every read goes through system.System, so replays and captures see the
-// same host; containerd/cgroups' Mode() and managers, which read fixed host
-// paths, are not used.
+// same host; containerd/cgroups is used only for its reader-based parser:
+// its Mode() and managers read fixed host paths (and Mode() caches its
+// answer), which a --root replay or a capture cannot redirect.
 package cgroupfix

@@ -69,10 +69,8 @@ func ParseKubeletVersion(s string) (KubeletVersion, error) {
 	}
 	core := strings.TrimPrefix(raw, "v")
 	if i := strings.IndexAny(core, "-+"); i >= 0 {
-		for _, r := range core[i+1:] {
-			if !isVersionSuffixRune(r) {
-				return bad("a character outside [0-9A-Za-z.+-] after the version")
-			}
+		if strings.TrimLeft(core[i+1:], digits+letters+".+-") != "" {
+			return bad("a character outside [0-9A-Za-z.+-] after the version")
 		}
 		if i+1 == len(core) {
 			return bad("nothing after " + string(core[i]))
@@ -95,12 +93,9 @@ func ParseKubeletVersion(s string) (KubeletVersion, error) {
 }
 
 func versionNumber(p string) (int, error) {
-	for _, r := range p {
-		if r < '0' || r > '9' {
-			return 0, errors.New("a number with a character that is not a digit")
-		}
-	}
 	switch {
+	case strings.TrimLeft(p, digits) != "":
+		return 0, errors.New("a number with a character that is not a digit")
 	case p == "":
 		return 0, errors.New("an empty number")
 	case len(p) > maxVersionNumber:
@@ -111,9 +106,10 @@ func versionNumber(p string) (int, error) {
 	return strconv.Atoi(p)
 }
 
-func isVersionSuffixRune(r rune) bool {
-	return r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r == '.' || r == '-' || r == '+'
-}
+const (
+	digits  = "0123456789"
+	letters = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+)
 
 // RefusesV1Warning is fix_cgroup's line, right after DetectedV1, on a
 // cgroup v1 host whose node image's kubelet refuses cgroup v1: without it

@@ -3,7 +3,6 @@ package cgroupfix
 import (
 	"bytes"
 	"strings"
-	"unicode"
 
 	"github.com/kind-entrypoint/entrypoint/internal/plan"
 	"github.com/moby/sys/mountinfo"
@@ -59,12 +58,6 @@ func (p *v1Planner) hideControllers(misc bool) []plan.Action {
 		plan.Bind(FakeCgroups, procCgroups).Because(why))
 }
 
-// FilterProcCgroups drops the misc controller's line from /proc/cgroups:
-// the line whose first field is "misc", however the fields are separated
-// (the kernel uses tabs; a capture may have spaces), keeping every other
-// line byte for byte.
-func FilterProcCgroups(b []byte) []byte { return dropControllers(b, nil) }
-
 // dropControllers drops the lines of misc and of the controllers named
 // from /proc/cgroups, keeping every other line byte for byte. Linear in
 // both: the names are a set.
@@ -106,12 +99,11 @@ func notMounted(procCgroups []byte, kept []*mountinfo.Info) []string {
 	return out
 }
 
-// firstField is the first field strings.Fields would give, without
+// firstField is the first field bytes.Fields would give, without
 // splitting the whole line.
 func firstField(l []byte) []byte {
-	l = bytes.TrimLeftFunc(l, unicode.IsSpace)
-	if i := bytes.IndexFunc(l, unicode.IsSpace); i >= 0 {
-		return l[:i]
+	for f := range bytes.FieldsSeq(l) {
+		return f
 	}
-	return l
+	return nil
 }

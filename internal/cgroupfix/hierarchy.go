@@ -15,9 +15,7 @@ import (
 
 // What every command knows of the node's cgroups, in one place: where the
 // hierarchies are mounted, and the two files read to tell which ones the
-// node has. The cgroups library is used only for its reader-based parser:
-// its Mode() and Manager APIs read fixed host paths (and Mode() caches its
-// answer), which a --root replay or a capture cannot redirect.
+// node has (see doc.go for why not the cgroups library's Mode()).
 const (
 	// Root is where the cgroup hierarchies are mounted: the unified one
 	// itself on v2, a tmpfs of v1 hierarchies on v1.
@@ -40,21 +38,16 @@ func ReadControllers(sys system.System) (string, error) {
 
 // SelfCgroup is /proc/self/cgroup as read; its lines are parsed by
 // containerd's cgroups library (ParseCgroupFromReaderUnified) when asked.
-type SelfCgroup struct {
-	data string
-}
+type SelfCgroup string
 
 // ReadSelfCgroup reads /proc/self/cgroup.
 func ReadSelfCgroup(sys system.System) (SelfCgroup, error) {
 	b, err := sys.ReadFile(ProcSelfCgroup, system.LimitConfig)
 	if err != nil {
-		return SelfCgroup{}, err
+		return "", err
 	}
-	return SelfCgroup{data: string(b)}, nil
+	return SelfCgroup(b), nil
 }
-
-// ParseSelfCgroup is a SelfCgroup of the given content.
-func ParseSelfCgroup(data []byte) SelfCgroup { return SelfCgroup{data: string(data)} }
 
 // errNoCPU: no line names the cpu controller.
 var errNoCPU = errors.New("no cpu controller")
@@ -66,7 +59,7 @@ var errNoCPU = errors.New("no cpu controller")
 // part of its path (the library's line scanner drops it).
 func (s SelfCgroup) each(fn func(line int, v1 map[string]string, unified string) bool) error {
 	n := 0
-	for line := range strings.SplitSeq(s.data, "\n") {
+	for line := range strings.SplitSeq(string(s), "\n") {
 		n++
 		if strings.TrimSuffix(line, "\r") == "" {
 			continue

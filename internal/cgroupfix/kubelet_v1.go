@@ -127,7 +127,7 @@ func (p *v1Planner) kubeletRoots(actions []plan.Action, subsystems []*mountinfo.
 
 // kubeletRoot appends what makes one kubelet root to actions.
 func (p *v1Planner) kubeletRoot(actions []plan.Action, subsystem, root string) []plan.Action {
-	target := p.join(subsystem, root)
+	target := subsystem + root
 	if p.mounted[target] {
 		return actions
 	}
@@ -136,8 +136,8 @@ func (p *v1Planner) kubeletRoot(actions []plan.Action, subsystem, root string) [
 	if v, ok := p.cpuset[subsystem]; ok {
 		// A cpuset cgroup with empty cpus or mems refuses tasks (ENOSPC).
 		actions = append(actions,
-			plan.WriteInPlace(p.join(target, "/cpuset.cpus"), v[0]),
-			plan.WriteInPlace(p.join(target, "/cpuset.mems"), v[1]))
+			plan.WriteInPlace(target+"/cpuset.cpus", v[0]),
+			plan.WriteInPlace(target+"/cpuset.mems", v[1]))
 	}
 	return append(actions, plan.Bind(target, target).Because("keep systemd from removing the kubelet's cgroup"))
 }

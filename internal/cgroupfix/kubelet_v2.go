@@ -10,9 +10,8 @@ import (
 	"github.com/kind-entrypoint/entrypoint/internal/system"
 )
 
-// The logic of create-kubelet-cgroup-v2 (internal/companion runs it): on
-// cgroup v2 the kubelet's cgroups are made after systemd started, not by
-// fix_cgroup.
+// The logic of create-kubelet-cgroup-v2 (internal/companion runs it, after
+// systemd started: see doc.go).
 
 // KubeletCgroupFacts is what create-kubelet-cgroup-v2 needs.
 type KubeletCgroupFacts struct {
@@ -82,20 +81,17 @@ func PlanKubeletCgroup(f KubeletCgroupFacts) ([]plan.Action, error) {
 		// cgroup-root to exist (the script makes them too).
 		actions = append(actions, plan.Warning(ControllersFile+" lists no controller; nothing to delegate"))
 	}
-	enable := make([]string, len(f.Controllers))
-	for i, c := range f.Controllers {
-		enable[i] = "+" + c
-	}
+	enable := "+" + strings.Join(f.Controllers, " +")
 	for _, g := range append([]string{"/"}, KubeletRoots...) {
 		dir := path.Join(Root, g)
 		if !f.Exists[g] {
 			actions = append(actions, plan.Mkdir(dir, 0o755))
 		}
-		if len(enable) == 0 || f.Exists[g] && containsAll(f.Enabled[g], f.Controllers) {
+		if len(f.Controllers) == 0 || f.Exists[g] && containsAll(f.Enabled[g], f.Controllers) {
 			continue
 		}
 		// cgroupfs files cannot be replaced, only written.
-		actions = append(actions, plan.WriteInPlace(dir+"/cgroup.subtree_control", []byte(strings.Join(enable, " "))))
+		actions = append(actions, plan.WriteInPlace(dir+"/cgroup.subtree_control", []byte(enable)))
 	}
 	return actions, nil
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"slices"
 	"strings"
 
 	"github.com/moby/sys/mountinfo"
@@ -39,10 +40,7 @@ func NewMachineID(rand io.Reader) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	var out [33]byte
-	hex.Encode(out[:32], b[:])
-	out[32] = '\n'
-	return string(out[:]), nil
+	return hex.EncodeToString(b[:]) + "\n", nil
 }
 
 // NewUUID returns a random UUID v4 in the form /proc/sys/kernel/random/uuid
@@ -52,16 +50,7 @@ func NewUUID(rand io.Reader) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	// 8-4-4-4-12 hex digits, dashed: the groups are bytes 0-4, 4-6,
-	// 6-8, 8-10 and 10-16.
-	var out [37]byte
-	hex.Encode(out[0:8], b[0:4])
-	hex.Encode(out[9:13], b[4:6])
-	hex.Encode(out[14:18], b[6:8])
-	hex.Encode(out[19:23], b[8:10])
-	hex.Encode(out[24:36], b[10:16])
-	out[8], out[13], out[18], out[23], out[36] = '-', '-', '-', '-', '\n'
-	return string(out[:]), nil
+	return fmt.Sprintf("%x-%x-%x-%x-%x\n", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16]), nil
 }
 
 func random16(rand io.Reader) ([16]byte, error) {
@@ -78,23 +67,11 @@ func random16(rand io.Reader) ([16]byte, error) {
 // 8-4-4-4-12 hex form.
 func IsUUID(s string) bool {
 	s = strings.TrimSpace(s)
-	if len(s) != 36 {
+	if len(s) != 36 || s[8] != '-' || s[13] != '-' || s[18] != '-' || s[23] != '-' {
 		return false
 	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch i {
-		case 8, 13, 18, 23:
-			if c != '-' {
-				return false
-			}
-		default:
-			if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F') {
-				return false
-			}
-		}
-	}
-	return true
+	_, err := hex.DecodeString(s[:8] + s[9:13] + s[14:18] + s[19:23] + s[24:])
+	return err == nil
 }
 
 // MachineIDFacts is what fix_machine_id needs.
@@ -324,11 +301,7 @@ func detectDMI(sys system.System, r *system.Resolver, mi []*mountinfo.Info, p st
 	if d.Target, err = r.Resolve(p); err != nil {
 		return d, err
 	}
-	for _, m := range mi {
-		if m.Mountpoint == d.Target {
-			d.Bound = true
-		}
-	}
+	d.Bound = slices.ContainsFunc(mi, func(m *mountinfo.Info) bool { return m.Mountpoint == d.Target })
 	return d, nil
 }
 

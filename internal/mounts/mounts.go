@@ -1,9 +1,10 @@
 package mounts
 
 import (
+	"cmp"
+	"fmt"
 	"io/fs"
 	"path"
-	"strconv"
 	"strings"
 	"syscall"
 
@@ -33,36 +34,18 @@ type Facts struct {
 	Sys *mountinfo.Info
 }
 
-// Describe summarises the binaries for --dry-run.
+// Describe summarises the binaries for --dry-run: "PATH UID:GID MODE on
+// FSTYPE" or "NAME not found", for both.
 func (f Facts) Describe() string {
-	// "PATH UID:GID MODE on FSTYPE" or "NAME not found", for both, in
-	// one buffer.
-	bins := []Binary{f.Mount, f.Umount}
-	n := 0
-	for _, bin := range bins {
-		n += len(bin.Name) + len(bin.Path) + len(bin.FSType) + 48
-	}
-	b := make([]byte, 0, n)
-	for i, bin := range bins {
-		if i > 0 {
-			b = append(b, ", "...)
-		}
+	var parts []string
+	for _, bin := range []Binary{f.Mount, f.Umount} {
 		if bin.Path == "" {
-			b = append(b, bin.Name...)
-			b = append(b, " not found"...)
-			continue
+			parts = append(parts, bin.Name+" not found")
+		} else {
+			parts = append(parts, fmt.Sprintf("%s %d:%d %s on %s", bin.Path, bin.UID, bin.GID, bin.Mode, bin.FSType))
 		}
-		b = append(b, bin.Path...)
-		b = append(b, ' ')
-		b = strconv.AppendInt(b, int64(bin.UID), 10)
-		b = append(b, ':')
-		b = strconv.AppendInt(b, int64(bin.GID), 10)
-		b = append(b, ' ')
-		b = append(b, bin.Mode.String()...)
-		b = append(b, " on "...)
-		b = append(b, bin.FSType...)
 	}
-	return string(b)
+	return strings.Join(parts, ", ")
 }
 
 // Detect finds the binaries on searchPath and reads the mount table
@@ -86,14 +69,11 @@ func Detect(sys system.System, searchPath string, tbl *system.MountTable) (Facts
 }
 
 func lookBinary(sys system.System, name, searchPath string) (Binary, error) {
-	if searchPath == "" {
-		searchPath = DefaultPath
-	}
 	b := Binary{Name: name}
 	// Each directory looked in once: a PATH of a megabyte may name one
 	// directory hundreds of thousands of times.
 	seen := map[string]bool{}
-	for dir := range strings.SplitSeq(searchPath, ":") {
+	for dir := range strings.SplitSeq(cmp.Or(searchPath, DefaultPath), ":") {
 		if !path.IsAbs(dir) {
 			// A relative PATH entry means the working directory; an
 			// entrypoint must not depend on it.

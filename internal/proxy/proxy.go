@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"path"
+	"slices"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -69,22 +70,12 @@ func Plan(f Facts) ([]plan.Action, error) {
 		actions = append(actions, plan.Mkdir(path.Dir(DropIn), 0o755))
 	}
 	w := plan.WriteFile(DropIn, content, 0o644).Because("every unit gets the proxy settings")
-	if hasCredentials(f.Vars) {
+	// A value may hold a proxy's user and password (a URL's userinfo ends
+	// at an "@"): the drop-in is then never shown.
+	if slices.ContainsFunc(f.Vars, func(v Var) bool { return strings.Contains(v.Value, "@") }) {
 		w = w.Secret()
 	}
 	return append(actions, w), nil
-}
-
-// hasCredentials reports whether a value may hold a proxy's user and
-// password (a URL's userinfo ends at an "@"): the drop-in is then never
-// shown.
-func hasCredentials(vars []Var) bool {
-	for _, v := range vars {
-		if strings.Contains(v.Value, "@") {
-			return true
-		}
-	}
-	return false
 }
 
 // Render writes the drop-in's content. Each assignment is double-quoted;
@@ -92,31 +83,19 @@ func hasCredentials(vars []Var) bool {
 // (measured on systemd 252), so those are escaped. A newline or another
 // control character cannot be carried through and is refused.
 func Render(vars []Var) ([]byte, error) {
-	const head = "[Manager]\nDefaultEnvironment="
-	n := len(head) + 1
-	for _, v := range vars {
+	words := make([]string, len(vars))
+	for i, v := range vars {
 		if err := check(v); err != nil {
 			return nil, err
 		}
-		// Quotes, '=' and a blank, and room for a few escapes.
-		n += len(v.Name) + len(v.Value) + 8
+		words[i] = Quote(v.Name + "=" + v.Value)
 	}
-	b := make([]byte, 0, n)
-	b = append(b, head...)
-	for i, v := range vars {
-		if i > 0 {
-			b = append(b, ' ')
-		}
-		b = appendQuoted(b, v.Name, "=", v.Value)
-	}
-	return append(b, '\n'), nil
+	return []byte("[Manager]\nDefaultEnvironment=" + strings.Join(words, " ") + "\n"), nil
 }
 
 func check(v Var) error {
-	for i := 0; i < len(v.Value); i++ {
-		if c := v.Value[i]; c < 0x20 || c == 0x7f {
-			return fmt.Errorf("%s: control character %q at byte %d cannot be passed to systemd", v.Name, c, i)
-		}
+	if i := strings.IndexFunc(v.Value, func(r rune) bool { return r < 0x20 || r == 0x7f }); i >= 0 {
+		return fmt.Errorf("%s: control character %q at byte %d cannot be passed to systemd", v.Name, v.Value[i], i)
 	}
 	// systemd ignores an assignment whose value is not UTF-8
 	// (env_value_is_valid), so the variable would silently be missing.
@@ -164,7 +143,7 @@ func Values(dropIn []byte) []string {
 }
 
 // unquoteWords splits a DefaultEnvironment= value into its words, undoing
-// what appendQuoted does: double quotes group, a backslash takes the next
+// what Quote does: double quotes group, a backslash takes the next
 // byte as it is, "%%" is one '%'.
 func unquoteWords(s string) []string {
 	var words []string
@@ -202,24 +181,17 @@ func unquoteWords(s string) []string {
 // Quote quotes one word for a systemd DefaultEnvironment= line. It works on
 // bytes: every byte but '"', '\\' and '%' is written as it is.
 func Quote(s string) string {
-	return string(appendQuoted(make([]byte, 0, len(s)+2), s))
-}
-
-// appendQuoted appends to b, quoted as by Quote, the word made of parts
-// (a name, "=" and a value, without concatenating them first).
-func appendQuoted(b []byte, parts ...string) []byte {
+	b := make([]byte, 0, len(s)+2)
 	b = append(b, '"')
-	for _, s := range parts {
-		for i := 0; i < len(s); i++ {
-			switch c := s[i]; c {
-			case '"', '\\':
-				b = append(b, '\\', c)
-			case '%':
-				b = append(b, "%%"...)
-			default:
-				b = append(b, c)
-			}
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; c {
+		case '"', '\\':
+			b = append(b, '\\', c)
+		case '%':
+			b = append(b, "%%"...)
+		default:
+			b = append(b, c)
 		}
 	}
-	return append(b, '"')
+	return string(append(b, '"'))
 }

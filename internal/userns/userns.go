@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -127,22 +128,16 @@ func Plan(f Facts) ([]plan.Action, error) {
 	if !f.CgroupV2 {
 		return actions, nil
 	}
-	if missing := Missing(f.Controllers); len(missing) > 0 {
-		return actions, MissingError(missing)
-	}
-	return actions, nil
+	return actions, MissingError(Missing(f.Controllers))
 }
 
 // Missing lists the Required controllers absent from a cgroup.controllers
 // line (whole words only: "cpuset" does not provide "cpu").
 func Missing(controllers string) []string {
-	have := map[string]bool{}
-	for _, c := range strings.Fields(controllers) {
-		have[c] = true
-	}
+	have := strings.Fields(controllers)
 	var missing []string
 	for _, c := range Required {
-		if !have[c] {
+		if !slices.Contains(have, c) {
 			missing = append(missing, c)
 		}
 	}
