@@ -134,6 +134,7 @@ func openRegular(name string, open func(flags int) (int, error), nofollow int) (
 	return fd, nil
 }
 
+// openRetry is retryEINTR of a call that returns a descriptor.
 func openRetry(open func() (int, error)) (int, error) {
 	for {
 		fd, err := open()
