@@ -30,13 +30,10 @@ import (
 // the replaying machine or as if the node had said nothing.
 func (t *Tree) Probe(name string, limit int) (b []byte, ok bool, err error) {
 	b, err = t.readIn("/"+ProbeDir+"/"+name, limit, unix.O_NOFOLLOW)
-	switch {
-	case err == nil:
-		return b, true, nil
-	case errors.Is(err, fs.ErrNotExist):
+	if errors.Is(err, fs.ErrNotExist) {
 		return nil, false, nil
 	}
-	return nil, false, err
+	return b, err == nil, err
 }
 
 func (t *Tree) FSType(p string) (string, error) {

@@ -57,8 +57,7 @@ func (t *Tree) Files() (*TreeFiles, error) {
 // nodePathErr names node path p in err, an error of os.Root (which names the
 // relative path it was given).
 func nodePathErr(err error, p string) error {
-	var pe *fs.PathError
-	if errors.As(err, &pe) {
+	if pe, ok := errors.AsType[*fs.PathError](err); ok {
 		pe.Path = NodePath(p)
 	}
 	return err
