@@ -18,7 +18,7 @@ import (
 // not that: Go keeps only the first copy of a variable given twice, and
 // drops empty entries. Without a readable /proc it is os.Environ.
 func Environ() []string {
-	b, err := readFile("/proc/self/environ", LimitOutput)
+	b, err := Linux{}.ReadFile("/proc/self/environ", LimitOutput)
 	if err != nil {
 		return os.Environ()
 	}

@@ -21,11 +21,10 @@ type Linux struct{}
 
 var _ System = Linux{}
 
-func (Linux) ReadFile(path string, limit int) ([]byte, error) { return readFile(path, limit) }
-func (Linux) Stat(path string) (fs.FileInfo, error)           { return os.Stat(path) }
-func (Linux) Lstat(path string) (fs.FileInfo, error)          { return os.Lstat(path) }
-func (Linux) ReadDir(path string) ([]fs.DirEntry, error)      { return os.ReadDir(path) }
-func (Linux) Readlink(path string) (string, error)            { return os.Readlink(path) }
+func (Linux) Stat(path string) (fs.FileInfo, error)      { return os.Stat(path) }
+func (Linux) Lstat(path string) (fs.FileInfo, error)     { return os.Lstat(path) }
+func (Linux) ReadDir(path string) ([]fs.DirEntry, error) { return os.ReadDir(path) }
+func (Linux) Readlink(path string) (string, error)       { return os.Readlink(path) }
 
 func (Linux) FSType(path string) (string, error) {
 	var st unix.Statfs_t

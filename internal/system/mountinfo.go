@@ -222,7 +222,6 @@ func parseShared(b []byte) ([]*mountinfo.Info, error) {
 	mi, err := parseMountinfo(text)
 	if err != nil {
 		err = fmt.Errorf("%s: %w", MountinfoPath, err)
-		mi = nil
 	}
 	shared.text, shared.mi, shared.err = text, mi, err
 	return mi, err

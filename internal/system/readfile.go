@@ -78,10 +78,10 @@ func ReadOptional(sys System, path string, limit int) ([]byte, error) {
 	return b, nil
 }
 
-// readFile reads the regular file name, at most limit bytes. Errors are
+// ReadFile reads the regular file name, at most limit bytes. Errors are
 // *fs.PathError values ("open", "read") with the errno, a
 // *NotRegularError or a *TooLargeError.
-func readFile(name string, limit int) ([]byte, error) {
+func (Linux) ReadFile(name string, limit int) ([]byte, error) {
 	fd, err := openHost(name)
 	if err != nil {
 		return nil, err

@@ -109,22 +109,19 @@ func (t *Tree) LookupIP(ctx context.Context, network, host string) ([]netip.Addr
 	var out []netip.Addr
 	for line := range strings.Lines(string(b)) {
 		// "NAME ADDR...", or "NAME hang".
-		i := 0
-		for f := range strings.FieldsSeq(line) {
-			if i == 0 && f != host {
-				break
+		f := strings.Fields(line)
+		if len(f) < 2 || f[0] != host {
+			continue
+		}
+		if f[1] == "hang" {
+			<-ctx.Done()
+			return nil, ctx.Err()
+		}
+		for _, s := range f[1:] {
+			a, err := netip.ParseAddr(s)
+			if err == nil && ((network == "ip4" && a.Is4()) || (network == "ip6" && a.Is6()) || network == "ip") {
+				out = append(out, a)
 			}
-			if i == 1 && f == "hang" {
-				<-ctx.Done()
-				return nil, ctx.Err()
-			}
-			if i >= 1 {
-				a, err := netip.ParseAddr(f)
-				if err == nil && ((network == "ip4" && a.Is4()) || (network == "ip6" && a.Is6()) || network == "ip") {
-					out = append(out, a)
-				}
-			}
-			i++
 		}
 	}
 	if len(out) == 0 {
