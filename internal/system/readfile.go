@@ -171,11 +171,7 @@ func readFD(fd int, name string, limit int) ([]byte, error) {
 	}
 	// One byte more than a regular file's size, so that the read that
 	// sees EOF needs no room of its own; /proc and /sys files say 0.
-	size := 512
-	if st.Size >= int64(size) {
-		size = int(st.Size) + 1
-	}
-	data := make([]byte, 0, min(size, limit+1))
+	data := make([]byte, 0, min(max(512, int(st.Size)+1), limit+1))
 	for {
 		if len(data) > limit {
 			return nil, &TooLargeError{Path: name, Limit: limit}
@@ -198,7 +194,6 @@ func readFD(fd int, name string, limit int) ([]byte, error) {
 	}
 }
 
-// fileType names a file type for an error.
 func fileType(mode uint32) string {
 	switch mode & unix.S_IFMT {
 	case unix.S_IFDIR:

@@ -268,15 +268,11 @@ func setFirstOption(opts string, ro bool) string {
 	if ro {
 		want = "ro"
 	}
+	if first, rest, _ := strings.Cut(opts, ","); first == "rw" || first == "ro" {
+		opts = rest
+	}
 	if opts == "" {
 		return want
-	}
-	first, rest, _ := strings.Cut(opts, ",")
-	if first == "rw" || first == "ro" {
-		if rest == "" {
-			return want
-		}
-		return want + "," + rest
 	}
 	return want + "," + opts
 }
