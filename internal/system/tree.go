@@ -63,7 +63,6 @@ type Tree struct {
 
 var _ System = (*Tree)(nil)
 
-// NewTree returns a Tree rooted at dir.
 func NewTree(dir string) *Tree { return &Tree{Root: dir} }
 
 // Changes returns the changes made so far, one line each, in order.
