@@ -99,10 +99,7 @@ func resetIgnoredSignals() {
 			continue
 		}
 		var old kernelSigaction
-		if _, _, e := unix.RawSyscall6(unix.SYS_RT_SIGACTION, uintptr(sig), 0, uintptr(unsafe.Pointer(&old)), 8, 0, 0); e != 0 {
-			continue
-		}
-		if old.handler != sigIgn {
+		if _, _, e := unix.RawSyscall6(unix.SYS_RT_SIGACTION, uintptr(sig), 0, uintptr(unsafe.Pointer(&old)), 8, 0, 0); e != 0 || old.handler != sigIgn {
 			continue
 		}
 		act := kernelSigaction{}

@@ -66,11 +66,10 @@ func (Linux) LookupIP(ctx context.Context, network, host string) ([]netip.Addr, 
 	if err != nil {
 		return nil, err
 	}
-	out := make([]netip.Addr, 0, len(ips))
-	for _, ip := range ips {
-		out = append(out, ip.Unmap())
+	for i, ip := range ips {
+		ips[i] = ip.Unmap()
 	}
-	return out, nil
+	return ips, nil
 }
 
 func (Linux) Run(ctx context.Context, argv []string, stdin []byte, timeout time.Duration) ([]byte, []byte, error) {
@@ -96,19 +95,20 @@ func (Linux) Run(ctx context.Context, argv []string, stdin []byte, timeout time.
 	if errors.Is(err, exec.ErrNotFound) {
 		return nil, nil, &NotInstalledError{Name: argv[0]}
 	}
+	out, errOut := stdout.buf.Bytes(), stderr.buf.Bytes()
 	if ctx.Err() == context.DeadlineExceeded {
-		return stdout.Bytes(), stderr.Bytes(), &TimeoutError{What: argv[0], After: timeout}
+		return out, errOut, &TimeoutError{What: argv[0], After: timeout}
 	}
 	if err != nil {
 		// The error stands alone (a dry run's fact, check's row): it
 		// quotes the first line of what the program said.
-		if msg := bytes.TrimSpace(stderr.Bytes()); len(msg) > 0 {
+		err = fmt.Errorf("%s: %w", argv[0], err)
+		if msg := bytes.TrimSpace(errOut); len(msg) > 0 {
 			first, _, _ := bytes.Cut(msg, []byte("\n"))
-			return stdout.Bytes(), stderr.Bytes(), fmt.Errorf("%s: %w: %s", argv[0], err, first)
+			err = fmt.Errorf("%w: %s", err, first)
 		}
-		return stdout.Bytes(), stderr.Bytes(), fmt.Errorf("%s: %w", argv[0], err)
 	}
-	return stdout.Bytes(), stderr.Bytes(), nil
+	return out, errOut, err
 }
 
 // boundedBuffer keeps what a command writes up to limit bytes. Past it,
@@ -134,8 +134,6 @@ func (b *boundedBuffer) Write(p []byte) (int, error) {
 	}
 	return b.buf.Write(p)
 }
-
-func (b *boundedBuffer) Bytes() []byte { return b.buf.Bytes() }
 
 // WriteFile writes data to a temporary file beside path, syncs it and
 // renames it over path, so a crash leaves either the old or the new file.

@@ -42,21 +42,20 @@ func (t *Tree) FSType(p string) (string, error) {
 	if _, err := t.Stat(p); err != nil {
 		return "", &fs.PathError{Op: "statfs", Path: p, Err: fs.ErrNotExist}
 	}
-	b, ok, err := t.Probe("statfs", LimitConfig)
+	// Without the file, b is empty: the mount table answers.
+	b, _, err := t.Probe("statfs", LimitConfig)
 	if err != nil {
 		return "", fmt.Errorf("statfs %s: %w", p, err)
 	}
-	if ok {
-		best, bestType := "", ""
-		for line := range strings.Lines(string(b)) {
-			f, ok := twoFields(line)
-			if ok && Under(p, f[0]) && len(f[0]) >= len(best) {
-				best, bestType = f[0], f[1]
-			}
+	best, bestType := "", ""
+	for line := range strings.Lines(string(b)) {
+		f, ok := twoFields(line)
+		if ok && Under(p, f[0]) && len(f[0]) >= len(best) {
+			best, bestType = f[0], f[1]
 		}
-		if bestType != "" {
-			return bestType, nil
-		}
+	}
+	if bestType != "" {
+		return bestType, nil
 	}
 	mounts, err := t.readMounts()
 	if err != nil {
@@ -92,10 +91,7 @@ func (t *Tree) OverlayTrial() error {
 	if err != nil {
 		return err
 	}
-	if !ok {
-		return nil
-	}
-	if s := strings.TrimSpace(string(b)); s != "ok" {
+	if s := strings.TrimSpace(string(b)); ok && s != "ok" {
 		return errors.New(s)
 	}
 	return nil
