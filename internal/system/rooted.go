@@ -226,7 +226,6 @@ func (t *Tree) statIn(p string, follow bool) (fs.FileInfo, error) {
 	return fi, nil
 }
 
-// Readlink reads the symlink at node path p inside the root.
 func (t *Tree) Readlink(p string) (string, error) {
 	fd, err := t.openIn("readlink", p, unix.O_PATH|unix.O_NOFOLLOW)
 	if err != nil {
