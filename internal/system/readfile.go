@@ -194,20 +194,19 @@ func readFD(fd int, name string, limit int) ([]byte, error) {
 	}
 }
 
+// fileTypes name the file types a read refuses, for its error.
+var fileTypes = map[uint32]string{
+	unix.S_IFDIR:  "a directory",
+	unix.S_IFIFO:  "a named pipe",
+	unix.S_IFCHR:  "a character device",
+	unix.S_IFBLK:  "a block device",
+	unix.S_IFSOCK: "a socket",
+	unix.S_IFLNK:  "a symbolic link",
+}
+
 func fileType(mode uint32) string {
-	switch mode & unix.S_IFMT {
-	case unix.S_IFDIR:
-		return "a directory"
-	case unix.S_IFIFO:
-		return "a named pipe"
-	case unix.S_IFCHR:
-		return "a character device"
-	case unix.S_IFBLK:
-		return "a block device"
-	case unix.S_IFSOCK:
-		return "a socket"
-	case unix.S_IFLNK:
-		return "a symbolic link"
+	if name, ok := fileTypes[mode&unix.S_IFMT]; ok {
+		return name
 	}
 	return fmt.Sprintf("file type %#o", mode&unix.S_IFMT)
 }
