@@ -28,7 +28,7 @@
 //     allocations (BenchmarkDetectPlan/aufs: 951 allocations, 1.9-2.8 ms,
 //     became 3,065 and 11.5-13.2 ms), and the binary grew by 100 KiB. Its
 //     fallback for kernels without openat2 cannot be forced, so what
-//     TestWalkAsOpenat2 checks of walkIn would go untested.
+//     TestWalkAsOpenat2 checks of walk would go untested.
 //   - Linux.WriteFile is not moby/sys/atomicwriter's WriteFile (v0.1.0): it
 //     refuses to replace a symlink, which WriteFile (and a Tree's) does,
 //     and chmods by name after closing, not the open file. A Tree writes

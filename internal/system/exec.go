@@ -18,7 +18,7 @@ import (
 // not that: Go keeps only the first copy of a variable given twice, and
 // drops empty entries. Without a readable /proc it is os.Environ.
 func Environ() []string {
-	b, err := readFile("/proc/self/environ", LimitOutput)
+	b, err := Linux{}.ReadFile("/proc/self/environ", LimitOutput)
 	if err != nil {
 		return os.Environ()
 	}
@@ -99,10 +99,7 @@ func resetIgnoredSignals() {
 			continue
 		}
 		var old kernelSigaction
-		if _, _, e := unix.RawSyscall6(unix.SYS_RT_SIGACTION, uintptr(sig), 0, uintptr(unsafe.Pointer(&old)), 8, 0, 0); e != 0 {
-			continue
-		}
-		if old.handler != sigIgn {
+		if _, _, e := unix.RawSyscall6(unix.SYS_RT_SIGACTION, uintptr(sig), 0, uintptr(unsafe.Pointer(&old)), 8, 0, 0); e != 0 || old.handler != sigIgn {
 			continue
 		}
 		act := kernelSigaction{}

@@ -11,7 +11,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"syscall"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -22,11 +21,10 @@ type Linux struct{}
 
 var _ System = Linux{}
 
-func (Linux) ReadFile(path string, limit int) ([]byte, error) { return readFile(path, limit) }
-func (Linux) Stat(path string) (fs.FileInfo, error)           { return os.Stat(path) }
-func (Linux) Lstat(path string) (fs.FileInfo, error)          { return os.Lstat(path) }
-func (Linux) ReadDir(path string) ([]fs.DirEntry, error)      { return os.ReadDir(path) }
-func (Linux) Readlink(path string) (string, error)            { return os.Readlink(path) }
+func (Linux) Stat(path string) (fs.FileInfo, error)      { return os.Stat(path) }
+func (Linux) Lstat(path string) (fs.FileInfo, error)     { return os.Lstat(path) }
+func (Linux) ReadDir(path string) ([]fs.DirEntry, error) { return os.ReadDir(path) }
+func (Linux) Readlink(path string) (string, error)       { return os.Readlink(path) }
 
 func (Linux) FSType(path string) (string, error) {
 	var st unix.Statfs_t
@@ -44,7 +42,7 @@ func (Linux) NofileHard() (uint64, error) {
 	return rl.Max, nil
 }
 
-func (Linux) OverlayTrial() error {
+func (l Linux) OverlayTrial() error {
 	dir, err := os.MkdirTemp("", "entrypoint-overlay-")
 	if err != nil {
 		return err
@@ -57,10 +55,10 @@ func (Linux) OverlayTrial() error {
 	}
 	target := filepath.Join(dir, "m")
 	data := fmt.Sprintf("lowerdir=%s/l,upperdir=%s/u,workdir=%s/w", dir, dir, dir)
-	if err := mount("overlay", target, "overlay", 0, data); err != nil {
+	if err := l.Mount("overlay", target, "overlay", 0, data); err != nil {
 		return err
 	}
-	return unmount(target, 0)
+	return l.Unmount(target, 0)
 }
 
 func (Linux) LookupIP(ctx context.Context, network, host string) ([]netip.Addr, error) {
@@ -68,11 +66,10 @@ func (Linux) LookupIP(ctx context.Context, network, host string) ([]netip.Addr, 
 	if err != nil {
 		return nil, err
 	}
-	out := make([]netip.Addr, 0, len(ips))
-	for _, ip := range ips {
-		out = append(out, ip.Unmap())
+	for i, ip := range ips {
+		ips[i] = ip.Unmap()
 	}
-	return out, nil
+	return ips, nil
 }
 
 func (Linux) Run(ctx context.Context, argv []string, stdin []byte, timeout time.Duration) ([]byte, []byte, error) {
@@ -98,18 +95,20 @@ func (Linux) Run(ctx context.Context, argv []string, stdin []byte, timeout time.
 	if errors.Is(err, exec.ErrNotFound) {
 		return nil, nil, &NotInstalledError{Name: argv[0]}
 	}
+	out, errOut := stdout.buf.Bytes(), stderr.buf.Bytes()
 	if ctx.Err() == context.DeadlineExceeded {
-		return stdout.Bytes(), stderr.Bytes(), &TimeoutError{What: argv[0], After: timeout}
+		return out, errOut, &TimeoutError{What: argv[0], After: timeout}
 	}
 	if err != nil {
 		// The error stands alone (a dry run's fact, check's row): it
 		// quotes the first line of what the program said.
-		if msg := bytes.TrimSpace(stderr.Bytes()); len(msg) > 0 {
-			return stdout.Bytes(), stderr.Bytes(), fmt.Errorf("%s: %w: %s", argv[0], err, firstLine(msg))
+		err = fmt.Errorf("%s: %w", argv[0], err)
+		if msg := bytes.TrimSpace(errOut); len(msg) > 0 {
+			first, _, _ := bytes.Cut(msg, []byte("\n"))
+			err = fmt.Errorf("%w: %s", err, first)
 		}
-		return stdout.Bytes(), stderr.Bytes(), fmt.Errorf("%s: %w", argv[0], err)
 	}
-	return stdout.Bytes(), stderr.Bytes(), nil
+	return out, errOut, err
 }
 
 // boundedBuffer keeps what a command writes up to limit bytes. Past it,
@@ -134,15 +133,6 @@ func (b *boundedBuffer) Write(p []byte) (int, error) {
 		return len(p), nil
 	}
 	return b.buf.Write(p)
-}
-
-func (b *boundedBuffer) Bytes() []byte { return b.buf.Bytes() }
-
-func firstLine(b []byte) []byte {
-	if i := bytes.IndexByte(b, '\n'); i >= 0 {
-		return b[:i]
-	}
-	return b
 }
 
 // WriteFile writes data to a temporary file beside path, syncs it and
@@ -174,17 +164,7 @@ func (Linux) WriteFile(path string, data []byte, perm fs.FileMode) (err error) {
 	return os.Rename(tmp, path)
 }
 
-func (Linux) WriteFileInPlace(path string, data []byte) error {
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_TRUNC|os.O_CREATE, 0o644)
-	if err != nil {
-		return err
-	}
-	if _, err := f.Write(data); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
-}
+func (Linux) WriteFileInPlace(path string, data []byte) error { return os.WriteFile(path, data, 0o644) }
 
 func (Linux) MkdirAll(path string, perm fs.FileMode) error { return os.MkdirAll(path, perm) }
 func (Linux) Remove(path string) error                     { return os.Remove(path) }
@@ -194,15 +174,9 @@ func (Linux) Chown(path string, uid, gid int) error        { return os.Chown(pat
 // Chmod: os.Chmod maps fs.ModeSetuid/ModeSetgid to the kernel bits.
 func (Linux) Chmod(path string, mode fs.FileMode) error { return os.Chmod(path, mode) }
 
-func (Linux) Mount(source, target, fstype string, flags MountFlags, data string) error {
-	return mount(source, target, fstype, flags, data)
-}
-
-func (Linux) Unmount(target string, flags int) error { return unmount(target, flags) }
-
 func (Linux) Sync() { unix.Sync() }
 
-func mount(source, target, fstype string, flags MountFlags, data string) error {
+func (Linux) Mount(source, target, fstype string, flags MountFlags, data string) error {
 	err := retryEINTR(func() error { return unix.Mount(source, target, fstype, uintptr(flags), data) })
 	if err != nil {
 		return &MountError{Op: "mount", Source: source, Target: target, FSType: fstype, Flags: flags, Data: data, Err: err}
@@ -210,7 +184,7 @@ func mount(source, target, fstype string, flags MountFlags, data string) error {
 	return nil
 }
 
-func unmount(target string, flags int) error {
+func (Linux) Unmount(target string, flags int) error {
 	if err := retryEINTR(func() error { return unix.Unmount(target, flags) }); err != nil {
 		return &MountError{Op: "umount", Target: target, Err: err}
 	}
@@ -220,10 +194,6 @@ func unmount(target string, flags int) error {
 // retryEINTR repeats a system call interrupted by a signal; Go's runtime
 // sends SIGURG for preemption, so EINTR is not rare.
 func retryEINTR(fn func() error) error {
-	for {
-		err := fn()
-		if !errors.Is(err, syscall.EINTR) {
-			return err
-		}
-	}
+	_, err := openRetry(func() (int, error) { return 0, fn() })
+	return err
 }

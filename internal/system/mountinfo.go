@@ -55,53 +55,27 @@ func ParseMountinfoFile(b []byte) ([]*mountinfo.Info, error) {
 // as every other table parser of the steps skips one; the library refuses
 // it as a line of too few fields.
 func ParseMountinfo(b []byte) ([]*mountinfo.Info, error) {
-	return parseMountinfoText(string(b))
+	return parseMountinfo(string(b))
 }
 
-// parseMountinfoText is ParseMountinfo of text.
-func parseMountinfoText(text string) ([]*mountinfo.Info, error) {
-	mi, err := parseMountinfoLines(text)
-	if err != nil {
-		return nil, err
-	}
-	if len(mi) == 0 {
-		return nil, errors.New("no mounts")
-	}
-	// The kernel prints mount points (and roots that are paths) clean and
-	// absolute; anything else is a forged table, and a mount point with
-	// ".." would lead the steps' mkdir, mount and umount elsewhere. The
-	// one exception is real: in a cgroup namespace, a cgroup mount's root
-	// outside the namespace's cgroup is shown relative to it, "/../.."
-	// (cgroup_show_path), as in /proc/self/cgroup. Whoever joins a root
-	// to a path must refuse those (cgroupfix does).
-	for i, m := range mi {
-		for _, f := range []struct{ name, path string }{{"mount point", m.Mountpoint}, {"root", m.Root}} {
-			if len(f.path) > MaxMountPath {
-				return nil, fmt.Errorf("mount %d (ID %d): %s of %d bytes, longer than %d (PATH_MAX, MaxMountPath)", i+1, m.ID, f.name, len(f.path), MaxMountPath)
-			}
-		}
-		if !cleanAbs(m.Mountpoint) || (strings.HasPrefix(m.Root, "/") && !cleanAbs(withoutLeadingUps(m.Root))) {
-			return nil, fmt.Errorf("mount %d (ID %d): mount point %s, root %s: not a clean absolute path", i+1, m.ID, logline.QuoteClipped(m.Mountpoint), logline.QuoteClipped(m.Root))
-		}
-	}
-	return mi, nil
-}
-
-// parseMountinfoLines reads the mount table text as the library reads
-// it (the fuzzer compares them), with one allocation for all its mounts
-// instead of three or four for each: its strings are text's own, escapes
-// aside. A table at its 16 MiB cap holds 350k short mounts; the library's
-// parse allocated 780 bytes each, 270 MiB. A line this parse does not
-// read (one the library refuses, or one too long for this parse's
-// reckoning of the library's scanner) goes to the library on its own: its
-// mount, or the error that names the line. The library never reads the
-// whole table, which a bad last line made it do before.
-func parseMountinfoLines(text string) ([]*mountinfo.Info, error) {
+// parseMountinfo is ParseMountinfo of text. It reads each line as the
+// library reads it (the fuzzer compares them), with one allocation for
+// all its mounts instead of three or four for each: its strings are
+// text's own, escapes aside. A table at its 16 MiB cap holds 350k short
+// mounts; the library's parse allocated 780 bytes each, 270 MiB. A line
+// this parse does not read (one the library refuses, or one too long for
+// this parse's reckoning of the library's scanner) goes to the library on
+// its own: its mount, or the error that names the line. The library never
+// reads the whole table, which a bad last line made it do before.
+func parseMountinfo(text string) ([]*mountinfo.Info, error) {
 	n := 0 // lines that are not blank: a table of blank lines holds none
 	for line := range strings.Lines(text) {
 		if len(strings.TrimSpace(line)) != 0 {
 			n++
 		}
+	}
+	if n == 0 {
+		return nil, errors.New("no mounts")
 	}
 	infos := make([]mountinfo.Info, 0, n)
 	var fields []string // one line's, reused
@@ -122,9 +96,25 @@ func parseMountinfoLines(text string) ([]*mountinfo.Info, error) {
 		}
 		infos = append(infos, *m[0])
 	}
+	// The kernel prints mount points (and roots that are paths) clean and
+	// absolute; anything else is a forged table, and a mount point with
+	// ".." would lead the steps' mkdir, mount and umount elsewhere. The
+	// one exception is real: in a cgroup namespace, a cgroup mount's root
+	// outside the namespace's cgroup is shown relative to it, "/../.."
+	// (cgroup_show_path), as in /proc/self/cgroup. Whoever joins a root
+	// to a path must refuse those (cgroupfix does).
 	mi := make([]*mountinfo.Info, len(infos))
 	for i := range infos {
-		mi[i] = &infos[i]
+		m := &infos[i]
+		for _, f := range []struct{ name, path string }{{"mount point", m.Mountpoint}, {"root", m.Root}} {
+			if len(f.path) > MaxMountPath {
+				return nil, fmt.Errorf("mount %d (ID %d): %s of %d bytes, longer than %d (PATH_MAX, MaxMountPath)", i+1, m.ID, f.name, len(f.path), MaxMountPath)
+			}
+		}
+		if !cleanAbs(m.Mountpoint) || (strings.HasPrefix(m.Root, "/") && !cleanAbs(withoutLeadingUps(m.Root))) {
+			return nil, fmt.Errorf("mount %d (ID %d): mount point %s, root %s: not a clean absolute path", i+1, m.ID, logline.QuoteClipped(m.Mountpoint), logline.QuoteClipped(m.Root))
+		}
+		mi[i] = m
 	}
 	return mi, nil
 }
@@ -229,10 +219,9 @@ func parseShared(b []byte) ([]*mountinfo.Info, error) {
 		return shared.mi, shared.err
 	}
 	text := string(b)
-	mi, err := parseMountinfoText(text)
+	mi, err := parseMountinfo(text)
 	if err != nil {
 		err = fmt.Errorf("%s: %w", MountinfoPath, err)
-		mi = nil
 	}
 	shared.text, shared.mi, shared.err = text, mi, err
 	return mi, err

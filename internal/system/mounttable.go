@@ -28,14 +28,12 @@ func (t *MountTable) Read(sys System) ([]*mountinfo.Info, error) {
 	if t.Fixed && t.read {
 		return t.mi, t.err
 	}
+	t.read, t.mi = true, nil
 	b, err := sys.ReadFile(MountinfoPath, LimitTable)
 	if err == nil {
-		t.mi, err = parseShared(b)
+		t.mi, err = parseShared(b) // nil on an error
 	}
-	t.read, t.err = true, err
-	if err != nil {
-		t.mi = nil
-	}
+	t.err = err
 	return t.mi, err
 }
 

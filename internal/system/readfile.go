@@ -78,10 +78,10 @@ func ReadOptional(sys System, path string, limit int) ([]byte, error) {
 	return b, nil
 }
 
-// readFile reads the regular file name, at most limit bytes. Errors are
+// ReadFile reads the regular file name, at most limit bytes. Errors are
 // *fs.PathError values ("open", "read") with the errno, a
 // *NotRegularError or a *TooLargeError.
-func readFile(name string, limit int) ([]byte, error) {
+func (Linux) ReadFile(name string, limit int) ([]byte, error) {
 	fd, err := openHost(name)
 	if err != nil {
 		return nil, err
@@ -134,6 +134,7 @@ func openRegular(name string, open func(flags int) (int, error), nofollow int) (
 	return fd, nil
 }
 
+// openRetry is retryEINTR of a call that returns a descriptor.
 func openRetry(open func() (int, error)) (int, error) {
 	for {
 		fd, err := open()
@@ -170,11 +171,7 @@ func readFD(fd int, name string, limit int) ([]byte, error) {
 	}
 	// One byte more than a regular file's size, so that the read that
 	// sees EOF needs no room of its own; /proc and /sys files say 0.
-	size := 512
-	if st.Size >= int64(size) {
-		size = int(st.Size) + 1
-	}
-	data := make([]byte, 0, min(size, limit+1))
+	data := make([]byte, 0, min(max(512, int(st.Size)+1), limit+1))
 	for {
 		if len(data) > limit {
 			return nil, &TooLargeError{Path: name, Limit: limit}
@@ -197,21 +194,19 @@ func readFD(fd int, name string, limit int) ([]byte, error) {
 	}
 }
 
-// fileType names a file type for an error.
+// fileTypes name the file types a read refuses, for its error.
+var fileTypes = map[uint32]string{
+	unix.S_IFDIR:  "a directory",
+	unix.S_IFIFO:  "a named pipe",
+	unix.S_IFCHR:  "a character device",
+	unix.S_IFBLK:  "a block device",
+	unix.S_IFSOCK: "a socket",
+	unix.S_IFLNK:  "a symbolic link",
+}
+
 func fileType(mode uint32) string {
-	switch mode & unix.S_IFMT {
-	case unix.S_IFDIR:
-		return "a directory"
-	case unix.S_IFIFO:
-		return "a named pipe"
-	case unix.S_IFCHR:
-		return "a character device"
-	case unix.S_IFBLK:
-		return "a block device"
-	case unix.S_IFSOCK:
-		return "a socket"
-	case unix.S_IFLNK:
-		return "a symbolic link"
+	if name, ok := fileTypes[mode&unix.S_IFMT]; ok {
+		return name
 	}
 	return fmt.Sprintf("file type %#o", mode&unix.S_IFMT)
 }

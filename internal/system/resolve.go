@@ -43,7 +43,6 @@ type Resolver struct {
 	seen map[string]seenPath
 }
 
-// NewResolver returns a Resolver that asks sys.
 func NewResolver(sys System) *Resolver {
 	return &Resolver{sys: sys, seen: make(map[string]seenPath, 16)}
 }

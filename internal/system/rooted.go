@@ -53,34 +53,35 @@ func (t *Tree) openIn(op, p string, flags int) (int, error) {
 	if err != nil {
 		return -1, err
 	}
-	how := unix.OpenHow{Flags: uint64(flags | unix.O_CLOEXEC), Resolve: inRoot}
 	rel := relPath(p)
-	if t.walk || noOpenat2.Load() {
-		return walkIn(op, p, root, rel, flags)
-	}
-	for range 16 {
-		fd, err := openRetry(func() (int, error) { return unix.Openat2(root, rel, &how) })
+	fd, useWalk := -1, t.walk || noOpenat2.Load()
+	if !useWalk {
+		how := unix.OpenHow{Flags: uint64(flags | unix.O_CLOEXEC), Resolve: inRoot}
+		// EAGAIN: a rename raced the lookup; the kernel asks to retry.
+		for range 16 {
+			if fd, err = openRetry(func() (int, error) { return unix.Openat2(root, rel, &how) }); err != unix.EAGAIN {
+				break
+			}
+		}
 		if err == unix.ENOSYS {
 			noOpenat2.Store(true)
-			return walkIn(op, p, root, rel, flags)
+			useWalk = true
 		}
-		// EAGAIN: a rename raced the lookup; the kernel asks to retry.
-		if err == unix.EAGAIN {
-			continue
-		}
-		if err != nil {
-			return -1, &fs.PathError{Op: op, Path: p, Err: err}
-		}
-		return fd, nil
 	}
-	return -1, &fs.PathError{Op: op, Path: p, Err: unix.EAGAIN}
+	if useWalk {
+		fd, err = walk(root, rel, flags|unix.O_CLOEXEC)
+	}
+	if err != nil {
+		return -1, &fs.PathError{Op: op, Path: p, Err: err}
+	}
+	return fd, nil
 }
 
 // noOpenat2 is set once openat2(2) said ENOSYS: kernels before Linux 5.6,
 // and qemu-user before 9.0, where the arm64 tests run (make test-arm64).
 var noOpenat2 atomic.Bool
 
-// walkIn is openIn without openat2: it resolves rel below root in user
+// walk is openIn without openat2: it resolves rel below root in user
 // space, one component at a time, the way RESOLVE_IN_ROOT does in the
 // kernel. Every component is opened O_PATH|O_NOFOLLOW relative to its
 // directory; a symlink's target is read and resolved here, an absolute one
@@ -89,14 +90,6 @@ var noOpenat2 atomic.Bool
 // only a string resolved inside the root. The last component is opened
 // with flags, O_NOFOLLOW added once its links are resolved. A rename that
 // races the walk may give another file of the tree, never one outside it.
-func walkIn(op, p string, root int, rel string, flags int) (int, error) {
-	fd, err := walk(root, rel, flags|unix.O_CLOEXEC)
-	if err != nil {
-		return -1, &fs.PathError{Op: op, Path: p, Err: err}
-	}
-	return fd, nil
-}
-
 func walk(root int, rel string, flags int) (int, error) {
 	follow := flags&unix.O_NOFOLLOW == 0
 	todo := strings.Split(rel, "/")
@@ -233,7 +226,6 @@ func (t *Tree) statIn(p string, follow bool) (fs.FileInfo, error) {
 	return fi, nil
 }
 
-// Readlink reads the symlink at node path p inside the root.
 func (t *Tree) Readlink(p string) (string, error) {
 	fd, err := t.openIn("readlink", p, unix.O_PATH|unix.O_NOFOLLOW)
 	if err != nil {

@@ -45,7 +45,7 @@ type Tree struct {
 	Fail func(op, path string) error
 
 	// walk resolves paths in user space even where openat2 works
-	// (rooted.go, walkIn); tests set it to cover both ways.
+	// (rooted.go, walk); tests set it to cover both ways.
 	walk bool
 
 	mu sync.Mutex
@@ -63,7 +63,6 @@ type Tree struct {
 
 var _ System = (*Tree)(nil)
 
-// NewTree returns a Tree rooted at dir.
 func NewTree(dir string) *Tree { return &Tree{Root: dir} }
 
 // Changes returns the changes made so far, one line each, in order.

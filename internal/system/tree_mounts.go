@@ -157,16 +157,15 @@ func (t *Tree) Unmount(target string, flags int) error {
 }
 
 func (t *Tree) writeMounts(mounts []*mountinfo.Info) error {
-	var b strings.Builder
+	var b []byte
 	for _, m := range mounts {
-		b.WriteString(FormatMountinfo(m))
-		b.WriteByte('\n')
+		b = append(append(b, FormatMountinfo(m)...), '\n')
 	}
 	w, err := t.Files()
 	if err != nil {
 		return err
 	}
-	return w.WriteFile(MountinfoPath, []byte(b.String()), 0o444)
+	return w.WriteFile(MountinfoPath, b, 0o444)
 }
 
 // FormatMountinfo renders one mountinfo line, escaping as the kernel does.
@@ -268,15 +267,11 @@ func setFirstOption(opts string, ro bool) string {
 	if ro {
 		want = "ro"
 	}
+	if first, rest, _ := strings.Cut(opts, ","); first == "rw" || first == "ro" {
+		opts = rest
+	}
 	if opts == "" {
 		return want
-	}
-	first, rest, _ := strings.Cut(opts, ",")
-	if first == "rw" || first == "ro" {
-		if rest == "" {
-			return want
-		}
-		return want + "," + rest
 	}
 	return want + "," + opts
 }

@@ -30,13 +30,10 @@ import (
 // the replaying machine or as if the node had said nothing.
 func (t *Tree) Probe(name string, limit int) (b []byte, ok bool, err error) {
 	b, err = t.readIn("/"+ProbeDir+"/"+name, limit, unix.O_NOFOLLOW)
-	switch {
-	case err == nil:
-		return b, true, nil
-	case errors.Is(err, fs.ErrNotExist):
+	if errors.Is(err, fs.ErrNotExist) {
 		return nil, false, nil
 	}
-	return nil, false, err
+	return b, err == nil, err
 }
 
 func (t *Tree) FSType(p string) (string, error) {
@@ -45,21 +42,20 @@ func (t *Tree) FSType(p string) (string, error) {
 	if _, err := t.Stat(p); err != nil {
 		return "", &fs.PathError{Op: "statfs", Path: p, Err: fs.ErrNotExist}
 	}
-	b, ok, err := t.Probe("statfs", LimitConfig)
+	// Without the file, b is empty: the mount table answers.
+	b, _, err := t.Probe("statfs", LimitConfig)
 	if err != nil {
 		return "", fmt.Errorf("statfs %s: %w", p, err)
 	}
-	if ok {
-		best, bestType := "", ""
-		for line := range strings.Lines(string(b)) {
-			f, ok := twoFields(line)
-			if ok && Under(p, f[0]) && len(f[0]) >= len(best) {
-				best, bestType = f[0], f[1]
-			}
+	best, bestType := "", ""
+	for line := range strings.Lines(string(b)) {
+		f, ok := twoFields(line)
+		if ok && Under(p, f[0]) && len(f[0]) >= len(best) {
+			best, bestType = f[0], f[1]
 		}
-		if bestType != "" {
-			return bestType, nil
-		}
+	}
+	if bestType != "" {
+		return bestType, nil
 	}
 	mounts, err := t.readMounts()
 	if err != nil {
@@ -95,10 +91,7 @@ func (t *Tree) OverlayTrial() error {
 	if err != nil {
 		return err
 	}
-	if !ok {
-		return nil
-	}
-	if s := strings.TrimSpace(string(b)); s != "ok" {
+	if s := strings.TrimSpace(string(b)); ok && s != "ok" {
 		return errors.New(s)
 	}
 	return nil
@@ -112,22 +105,19 @@ func (t *Tree) LookupIP(ctx context.Context, network, host string) ([]netip.Addr
 	var out []netip.Addr
 	for line := range strings.Lines(string(b)) {
 		// "NAME ADDR...", or "NAME hang".
-		i := 0
-		for f := range strings.FieldsSeq(line) {
-			if i == 0 && f != host {
-				break
+		f := strings.Fields(line)
+		if len(f) < 2 || f[0] != host {
+			continue
+		}
+		if f[1] == "hang" {
+			<-ctx.Done()
+			return nil, ctx.Err()
+		}
+		for _, s := range f[1:] {
+			a, err := netip.ParseAddr(s)
+			if err == nil && ((network == "ip4" && a.Is4()) || (network == "ip6" && a.Is6()) || network == "ip") {
+				out = append(out, a)
 			}
-			if i == 1 && f == "hang" {
-				<-ctx.Done()
-				return nil, ctx.Err()
-			}
-			if i >= 1 {
-				a, err := netip.ParseAddr(f)
-				if err == nil && ((network == "ip4" && a.Is4()) || (network == "ip6" && a.Is6()) || network == "ip") {
-					out = append(out, a)
-				}
-			}
-			i++
 		}
 	}
 	if len(out) == 0 {

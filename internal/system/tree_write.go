@@ -26,7 +26,6 @@ type TreeFiles struct {
 	root *os.Root
 }
 
-// OpenTreeFiles opens dir to change the files below it.
 func OpenTreeFiles(dir string) (*TreeFiles, error) {
 	r, err := os.OpenRoot(dir)
 	if err != nil {
@@ -35,7 +34,6 @@ func OpenTreeFiles(dir string) (*TreeFiles, error) {
 	return &TreeFiles{root: r}, nil
 }
 
-// Close closes the directory.
 func (f *TreeFiles) Close() error { return f.root.Close() }
 
 // Files returns the writer of the tree's files, opened once; a test uses
@@ -57,8 +55,7 @@ func (t *Tree) Files() (*TreeFiles, error) {
 // nodePathErr names node path p in err, an error of os.Root (which names the
 // relative path it was given).
 func nodePathErr(err error, p string) error {
-	var pe *fs.PathError
-	if errors.As(err, &pe) {
+	if pe, ok := errors.AsType[*fs.PathError](err); ok {
 		pe.Path = NodePath(p)
 	}
 	return err
@@ -139,17 +136,14 @@ func (f *TreeFiles) WriteInPlace(p string, data []byte) error {
 	return nodePathErr(err, p)
 }
 
-// MkdirAll makes directory p and its missing parents.
 func (f *TreeFiles) MkdirAll(p string, perm fs.FileMode) error {
 	return nodePathErr(f.root.MkdirAll(relPath(p), perm), p)
 }
 
-// Remove removes the file or empty directory p.
 func (f *TreeFiles) Remove(p string) error {
 	return nodePathErr(f.root.Remove(relPath(p)), p)
 }
 
-// RemoveAll removes p and everything below it.
 func (f *TreeFiles) RemoveAll(p string) error {
 	return nodePathErr(f.root.RemoveAll(relPath(p)), p)
 }
