@@ -138,23 +138,20 @@ func (f IptablesFacts) SavedRules(m Mode) (out []byte, err error, ok bool) {
 }
 
 // Failed lists the saves that were run and failed (their rules count
-// 0), one "COMMAND: ERROR" each.
+// 0), one "COMMAND: ERROR" each, naming the command once.
 func (f IptablesFacts) Failed() []string {
 	var failed []string
 	for _, s := range f.Saves {
-		if s.Err != nil {
-			failed = append(failed, s.failure())
+		if s.Err == nil {
+			continue
 		}
+		msg := s.Err.Error()
+		if !strings.HasPrefix(msg, s.Command+":") && !strings.HasPrefix(msg, s.Command+" ") {
+			msg = s.Command + ": " + msg
+		}
+		failed = append(failed, msg)
 	}
 	return failed
-}
-
-// failure is the error of a save that failed, naming its command once.
-func (s Save) failure() string {
-	if msg := s.Err.Error(); strings.HasPrefix(msg, s.Command+":") || strings.HasPrefix(msg, s.Command+" ") {
-		return msg
-	}
-	return fmt.Sprintf("%s: %v", s.Command, s.Err)
 }
 
 // LookedAt lists every place looked in for Docker's DNS rules: each

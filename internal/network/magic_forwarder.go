@@ -8,10 +8,10 @@ import (
 	"bytes"
 	"fmt"
 	"net/netip"
+	"slices"
 	"strings"
 
 	"github.com/kind-entrypoint/entrypoint/internal/plan"
-	"github.com/kind-entrypoint/entrypoint/internal/system"
 )
 
 // Files and names of the forwarder.
@@ -59,18 +59,6 @@ func (f MagicFacts) ForwarderAddr() (netip.Addr, string) {
 	return f.IPv6.Addr, ""
 }
 
-// readForwarderFacts reads the sysctl and what is there of the forwarder
-// unit.
-func (f *MagicFacts) readForwarderFacts(sys system.System) error {
-	b, err := system.ReadOptional(sys, IPv6Forwarding, system.LimitValue)
-	if err != nil {
-		return err
-	}
-	f.IPv6Forwarding = strings.TrimSpace(string(b)) == "1"
-	f.Forwarder = ForwarderUnit(plan.DefaultExecutable, netip.Addr{}, netip.Addr{}).Installed(sys)
-	return nil
-}
-
 // planForwarder starts the forwarder at listen for queries to upstream,
 // run by f.Executable (DefaultExecutable when unset).
 func planForwarder(f MagicFacts, listen, upstream netip.Addr) []plan.Action {
@@ -92,12 +80,9 @@ const forwarderLogPrefix = "IPv6 pods resolve through"
 // ForwarderPlanned reports whether actions (step 10's) run the forwarder,
 // whether or not its unit is there already.
 func ForwarderPlanned(actions []plan.Action) bool {
-	for _, a := range actions {
-		if a.Op == plan.OpLog && strings.HasPrefix(string(a.Data), forwarderLogPrefix+" ") {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(actions, func(a plan.Action) bool {
+		return a.Op == plan.OpLog && strings.HasPrefix(string(a.Data), forwarderLogPrefix+" ")
+	})
 }
 
 // withForwarder adds "nameserver v6" to a rewritten resolv.conf, right
