@@ -6,6 +6,7 @@ package network
 
 import (
 	"bytes"
+	"cmp"
 	"fmt"
 	"net/netip"
 	"slices"
@@ -62,11 +63,7 @@ func (f MagicFacts) ForwarderAddr() (netip.Addr, string) {
 // planForwarder starts the forwarder at listen for queries to upstream,
 // run by f.Executable (DefaultExecutable when unset).
 func planForwarder(f MagicFacts, listen, upstream netip.Addr) []plan.Action {
-	exe := f.Executable
-	if exe == "" {
-		exe = plan.DefaultExecutable
-	}
-	u := ForwarderUnit(exe, listen, upstream)
+	u := ForwarderUnit(cmp.Or(f.Executable, plan.DefaultExecutable), listen, upstream)
 	return append([]plan.Action{plan.Info(fmt.Sprintf(
 		"%s %s: %s runs %s", forwarderLogPrefix,
 		netip.AddrPortFrom(listen, forwarderListenPort), u.Path(), u.CommandLine()))},
