@@ -3,6 +3,7 @@ package network
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -129,12 +130,11 @@ func (p *Probes) DetectIptables(ctx context.Context) (IptablesFacts, error) {
 // SavedRules returns what m's iptables-save printed (or why it failed),
 // and false when it was not run.
 func (f IptablesFacts) SavedRules(m Mode) (out []byte, err error, ok bool) {
-	for _, s := range f.Saves {
-		if s.Command == m.SaveCommand() {
-			return s.Output, s.Err, true
-		}
+	i := slices.IndexFunc(f.Saves, func(s Save) bool { return s.Command == m.SaveCommand() })
+	if i < 0 {
+		return nil, nil, false
 	}
-	return nil, nil, false
+	return f.Saves[i].Output, f.Saves[i].Err, true
 }
 
 // Failed lists the saves that were run and failed (their rules count

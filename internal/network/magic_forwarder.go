@@ -121,12 +121,3 @@ func withForwarder(resolv []byte, host, v6, old netip.Addr) (out []byte, ok bool
 	}
 	return out, true
 }
-
-// recordedIPv6 is the IPv6 address the last boot recorded, if it parses.
-func (f MagicFacts) recordedIPv6() netip.Addr {
-	if f.IPv6.Old == nil {
-		return netip.Addr{}
-	}
-	a, _ := netip.ParseAddr(*f.IPv6.Old)
-	return a
-}
