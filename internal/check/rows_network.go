@@ -89,10 +89,8 @@ func (c *checker) dockerDNS(f network.IptablesFacts) Row {
 		return Row{name, Pass, fmt.Sprintf("native nftables: table ip %s (udp %d, tcp %d); table ip %s serves it at the host IP",
 			d.Table, d.UDPPort, d.TCPPort, network.NativeTable), ""}
 	}
-	uses := false
-	if m, err := c.st.Magic.Get(); err == nil {
-		uses = m.NamesEmbeddedDNS()
-	}
+	m, err := c.st.Magic.Get()
+	uses := err == nil && m.NamesEmbeddedDNS()
 	switch {
 	case !uses:
 		return Row{name, Pass, "none: the node does not use Docker's embedded DNS", ""}
