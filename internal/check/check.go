@@ -43,8 +43,7 @@ const (
 	ExitUsage = 3
 )
 
-// ExitCode is 0 when every row passes, 1 when some warn and none fails, 2
-// when one fails.
+// ExitCode is the exit code of the worst status of rows.
 func ExitCode(rows []Row) int {
 	code := ExitPass
 	for _, r := range rows {
@@ -93,36 +92,30 @@ func Run(ctx context.Context, o Options) Report {
 		timeout = network.ProbeTimeout
 	}
 	c := &checker{sys: o.Sys, live: o.Live, timeout: timeout}
-	var rep Report
-	rep.Dry = boot.DryRunOn(ctx, o.Sys, o.LookupEnv, boot.Steps(), boot.DryRunOptions{ProbeTimeout: o.ProbeTimeout, Every: true})
+	rep := Report{Dry: boot.DryRunOn(ctx, o.Sys, o.LookupEnv, boot.Steps(), boot.DryRunOptions{ProbeTimeout: o.ProbeTimeout, Every: true})}
 	if err := rep.Dry.DetectErr; err != nil {
-		rep.Rows = append(rep.Rows, Row{"detect", Fail, err.Error(),
-			"the entrypoint cannot tell the user namespace or the cgroup version: fix the file named"})
-		if o.PodNetwork != nil {
-			rep.Rows = append(rep.Rows, c.podNetwork(ctx, o.PodNetwork))
-		}
-		return rep
+		rep.Rows = []Row{{"detect", Fail, err.Error(),
+			"the entrypoint cannot tell the user namespace or the cgroup version: fix the file named"}}
+	} else {
+		c.st, c.results = &rep.Dry.Host.State, rep.Dry.Results
+		c.mi, c.miErr = rep.Dry.Host.MountTable()
+		_, err := c.sys.Stat("/kind")
+		c.kind = err == nil
+		comm, _ := c.sys.ReadFile("/proc/1/comm", system.LimitValue)
+		c.booted = c.kind && strings.TrimSpace(string(comm)) == "systemd"
+		rep.Rows = []Row{c.userNS(), c.cgroupVersion(), c.kubeletCgroup(), c.cgroupNS(), c.controllers(), c.cgroupMounts(), c.nofile(), c.inotify(), c.keys()}
+		rep.Rows = append(rep.Rows, c.storage()...)
+		rep.Rows = append(rep.Rows, c.containerdNofile())
+		rep.Rows = append(rep.Rows, c.sysMount(), c.propagation())
+		rep.Rows = append(rep.Rows, c.iptables()...)
+		rep.Rows = append(rep.Rows, c.names()...)
+		rep.Rows = append(rep.Rows, c.etcdPeers()...)
+		rep.Rows = append(rep.Rows, c.dnsForwarder(ctx, o.DNSProbe))
+		rep.Rows = append(rep.Rows, c.dmi(), c.libModules(), c.kernelModules(), c.plan(rep.Dry.Shown(), rep.Dry.Err))
 	}
-	c.st, c.results = &rep.Dry.Host.State, rep.Dry.Results
-	c.mi, c.miErr = rep.Dry.Host.MountTable()
-	_, err := c.sys.Stat("/kind")
-	c.kind = err == nil
-	comm, _ := c.sys.ReadFile("/proc/1/comm", system.LimitValue)
-	c.booted = c.kind && strings.TrimSpace(string(comm)) == "systemd"
-
-	rows := []Row{c.userNS(), c.cgroupVersion(), c.kubeletCgroup(), c.cgroupNS(), c.controllers(), c.cgroupMounts(), c.nofile(), c.inotify(), c.keys()}
-	rows = append(rows, c.storage()...)
-	rows = append(rows, c.containerdNofile())
-	rows = append(rows, c.sysMount(), c.propagation())
-	rows = append(rows, c.iptables()...)
-	rows = append(rows, c.names()...)
-	rows = append(rows, c.etcdPeers()...)
-	rows = append(rows, c.dnsForwarder(ctx, o.DNSProbe))
-	rows = append(rows, c.dmi(), c.libModules(), c.kernelModules(), c.plan(rep.Dry.Shown(), rep.Dry.Err))
 	if o.PodNetwork != nil {
-		rows = append(rows, c.podNetwork(ctx, o.PodNetwork))
+		rep.Rows = append(rep.Rows, c.podNetwork(ctx, o.PodNetwork))
 	}
-	rep.Rows = rows
 	return rep
 }
 

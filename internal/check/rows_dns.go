@@ -8,23 +8,24 @@ import (
 	"context"
 	"fmt"
 	"net/netip"
+	"slices"
 	"time"
 
+	"github.com/kind-entrypoint/entrypoint/internal/boot"
 	"github.com/kind-entrypoint/entrypoint/internal/network"
 )
 
 const dnsForwarderRow = "dns-forwarder"
 
 func (c *checker) dnsForwarder(ctx context.Context, probe func(context.Context, netip.AddrPort, string) (time.Duration, error)) Row {
-	if _, err := c.st.Iptables.Get(); err != nil {
-		return Row{dnsForwarderRow, Fail, fmt.Sprintf("not looked at: %v", err), "see iptables-mode"}
-	}
-	f, err := c.st.Magic.Get()
+	f, hint, err := c.magicFacts()
 	if err != nil {
-		return Row{dnsForwarderRow, Fail, err.Error(), unreadableHint}
+		return Row{dnsForwarderRow, Fail, err.Error(), hint}
 	}
 	v6, why := f.ForwarderAddr()
-	planned := c.forwarderPlanned()
+	// Whether step 10 runs the forwarder, whether or not its unit is
+	// there already (a booted node's plan writes none).
+	planned := slices.ContainsFunc(c.results, func(r boot.Result) bool { return network.ForwarderPlanned(r.Actions) })
 	switch {
 	case !planned && why != "":
 		return Row{dnsForwarderRow, Pass, "not needed: " + why, ""}
@@ -49,15 +50,4 @@ func (c *checker) dnsForwarder(ctx context.Context, probe func(context.Context, 
 			"IPv6-only pods cannot resolve names Docker's DNS knows: see systemctl status " + network.ForwarderUnitName + " and journalctl -u " + network.ForwarderUnitName}
 	}
 	return Row{dnsForwarderRow, Pass, fmt.Sprintf("%s: answered in %s", runs, took.Round(time.Microsecond)), ""}
-}
-
-// forwarderPlanned is whether step 10 runs the forwarder, whether or not
-// its unit is there already (a booted node's plan writes none).
-func (c *checker) forwarderPlanned() bool {
-	for _, r := range c.results {
-		if network.ForwarderPlanned(r.Actions) {
-			return true
-		}
-	}
-	return false
 }

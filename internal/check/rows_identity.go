@@ -4,6 +4,7 @@ package check
 // product name and uuid.
 
 import (
+	"cmp"
 	"fmt"
 	"strings"
 
@@ -12,12 +13,9 @@ import (
 
 func (c *checker) dmi() Row {
 	const name = "dmi"
-	pn, err := c.st.ProductName.Get()
-	if err != nil {
-		return Row{name, Fail, err.Error(), unreadableHint}
-	}
-	pu, err := c.st.ProductUUID.Get()
-	if err != nil {
+	pn, nameErr := c.st.ProductName.Get()
+	pu, uuidErr := c.st.ProductUUID.Get()
+	if err := cmp.Or(nameErr, uuidErr); err != nil {
 		return Row{name, Fail, err.Error(), unreadableHint}
 	}
 	var parts []string

@@ -7,6 +7,7 @@ import (
 	"bufio"
 	"bytes"
 	"path"
+	"slices"
 	"strings"
 
 	"github.com/kind-entrypoint/entrypoint/internal/system"
@@ -39,10 +40,6 @@ func moduleName(p string) string {
 
 func (c *checker) readModules(want []string) moduleState {
 	st := moduleState{how: map[string]string{}}
-	wanted := map[string]bool{}
-	for _, m := range want {
-		wanted[m] = true
-	}
 	scan := func(p string, limit int, how string, field func(line []byte) string) {
 		b, err := c.sys.ReadFile(p, limit)
 		if err != nil {
@@ -56,7 +53,7 @@ func (c *checker) readModules(want []string) moduleState {
 		sc := bufio.NewScanner(bytes.NewReader(b))
 		sc.Buffer(nil, len(b)+1)
 		for sc.Scan() {
-			if name := field(sc.Bytes()); wanted[name] && st.how[name] == "" {
+			if name := field(sc.Bytes()); st.how[name] == "" && slices.Contains(want, name) {
 				st.how[name] = how
 			}
 		}

@@ -24,7 +24,7 @@ func (c *checker) iptables() []Row {
 	works := false
 	for _, mode := range []network.Mode{network.Legacy, network.NFT} {
 		var parts []string
-		total, ok, missing, broken := 0, 0, 0, 0
+		total, ok, broken := 0, 0, 0
 		for _, s := range f.Saves {
 			if s.Mode != mode {
 				continue
@@ -38,7 +38,6 @@ func (c *checker) iptables() []Row {
 				total += s.Rules
 				parts = append(parts, fmt.Sprintf("%s %d", s.Command, s.Rules))
 			case system.NotInstalled(s.Err):
-				missing++
 				parts = append(parts, s.Command+" not installed")
 			default:
 				broken++
@@ -90,10 +89,8 @@ func (c *checker) dockerDNS(f network.IptablesFacts) Row {
 		return Row{name, Pass, fmt.Sprintf("native nftables: table ip %s (udp %d, tcp %d); table ip %s serves it at the host IP",
 			d.Table, d.UDPPort, d.TCPPort, network.NativeTable), ""}
 	}
-	uses := false
-	if m, err := c.st.Magic.Get(); err == nil {
-		uses = m.NamesEmbeddedDNS()
-	}
+	m, err := c.st.Magic.Get()
+	uses := err == nil && m.NamesEmbeddedDNS()
 	switch {
 	case !uses:
 		return Row{name, Pass, "none: the node does not use Docker's embedded DNS", ""}
@@ -108,6 +105,17 @@ func (c *checker) dockerDNS(f network.IptablesFacts) Row {
 		"the node and its pods cannot use Docker's DNS: see the node's log (step enable_network_magic)"}
 }
 
+// magicFacts is what enable_network_magic detected, or the hint and error
+// of the rows that show it: it decides from select_iptables' answers, so
+// when those could not be read it did not look.
+func (c *checker) magicFacts() (network.MagicFacts, string, error) {
+	if _, err := c.st.Iptables.Get(); err != nil {
+		return network.MagicFacts{}, "see iptables-mode", fmt.Errorf("not looked at: %w", err)
+	}
+	f, err := c.st.Magic.Get()
+	return f, unreadableHint, err
+}
+
 func timedOut(err error) bool {
 	return errors.Is(err, context.DeadlineExceeded) || system.TimedOut(err)
 }
@@ -115,14 +123,9 @@ func timedOut(err error) bool {
 // names is the rows of enable_network_magic's lookups: the Docker host, the
 // node's own name, the default gateway.
 func (c *checker) names() []Row {
-	names := []string{"host-docker-internal", "node-name", "default-gateway"}
-	if _, err := c.st.Iptables.Get(); err != nil {
-		// enable_network_magic decides from its answers.
-		return failRows(fmt.Errorf("not looked at: %w", err), "see iptables-mode", names...)
-	}
-	f, err := c.st.Magic.Get()
+	f, hint, err := c.magicFacts()
 	if err != nil {
-		return failRows(err, unreadableHint, names...)
+		return failRows(err, hint, "host-docker-internal", "node-name", "default-gateway")
 	}
 	gw := f.Gateway.Value.IsValid()
 	docker := network.UsableHostIP(f.DockerHost.Value)

@@ -24,12 +24,6 @@ const (
 	MinMaxKeys = 20000
 )
 
-const (
-	inotifyInstances = "/proc/sys/fs/inotify/max_user_instances"
-	inotifyWatches   = "/proc/sys/fs/inotify/max_user_watches"
-	keysMaxKeys      = "/proc/sys/kernel/keys/maxkeys"
-)
-
 // sysctl is a numeric sysctl read from its /proc/sys file: one decimal
 // number and a newline, as the kernel writes it.
 type sysctl struct {
@@ -42,13 +36,12 @@ type sysctl struct {
 func (c *checker) readSysctl(p string, min uint64) sysctl {
 	s := sysctl{path: p, min: min}
 	b, err := c.sys.ReadFile(p, system.LimitValue)
-	if err != nil {
-		s.err = err
-		return s
+	if err == nil {
+		if s.n, err = strconv.ParseUint(strings.TrimSuffix(string(b), "\n"), 10, 64); err != nil {
+			err = fmt.Errorf("%s: %w", p, err)
+		}
 	}
-	if s.n, err = strconv.ParseUint(strings.TrimSuffix(string(b), "\n"), 10, 64); err != nil {
-		s.err = fmt.Errorf("%s: %w", p, err)
-	}
+	s.err = err
 	return s
 }
 
@@ -93,7 +86,7 @@ func (c *checker) inotify() Row {
 	return sysctlRow("inotify",
 		fmt.Sprintf("on the host: sysctl -w fs.inotify.max_user_instances=%d fs.inotify.max_user_watches=%d (and in /etc/sysctl.d/ to keep it); kind's known issues, \"too many open files\"",
 			MinInotifyInstances, MinInotifyWatches),
-		c.readSysctl(inotifyInstances, MinInotifyInstances), c.readSysctl(inotifyWatches, MinInotifyWatches))
+		c.readSysctl("/proc/sys/fs/inotify/max_user_instances", MinInotifyInstances), c.readSysctl("/proc/sys/fs/inotify/max_user_watches", MinInotifyWatches))
 }
 
 // keys: rootless, every container's runc makes a session keyring counted
@@ -106,5 +99,5 @@ func (c *checker) keys() Row {
 	}
 	return sysctlRow(name,
 		fmt.Sprintf("rootless nodes and their pods make a keyring each, against the host user's quota (200 by default): on the host, sysctl -w kernel.keys.maxkeys=%d kernel.keys.maxbytes=500000 (kind #3806); else \"could not create session key: disk quota exceeded\"", MinMaxKeys),
-		c.readSysctl(keysMaxKeys, MinMaxKeys))
+		c.readSysctl("/proc/sys/kernel/keys/maxkeys", MinMaxKeys))
 }

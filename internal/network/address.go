@@ -112,11 +112,7 @@ func isWholeAddress(content []byte, start, end int, is4 bool) bool {
 }
 
 func isAddressWordByte(c byte) bool {
-	switch {
-	case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9':
-		return true
-	}
-	return c == '_' || c == '.' || c == ':'
+	return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '_' || c == '.' || c == ':'
 }
 
 // UsableHostIP reports whether an answer for host.docker.internal can be
@@ -126,12 +122,4 @@ func isAddressWordByte(c byte) bool {
 func UsableHostIP(a netip.Addr) bool {
 	return a.IsValid() && !a.IsLoopback() && !a.IsUnspecified() && !a.IsMulticast() &&
 		a != netip.AddrFrom4([4]byte{255, 255, 255, 255})
-}
-
-// unusableWhy says why UsableHostIP refused a valid address.
-func unusableWhy(a netip.Addr) string {
-	if a.IsLoopback() {
-		return "is loopback " + a.String()
-	}
-	return "answers " + a.String() + ", which names no host"
 }

@@ -3,6 +3,7 @@ package network
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -129,32 +130,28 @@ func (p *Probes) DetectIptables(ctx context.Context) (IptablesFacts, error) {
 // SavedRules returns what m's iptables-save printed (or why it failed),
 // and false when it was not run.
 func (f IptablesFacts) SavedRules(m Mode) (out []byte, err error, ok bool) {
-	for _, s := range f.Saves {
-		if s.Command == m.SaveCommand() {
-			return s.Output, s.Err, true
-		}
+	i := slices.IndexFunc(f.Saves, func(s Save) bool { return s.Command == m.SaveCommand() })
+	if i < 0 {
+		return nil, nil, false
 	}
-	return nil, nil, false
+	return f.Saves[i].Output, f.Saves[i].Err, true
 }
 
 // Failed lists the saves that were run and failed (their rules count
-// 0), one "COMMAND: ERROR" each.
+// 0), one "COMMAND: ERROR" each, naming the command once.
 func (f IptablesFacts) Failed() []string {
 	var failed []string
 	for _, s := range f.Saves {
-		if s.Err != nil {
-			failed = append(failed, s.failure())
+		if s.Err == nil {
+			continue
 		}
+		msg := s.Err.Error()
+		if !strings.HasPrefix(msg, s.Command+":") && !strings.HasPrefix(msg, s.Command+" ") {
+			msg = s.Command + ": " + msg
+		}
+		failed = append(failed, msg)
 	}
 	return failed
-}
-
-// failure is the error of a save that failed, naming its command once.
-func (s Save) failure() string {
-	if msg := s.Err.Error(); strings.HasPrefix(msg, s.Command+":") || strings.HasPrefix(msg, s.Command+" ") {
-		return msg
-	}
-	return fmt.Sprintf("%s: %v", s.Command, s.Err)
 }
 
 // LookedAt lists every place looked in for Docker's DNS rules: each

@@ -129,8 +129,11 @@ func (f MagicFacts) HostIP() (netip.Addr, string) {
 		return f.DockerHost.Value, DockerHostName
 	}
 	why := fmt.Sprintf("%s: %v", DockerHostName, f.DockerHost.Err)
-	if f.DockerHost.Value.IsValid() {
-		why = DockerHostName + " " + unusableWhy(f.DockerHost.Value)
+	switch v := f.DockerHost.Value; {
+	case v.IsLoopback():
+		why = DockerHostName + " is loopback " + v.String()
+	case v.IsValid():
+		why = DockerHostName + " answers " + v.String() + ", which names no host"
 	}
 	if f.Gateway.Value.IsValid() {
 		return f.Gateway.Value, "default gateway; " + why

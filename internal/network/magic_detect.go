@@ -5,6 +5,7 @@ package network
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"net/netip"
@@ -12,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/kind-entrypoint/entrypoint/internal/plan"
 	"github.com/kind-entrypoint/entrypoint/internal/system"
 )
 
@@ -90,7 +92,7 @@ var ErrDockerHostNotNeeded = errors.New("not waited for: the node does not use D
 func (f *MagicFacts) readFiles(sys system.System) error {
 	if route, err := sys.ReadFile(ProcNetRoute, system.LimitTable); err != nil {
 		f.Gateway.Err = err
-	} else if f.Gateway.Value, err = DefaultGatewayV4(route); err != nil {
+	} else if f.Gateway.Value, err = defaultGatewayV4(route, binary.NativeEndian); err != nil {
 		f.Gateway.Err = fmt.Errorf("%s: %w", ProcNetRoute, err)
 	}
 	var err error
@@ -102,9 +104,13 @@ func (f *MagicFacts) readFiles(sys system.System) error {
 	} else if !system.NotExist(err) {
 		return err
 	}
-	if err := f.readForwarderFacts(sys); err != nil {
+	// The forwarder's sysctl, and what is there of its unit.
+	forwarding, err := system.ReadOptional(sys, IPv6Forwarding, system.LimitValue)
+	if err != nil {
 		return err
 	}
+	f.IPv6Forwarding = strings.TrimSpace(string(forwarding)) == "1"
+	f.Forwarder = ForwarderUnit(plan.DefaultExecutable, netip.Addr{}, netip.Addr{}).Installed(sys)
 	if f.IPv4.Old, err = readRecord(sys, OldIPv4); err != nil {
 		return err
 	}

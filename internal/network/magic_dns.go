@@ -161,7 +161,11 @@ func planResolvConf(f MagicFacts, hostIP netip.Addr, served bool, v6 netip.Addr)
 	// change of the forwarder's line alone (a new IPv6 address) is ours.
 	keep := !bytes.Equal(out, f.Resolv.Data) || !f.OriginalExists
 	if v6.IsValid() {
-		out, forwarded = withForwarder(out, hostIP, v6, f.recordedIPv6())
+		var recorded netip.Addr // the last boot's IPv6 address, if it parses
+		if f.IPv6.Old != nil {
+			recorded, _ = netip.ParseAddr(*f.IPv6.Old)
+		}
+		out, forwarded = withForwarder(out, hostIP, v6, recorded)
 	}
 	changed := !bytes.Equal(out, f.Resolv.Data)
 	var actions []plan.Action

@@ -6,12 +6,13 @@ package network
 
 import (
 	"bytes"
+	"cmp"
 	"fmt"
 	"net/netip"
+	"slices"
 	"strings"
 
 	"github.com/kind-entrypoint/entrypoint/internal/plan"
-	"github.com/kind-entrypoint/entrypoint/internal/system"
 )
 
 // Files and names of the forwarder.
@@ -59,26 +60,10 @@ func (f MagicFacts) ForwarderAddr() (netip.Addr, string) {
 	return f.IPv6.Addr, ""
 }
 
-// readForwarderFacts reads the sysctl and what is there of the forwarder
-// unit.
-func (f *MagicFacts) readForwarderFacts(sys system.System) error {
-	b, err := system.ReadOptional(sys, IPv6Forwarding, system.LimitValue)
-	if err != nil {
-		return err
-	}
-	f.IPv6Forwarding = strings.TrimSpace(string(b)) == "1"
-	f.Forwarder = ForwarderUnit(plan.DefaultExecutable, netip.Addr{}, netip.Addr{}).Installed(sys)
-	return nil
-}
-
 // planForwarder starts the forwarder at listen for queries to upstream,
 // run by f.Executable (DefaultExecutable when unset).
 func planForwarder(f MagicFacts, listen, upstream netip.Addr) []plan.Action {
-	exe := f.Executable
-	if exe == "" {
-		exe = plan.DefaultExecutable
-	}
-	u := ForwarderUnit(exe, listen, upstream)
+	u := ForwarderUnit(cmp.Or(f.Executable, plan.DefaultExecutable), listen, upstream)
 	return append([]plan.Action{plan.Info(fmt.Sprintf(
 		"%s %s: %s runs %s", forwarderLogPrefix,
 		netip.AddrPortFrom(listen, forwarderListenPort), u.Path(), u.CommandLine()))},
@@ -92,12 +77,9 @@ const forwarderLogPrefix = "IPv6 pods resolve through"
 // ForwarderPlanned reports whether actions (step 10's) run the forwarder,
 // whether or not its unit is there already.
 func ForwarderPlanned(actions []plan.Action) bool {
-	for _, a := range actions {
-		if a.Op == plan.OpLog && strings.HasPrefix(string(a.Data), forwarderLogPrefix+" ") {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(actions, func(a plan.Action) bool {
+		return a.Op == plan.OpLog && strings.HasPrefix(string(a.Data), forwarderLogPrefix+" ")
+	})
 }
 
 // withForwarder adds "nameserver v6" to a rewritten resolv.conf, right
@@ -138,13 +120,4 @@ func withForwarder(resolv []byte, host, v6, old netip.Addr) (out []byte, ok bool
 		}
 	}
 	return out, true
-}
-
-// recordedIPv6 is the IPv6 address the last boot recorded, if it parses.
-func (f MagicFacts) recordedIPv6() netip.Addr {
-	if f.IPv6.Old == nil {
-		return netip.Addr{}
-	}
-	a, _ := netip.ParseAddr(*f.IPv6.Old)
-	return a
 }

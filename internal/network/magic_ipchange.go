@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+	"slices"
 	"strings"
 
 	"github.com/kind-entrypoint/entrypoint/internal/logline"
@@ -155,11 +156,7 @@ func planCertRenewal(f MagicFacts) []plan.Action {
 	if f.Cert == nil || f.Key == nil {
 		return nil // not a control-plane node
 	}
-	hasConfig := false
-	for _, file := range f.Files {
-		hasConfig = hasConfig || file.Path == KubeadmConfig
-	}
-	if !hasConfig {
+	if !slices.ContainsFunc(f.Files, func(file File) bool { return file.Path == KubeadmConfig }) {
 		return []plan.Action{plan.Error(fmt.Sprintf(
 			"cannot regenerate the API server certificate for the new address: %s does not exist", KubeadmConfig))}
 	}

@@ -80,16 +80,6 @@ func readNative(ctx context.Context, sys system.System, timeout time.Duration) N
 	return NativeFacts{Ruleset: rs}
 }
 
-// savesHoldDNS names the first save whose rules send to Docker's DNS.
-func savesHoldDNS(saves []Save) (string, bool) {
-	for _, s := range saves {
-		if s.Err == nil && dnatsToEmbeddedDNS(s.Output) {
-			return s.Command, true
-		}
-	}
-	return "", false
-}
-
 // nativeRules are the rules of NativeTable that send hostIP:53 to
 // Docker's resolver ports d, for the node's own packets (output) and for
 // pods' (prerouting), and give the replies hostIP:53 as their source, as

@@ -106,19 +106,14 @@ func (e *StaleAddrError) Unwrap() error { return e.Route }
 // parsed, or lists no address at all (not even loopback's, which every
 // network namespace holds: a format these parsers do not know).
 func localAddrs(sys system.System, network string) []netip.Addr {
+	// A file that cannot be read is nil, as one that does not exist, and
+	// its parser gives no address: nil all the same.
 	if network == "ip4" {
-		// No file, or no address in it: nil all the same.
-		b, err := system.ReadOptional(sys, ProcNetFibTrie, system.LimitTable)
-		if err != nil {
-			return nil
-		}
+		b, _ := system.ReadOptional(sys, ProcNetFibTrie, system.LimitTable)
 		return localAddrsV4(b)
 	}
-	b, err := system.ReadOptional(sys, ProcNetIfInet6, system.LimitTable)
-	addrs, parseErr := localAddrsV6(b)
-	if err != nil || parseErr != nil {
-		return nil
-	}
+	b, _ := system.ReadOptional(sys, ProcNetIfInet6, system.LimitTable)
+	addrs, _ := localAddrsV6(b) // nil when it cannot be parsed
 	return addrs
 }
 

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"net/netip"
+	"slices"
 	"sync"
 	"time"
 
@@ -86,8 +87,8 @@ func (p *Probes) StartSaves(ctx context.Context) {
 			wg.Wait()
 			// Docker writes its DNS redirect to one place: nft is
 			// asked only when no iptables backend holds it.
-			if cmd, ok := savesHoldDNS(p.saves); ok {
-				p.native = NativeFacts{NotRun: cmd + " holds Docker's DNS rules"}
+			if i := slices.IndexFunc(p.saves, func(s Save) bool { return s.Err == nil && dnatsToEmbeddedDNS(s.Output) }); i >= 0 {
+				p.native = NativeFacts{NotRun: p.saves[i].Command + " holds Docker's DNS rules"}
 			} else if ctx.Err() == nil {
 				p.native = readNative(ctx, p.sys, p.timeout)
 			}

@@ -14,7 +14,7 @@ import (
 	"github.com/kind-entrypoint/entrypoint/internal/logline"
 )
 
-// ErrNoDefaultRoute is returned by DefaultGatewayV4 when the table is well
+// ErrNoDefaultRoute is returned by defaultGatewayV4 when the table is well
 // formed but has no usable IPv4 default route.
 var ErrNoDefaultRoute = errors.New("no IPv4 default route with a gateway")
 
@@ -25,7 +25,9 @@ const (
 	rtfReject  = 0x0200
 )
 
-// DefaultGatewayV4 returns the gateway of the IPv4 default route from the content of /proc/net/route.
+// defaultGatewayV4 returns the gateway of the IPv4 default route from the
+// content of /proc/net/route, printed in the byte order order (see
+// parseRoutesV4: the machine's own, binary.NativeEndian, but for tests).
 //
 // It stands in for the reference's `ip -4 route show default`, without
 // needing iproute2. A default route is one with destination and mask 0 that
@@ -36,12 +38,6 @@ const (
 // found by the header's names. A line that cannot be read is an error naming
 // the line and field, since skipping it could mean skipping the real default
 // route; callers add the file name.
-func DefaultGatewayV4(procNetRoute []byte) (netip.Addr, error) {
-	return defaultGatewayV4(procNetRoute, binary.NativeEndian)
-}
-
-// defaultGatewayV4 is DefaultGatewayV4 with the byte order of the table made
-// explicit (see parseRoutesV4). Tests use this to cover both.
 func defaultGatewayV4(table []byte, order binary.ByteOrder) (netip.Addr, error) {
 	routes, err := parseRoutesV4(table, order)
 	if err != nil {

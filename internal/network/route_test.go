@@ -146,7 +146,7 @@ func checkGateway(t *testing.T, got netip.Addr, err error, want, wantErr string)
 }
 
 func TestDefaultGatewayV4NoDefaultIsErrNoDefaultRoute(t *testing.T) {
-	_, err := DefaultGatewayV4([]byte(routeHeader + "\n"))
+	_, err := defaultGatewayV4([]byte(routeHeader+"\n"), binary.NativeEndian)
 	if !errors.Is(err, ErrNoDefaultRoute) {
 		t.Errorf("error %v is not ErrNoDefaultRoute", err)
 	}
@@ -163,7 +163,7 @@ func TestDefaultGatewayV4BigEndian(t *testing.T) {
 // the machine running the test would, whatever its byte order.
 func TestDefaultGatewayV4NativeEndian(t *testing.T) {
 	gw := fmt.Sprintf("%08X", binary.NativeEndian.Uint32([]byte{172, 18, 0, 1}))
-	got, err := DefaultGatewayV4([]byte(routeTable("eth0 00000000 " + gw + " 0003 0 00000000")))
+	got, err := defaultGatewayV4([]byte(routeTable("eth0 00000000 "+gw+" 0003 0 00000000")), binary.NativeEndian)
 	checkGateway(t, got, err, "172.18.0.1", "")
 }
 

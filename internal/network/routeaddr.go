@@ -34,10 +34,6 @@ const (
 // address (DAD still running, as just after the container started) is.
 const ifaFDadFailed = 0x08
 
-// errNoDefaultRouteV6 is the IPv6 counterpart of ErrNoDefaultRoute, for a
-// default route with or without a gateway.
-var errNoDefaultRouteV6 = errors.New("no IPv6 default route")
-
 // routeAddrV4 is the address on the IPv4 default route's interface, from
 // /proc/net/route (printed in order, see parseRoutesV4) and
 // /proc/net/fib_trie: the first of the node's own addresses in a network
@@ -190,7 +186,7 @@ func defaultInterfaceV6(table []byte) (string, error) {
 		return "", err
 	}
 	if best == "" {
-		return "", errNoDefaultRouteV6
+		return "", errors.New("no IPv6 default route")
 	}
 	return best, nil
 }
@@ -288,12 +284,9 @@ func eachRow(table []byte, n int, row func(lineNo int, fields []string) error) e
 
 // parseHexAddr6 parses an IPv6 address written as 32 hex digits.
 func parseHexAddr6(s string) (netip.Addr, error) {
-	var b [16]byte
-	if len(s) != 32 {
+	b, err := hex.DecodeString(s)
+	if err != nil || len(b) != 16 {
 		return netip.Addr{}, errors.New("want 32 hex digits")
 	}
-	if _, err := hex.Decode(b[:], []byte(s)); err != nil {
-		return netip.Addr{}, errors.New("want 32 hex digits")
-	}
-	return netip.AddrFrom16(b), nil
+	return netip.AddrFrom16([16]byte(b)), nil
 }

@@ -67,7 +67,7 @@ func RewriteDockerDNS(save []byte, hostIP string) (out []byte, changed bool) {
 		}
 		var rw ruleRewrite
 		rw, spans = rewriteRule(spans[:0], string(line), hostIP)
-		if rw.rule.chain() == "PREROUTING" {
+		if rw.rule.arg(0) == "-A" && rw.rule.arg(1) == "PREROUTING" {
 			present[tableRule{l.table, rw.rule.key()}] = true
 		}
 	}
@@ -265,14 +265,6 @@ func (r rule) arg(i int) string {
 		return ""
 	}
 	return r.line[r.args[i].start:r.args[i].end]
-}
-
-// chain returns the chain a "-A CHAIN ..." rule appends to.
-func (r rule) chain() string {
-	if r.arg(0) != "-A" {
-		return ""
-	}
-	return r.arg(1)
 }
 
 // key identifies a rule independently of the blanks between its arguments.

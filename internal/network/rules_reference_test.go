@@ -64,7 +64,7 @@ func rewriteDockerDNSPerLine(save []byte, hostIP string) (out []byte, changed bo
 				r, spans = appendRule(spans, line)
 				lines[i] = line
 			}
-			if r.chain() == "PREROUTING" {
+			if r.arg(0) == "-A" && r.arg(1) == "PREROUTING" {
 				present[tableRule{table, r.key()}] = true
 			}
 			if twin, ok := preroutingTwin(&edited, r); ok {

@@ -8,6 +8,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"iter"
+	"slices"
 )
 
 // CountRules counts the rule lines (lines starting with "-") of iptables-save
@@ -84,11 +85,7 @@ type lineMatcher struct {
 }
 
 func newLineMatcher(text []byte, pats []string) *lineMatcher {
-	m := &lineMatcher{text: text, pats: pats, next: make([]int, len(pats))}
-	for i := range m.next {
-		m.next[i] = -1
-	}
-	return m
+	return &lineMatcher{text: text, pats: pats, next: slices.Repeat([]int{-1}, len(pats))}
 }
 
 // in reports whether the line text[start:end] holds one of the patterns.
