@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/kind-entrypoint/entrypoint/internal/boot"
+	"github.com/kind-entrypoint/entrypoint/internal/etcdpeers"
 	"github.com/kind-entrypoint/entrypoint/internal/system"
 )
 
@@ -95,7 +96,10 @@ func Archive(w io.Writer, rec *Recorder, o Options) ([]Item, error) {
 	if o.Time.IsZero() {
 		o.Time = time.Now()
 	}
-	b := &builder{sys: rec.sys, state: o.State, limit: rec.ReadLimit, preserve: map[string]bool{}, entries: map[string]*entry{}, mtime: o.Time.Truncate(time.Second)}
+	b := &builder{sys: rec.sys, limit: rec.ReadLimit, preserve: map[string]bool{}, entries: map[string]*entry{}, mtime: o.Time.Truncate(time.Second)}
+	if o.State != nil {
+		b.peers = o.State.Peers
+	}
 	// The proxy passwords are known before anything is archived: every
 	// file, and the plan that quotes the drop-in, is redacted of them.
 	for _, v := range rec.envSeen() {
@@ -138,8 +142,9 @@ type entry struct {
 }
 
 type builder struct {
-	sys   system.System
-	state *boot.State
+	sys system.System
+	// peers is the membership step 10 read of etcd's database.
+	peers boot.Found[etcdpeers.Facts]
 	// limit is the read limit of a path read: a file is archived as
 	// much of it as the steps could read.
 	limit    func(p string) int
