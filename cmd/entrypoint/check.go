@@ -63,7 +63,8 @@ func toolFor(args []string) (tool, []string, bool) {
 		fmt.Fprintf(stderr, "entrypoint: %s takes its flags after its name: entrypoint %s [flags]\n", t.name, t.name)
 		return 2
 	}
-	return tool{name: t.name, summary: t.summary, run: refuse}, nil, true
+	t.run = refuse
+	return t, nil, true
 }
 
 const checkUsage = `usage: entrypoint check [--json] [--root DIR] [--no-pod-network]

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -89,11 +88,8 @@ func (o *options) register(fl *flag.FlagSet) {
 // must return code now: a usage error (2), --help (0) or --version (0).
 func (o *options) parse(fl *flag.FlagSet, args []string, stdout io.Writer) (code int, done bool) {
 	o.register(fl)
-	if err := fl.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0, true
-		}
-		return 2, true
+	if code, done := parseTool(fl, args, 2); done {
+		return code, true
 	}
 	if o.showVersion {
 		fmt.Fprintln(stdout, "entrypoint", version)
@@ -180,12 +176,7 @@ func printDryRun(stdout, stderr io.Writer, log *logline.Logger, format logline.F
 // runCommand runs a companion command; o holds the flags given before its
 // name, which its own flags may override.
 func runCommand(cmd companion.Command, o options, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	fl := flag.NewFlagSet("entrypoint "+cmd.Name, flag.ContinueOnError)
-	fl.SetOutput(stderr)
-	fl.Usage = func() {
-		fmt.Fprintf(stderr, "usage: entrypoint %s [--dry-run [--root DIR]] [--log-format text|json]\n\n%s.\n\nflags:\n", cmd.Name, cmd.Summary)
-		fl.PrintDefaults()
-	}
+	fl := toolFlagSet("entrypoint "+cmd.Name, fmt.Sprintf("usage: entrypoint %s [--dry-run [--root DIR]] [--log-format text|json]\n\n%s.\n\nflags:\n", cmd.Name, cmd.Summary), stderr)
 	if code, done := o.parse(fl, args, stdout); done {
 		return code
 	}

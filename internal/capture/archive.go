@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/kind-entrypoint/entrypoint/internal/boot"
+	"github.com/kind-entrypoint/entrypoint/internal/etcdpeers"
 	"github.com/kind-entrypoint/entrypoint/internal/system"
 )
 
@@ -95,7 +96,10 @@ func Archive(w io.Writer, rec *Recorder, o Options) ([]Item, error) {
 	if o.Time.IsZero() {
 		o.Time = time.Now()
 	}
-	b := &builder{sys: rec.sys, state: o.State, limit: rec.ReadLimit, preserve: map[string]bool{}, entries: map[string]*entry{}, mtime: o.Time.Truncate(time.Second)}
+	b := &builder{sys: rec.sys, preserve: map[string]bool{}, entries: map[string]*entry{}, mtime: o.Time.Truncate(time.Second)}
+	if o.State != nil {
+		b.peers = o.State.Peers
+	}
 	// The proxy passwords are known before anything is archived: every
 	// file, and the plan that quotes the drop-in, is redacted of them.
 	for _, v := range rec.envSeen() {
@@ -112,7 +116,8 @@ func Archive(w io.Writer, rec *Recorder, o Options) ([]Item, error) {
 		}
 	}
 	for _, p := range slices.Sorted(maps.Keys(paths)) {
-		if err := b.add(p, paths[p], b.limit(p), 0); err != nil {
+		// A file is archived as much of it as the steps could read.
+		if err := b.add(p, paths[p], rec.ReadLimit(p), 0); err != nil {
 			return nil, err
 		}
 	}
@@ -138,11 +143,9 @@ type entry struct {
 }
 
 type builder struct {
-	sys   system.System
-	state *boot.State
-	// limit is the read limit of a path read: a file is archived as
-	// much of it as the steps could read.
-	limit    func(p string) int
+	sys system.System
+	// peers is the membership step 10 read of etcd's database.
+	peers    boot.Found[etcdpeers.Facts]
 	preserve map[string]bool
 	entries  map[string]*entry // by node path
 	items    []Item

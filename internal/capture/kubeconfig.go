@@ -31,12 +31,7 @@ func IsKubeconfig(p string) bool {
 func redactKubeconfig(data []byte) (out []byte, n int) {
 	out = make([]byte, 0, len(data))
 	skipDeeper := -1 // after a redacted key: the indentation of its line
-	for len(data) > 0 {
-		line := data
-		if i := bytes.IndexByte(data, '\n'); i >= 0 {
-			line = data[:i+1]
-		}
-		data = data[len(line):]
+	for line := range bytes.Lines(data) {
 		body := bytes.TrimLeft(line, " \t-")
 		indent := len(line) - len(body)
 		if skipDeeper >= 0 {
@@ -65,7 +60,7 @@ func secretField(line []byte) int {
 			}
 			i += from
 			from = i + len(k)
-			if i > 0 && (isKeyByte(line[i-1])) {
+			if i > 0 && isKeyByte(line[i-1]) {
 				continue // part of a longer key
 			}
 			rest := bytes.TrimLeft(line[from:], `"' `)

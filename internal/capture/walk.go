@@ -10,6 +10,7 @@ import (
 
 	"github.com/kind-entrypoint/entrypoint/internal/containerd"
 	"github.com/kind-entrypoint/entrypoint/internal/etcdpeers"
+	"github.com/kind-entrypoint/entrypoint/internal/plan"
 	"github.com/kind-entrypoint/entrypoint/internal/proxy"
 	"github.com/kind-entrypoint/entrypoint/internal/system"
 )
@@ -210,9 +211,9 @@ func (b *builder) add(p string, a Access, limit, hops int) error {
 // 10 read (Options.State): the database is read once per run, by pages,
 // never again here.
 func (b *builder) backend(p, loc string, fi fs.FileInfo, a Access) {
-	f, ok := b.peers(p)
+	f, err := b.peers.Get()
 	switch {
-	case !ok:
+	case err != nil || f.DB != p:
 		b.put(loc, fi, []byte{}, "")
 		b.note(p, "etcd database, NOT ARCHIVED (the run recorded no membership of it): an empty file (%s)", a)
 	case f.Err != nil:
@@ -222,15 +223,6 @@ func (b *builder) backend(p, loc string, fi fs.FileInfo, a Access) {
 		b.put(loc, fi, etcdpeers.MembersDB(f.Members), "")
 		b.note(p, "etcd database, NOT ARCHIVED: a file of its members' names and peer URLs only, in its format (%s)", a)
 	}
-}
-
-// peers is the membership the run read of etcd's database at p.
-func (b *builder) peers(p string) (etcdpeers.Facts, bool) {
-	if b.state == nil {
-		return etcdpeers.Facts{}, false
-	}
-	f, err := b.state.Peers.Get()
-	return f, err == nil && f.DB == p
 }
 
 // put adds an entry for node path p: a directory, a symlink to target
@@ -244,16 +236,7 @@ func (b *builder) put(p string, fi fs.FileInfo, data []byte, target string) {
 	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
 		h.Uid, h.Gid = int(st.Uid), int(st.Gid)
 	}
-	perm := int64(fi.Mode().Perm())
-	if fi.Mode()&fs.ModeSetuid != 0 {
-		perm |= 0o4000
-	}
-	if fi.Mode()&fs.ModeSetgid != 0 {
-		perm |= 0o2000
-	}
-	if fi.Mode()&fs.ModeSticky != 0 {
-		perm |= 0o1000
-	}
+	perm := int64(plan.UnixMode(fi.Mode()))
 	switch {
 	case target != "":
 		h.Typeflag, h.Linkname, h.Mode = tar.TypeSymlink, target, 0o777

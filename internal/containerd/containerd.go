@@ -2,6 +2,7 @@ package containerd
 
 import (
 	"bytes"
+	"cmp"
 	"fmt"
 	"io/fs"
 	"maps"
@@ -255,10 +256,7 @@ func Plan(f Facts) ([]plan.Action, error) {
 	}
 	if f.Snapshotter != "" {
 		if res.OldSnapshotter != f.Snapshotter {
-			old := res.OldSnapshotter
-			if old == "" {
-				old = "overlayfs"
-			}
+			old := cmp.Or(res.OldSnapshotter, "overlayfs")
 			actions = append(actions, plan.Info("changing snapshotter from "+logline.QuoteClipped(old)+" to "+logline.QuoteClipped(f.Snapshotter)))
 		} else {
 			actions = append(actions, plan.Info("snapshotter is already "+logline.QuoteClipped(f.Snapshotter)))

@@ -223,16 +223,6 @@ func errorAtOffset(d []byte, off int, msg string) error {
 	return &positionError{line: line, column: col, msg: msg}
 }
 
-// offsetIn locates sub inside d the way the parser does, by capacity,
-// refusing anything that is not a slice of d.
-func offsetIn(d, sub []byte) (int, bool) {
-	off := cap(d) - cap(sub)
-	if off < 0 || off+len(sub) > len(d) {
-		return 0, false
-	}
-	return off, true
-}
-
 func applySplices(d []byte, ss []splice) []byte {
 	n := len(d)
 	for _, s := range ss {

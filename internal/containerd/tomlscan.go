@@ -128,8 +128,10 @@ func scanDocument(data []byte) (*scan, error) {
 		// decode accepted the document, so this means the two parsers
 		// disagree; still report it in the usual form.
 		var pe *unstable.ParserError
+		// Its highlight is located as the parser does, by capacity,
+		// when it is a slice of data.
 		if errors.As(err, &pe) {
-			if off, ok := offsetIn(data, pe.Highlight); ok {
+			if off := cap(data) - cap(pe.Highlight); off >= 0 && off+len(pe.Highlight) <= len(data) {
 				return nil, errorAtOffset(data, off, contentFree(pe.Message))
 			}
 		}
@@ -190,15 +192,6 @@ func countLines(data []byte) (lines, headers int) {
 	return lines, headers
 }
 
-// keyParts decodes a key on its own (an inline table's).
-func keyParts(it *unstable.Iterator) []string {
-	var path []string
-	for it.Next() {
-		path = append(path, string(it.Node().Data))
-	}
-	return path
-}
-
 func newValueRef(n *unstable.Node) valueRef {
 	switch n.Kind {
 	case unstable.String, unstable.Bool:
@@ -211,8 +204,11 @@ func newValueRef(n *unstable.Node) valueRef {
 			if kv.Kind != unstable.KeyValue {
 				continue
 			}
-			key := kv.Key()
-			v.items = append(v.items, inlineItem{key: keyParts(&key), value: newValueRef(kv.Value())})
+			var key []string
+			for k := kv.Key(); k.Next(); {
+				key = append(key, string(k.Node().Data))
+			}
+			v.items = append(v.items, inlineItem{key: key, value: newValueRef(kv.Value())})
 		}
 		return v
 	}
@@ -224,7 +220,9 @@ func newValueRef(n *unstable.Node) valueRef {
 func (sc *scan) errorAt(path []string, format string, args ...any) error {
 	msg := fmt.Sprintf(format, args...)
 	for i := range sc.kvs {
-		if kv := &sc.kvs[i]; sc.isPath(kv, path) {
+		// kv's path, its section's and then its key, is path.
+		kv := &sc.kvs[i]
+		if table := sc.sections[kv.section].path; len(table)+len(kv.key) == len(path) && startsWith(path, table, kv.key) {
 			return errorAtOffset(sc.data, kv.start, msg)
 		}
 	}
@@ -234,12 +232,6 @@ func (sc *scan) errorAt(path []string, format string, args ...any) error {
 		}
 	}
 	return errors.New(msg)
-}
-
-// isPath reports whether kv's path (its section's, then its key) is path.
-func (sc *scan) isPath(kv *keyValue, path []string) bool {
-	table := sc.sections[kv.section].path
-	return len(table)+len(kv.key) == len(path) && startsWith(path, table, kv.key)
 }
 
 // startsWith reports whether path starts with first and then second.

@@ -6,6 +6,7 @@ package containerd
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"reflect"
 	"slices"
@@ -48,27 +49,10 @@ func sameValue(a, b any) bool {
 	switch a := a.(type) {
 	case map[string]any:
 		b, ok := b.(map[string]any)
-		if !ok || len(a) != len(b) {
-			return false
-		}
-		for k, av := range a {
-			bv, ok := b[k]
-			if !ok || !sameValue(av, bv) {
-				return false
-			}
-		}
-		return true
+		return ok && maps.EqualFunc(a, b, sameValue)
 	case []any:
 		b, ok := b.([]any)
-		if !ok || len(a) != len(b) {
-			return false
-		}
-		for i := range a {
-			if !sameValue(a[i], b[i]) {
-				return false
-			}
-		}
-		return true
+		return ok && slices.EqualFunc(a, b, sameValue)
 	case float64:
 		b, ok := b.(float64)
 		return ok && (math.Float64bits(a) == math.Float64bits(b) || math.IsNaN(a) && math.IsNaN(b))

@@ -2,6 +2,7 @@ package plan
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"fmt"
 	"io/fs"
@@ -38,11 +39,11 @@ func Apply(ctx context.Context, sys system.System, log *logline.Logger, actions 
 		switch {
 		case a.OnFail == Ignore:
 		case a.OnFail == Warn:
-			log.Warn(failMsg(a, err))
+			log.Warn(cmp.Or(a.FailMsg, err.Error()))
 		case a.OnFail == LogError:
 			log.Error(a.FailMsg + ": " + err.Error())
 		case a.OnFail == TolerateInUserNS && userNS:
-			log.Info(failMsg(a, err))
+			log.Info(cmp.Or(a.FailMsg, err.Error()))
 		default:
 			if a.Reason != "" {
 				return fmt.Errorf("%s: %w", a.Reason, err)
@@ -66,13 +67,6 @@ func created(sys system.System, a Action) error {
 		}
 	}
 	return nil
-}
-
-func failMsg(a Action, err error) string {
-	if a.FailMsg != "" {
-		return a.FailMsg
-	}
-	return err.Error()
 }
 
 func do(ctx context.Context, sys system.System, log *logline.Logger, a Action) error {
@@ -148,7 +142,7 @@ func forwardStream(log *logline.Logger, out []byte, level func([]byte) logline.L
 // stderrLevel is a standard-error line's level: a klog header's
 // (Kubernetes programs: "I0612 10:00:00.000000 ..."), else WARN.
 func stderrLevel(line []byte) logline.Level {
-	if len(line) > 6 && line[5] == ' ' && isDigits(line[1:5]) {
+	if len(line) > 6 && line[5] == ' ' && !bytes.ContainsFunc(line[1:5], func(r rune) bool { return r < '0' || r > '9' }) {
 		switch line[0] {
 		case 'I':
 			return logline.Info
@@ -159,15 +153,6 @@ func stderrLevel(line []byte) logline.Level {
 		}
 	}
 	return logline.Warn
-}
-
-func isDigits(b []byte) bool {
-	for _, c := range b {
-		if c < '0' || c > '9' {
-			return false
-		}
-	}
-	return true
 }
 
 // outputLine clips a program's line. The Logger writes it through

@@ -44,18 +44,13 @@ const (
 	LogError
 )
 
+var policyNames = [...]string{Fatal: "fatal", Warn: "warn", TolerateInUserNS: "tolerated-in-userns", Ignore: "ignore", LogError: "error"}
+
 func (p Policy) String() string {
-	switch p {
-	case Warn:
-		return "warn"
-	case TolerateInUserNS:
-		return "tolerated-in-userns"
-	case Ignore:
-		return "ignore"
-	case LogError:
-		return "error"
+	if p < 0 || int(p) >= len(policyNames) {
+		return "fatal"
 	}
-	return "fatal"
+	return policyNames[p]
 }
 
 // Action is one change (or log line) of a plan. A plan of a host with

@@ -112,7 +112,11 @@ func (a Action) String() string {
 }
 
 // octal prints a mode as chmod would take it, special bits included.
-func octal(m fs.FileMode) string {
+func octal(m fs.FileMode) string { return fmt.Sprintf("%04o", UnixMode(m)) }
+
+// UnixMode is m's permission bits and its setuid, setgid and sticky bits
+// as chmod(2) and tar headers hold them.
+func UnixMode(m fs.FileMode) uint32 {
 	v := uint32(m.Perm())
 	if m&fs.ModeSetuid != 0 {
 		v |= 0o4000
@@ -123,7 +127,7 @@ func octal(m fs.FileMode) string {
 	if m&fs.ModeSticky != 0 {
 		v |= 0o1000
 	}
-	return fmt.Sprintf("%04o", v)
+	return v
 }
 
 func content(data []byte) string {
