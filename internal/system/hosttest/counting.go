@@ -1,6 +1,7 @@
 package hosttest
 
 import (
+	"maps"
 	"sync"
 
 	"github.com/kind-entrypoint/entrypoint/internal/system"
@@ -26,44 +27,34 @@ func (r Reads) Readings() int { return r.Whole + r.Opens }
 type Counting struct {
 	system.System
 	mu    sync.Mutex
-	reads map[string]*Reads
+	reads map[string]Reads
 }
 
 // NewCounting counts the reads of sys.
 func NewCounting(sys system.System) *Counting {
-	return &Counting{System: sys, reads: map[string]*Reads{}}
+	return &Counting{System: sys, reads: map[string]Reads{}}
 }
 
 // Reads are the counts of path p (zero: never read).
 func (c *Counting) Reads(p string) Reads {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if r := c.reads[p]; r != nil {
-		return *r
-	}
-	return Reads{}
+	return c.reads[p]
 }
 
 // Paths are the paths read, with their counts.
 func (c *Counting) Paths() map[string]Reads {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	m := make(map[string]Reads, len(c.reads))
-	for p, r := range c.reads {
-		m[p] = *r
-	}
-	return m
+	return maps.Clone(c.reads)
 }
 
 func (c *Counting) count(p string, f func(*Reads)) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	r := c.reads[p]
-	if r == nil {
-		r = &Reads{}
-		c.reads[p] = r
-	}
-	f(r)
+	f(&r)
+	c.reads[p] = r
 }
 
 func (c *Counting) ReadFile(p string, limit int) ([]byte, error) {

@@ -132,14 +132,10 @@ func CopyScenario(src, dst string) error {
 			}
 		}
 		m := fs.FileMode(mode & 0o777)
-		if mode&0o4000 != 0 {
-			m |= fs.ModeSetuid
-		}
-		if mode&0o2000 != 0 {
-			m |= fs.ModeSetgid
-		}
-		if mode&0o1000 != 0 {
-			m |= fs.ModeSticky
+		for bit, special := range map[uint64]fs.FileMode{0o4000: fs.ModeSetuid, 0o2000: fs.ModeSetgid, 0o1000: fs.ModeSticky} {
+			if mode&bit != 0 {
+				m |= special
+			}
 		}
 		if err := w.Chmod(p, m); err != nil {
 			return bad(err)

@@ -36,12 +36,7 @@ func init() { runtime.LockOSThread() }
 // were not touched, whatever a test did in its namespaces.
 func Main(m *testing.M) {
 	before := snapshot()
-	code := m.Run()
-	if diff := diffSnapshots(before, snapshot()); diff != "" {
-		fmt.Fprintf(os.Stderr, "FAIL: the machine's mount table changed while these tests ran (- before, + after):\n%s", diff)
-		code = max(code, 1)
-	}
-	os.Exit(code)
+	os.Exit(mountsUnchanged(before, m.Run(), "these tests"))
 }
 
 // mountTables are the files Main compares before and after the tests.
@@ -59,8 +54,6 @@ var othersMounts = []string{"/var/lib/docker/", "/run/docker/", "/var/lib/contai
 	"/var/lib/containers/", "/run/containers/", // podman's storage and state
 	"/var/lib/kind-entrypoint-docker29/", "/run/kind-entrypoint-docker29/"}
 
-// othersMount: the mount point target is an engine's (othersMounts, or
-// below a directory named containerd), left out of the comparison.
 func othersMount(target string) bool {
 	return slices.ContainsFunc(othersMounts, func(dir string) bool {
 		return strings.HasPrefix(target+"/", dir)
@@ -77,27 +70,30 @@ func snapshot() map[string]string {
 			s[p] = "error: " + err.Error()
 			continue
 		}
-		var keep []string
-		for _, line := range strings.Split(string(b), "\n") {
-			if f := strings.Fields(line); len(f) > 4 && othersMount(f[4]) {
-				continue
-			}
-			keep = append(keep, line)
-		}
-		s[p] = strings.Join(keep, "\n")
+		lines := slices.DeleteFunc(strings.Split(string(b), "\n"), func(line string) bool {
+			f := strings.Fields(line)
+			return len(f) > 4 && othersMount(f[4])
+		})
+		s[p] = strings.Join(lines, "\n")
 	}
 	return s
 }
 
-func diffSnapshots(before, after map[string]string) string {
+// mountsUnchanged returns code, at least 1 when the mount tables differ
+// from before: it prints how, naming the tests that ran.
+func mountsUnchanged(before map[string]string, code int, tests string) int {
+	after := snapshot()
 	var b strings.Builder
 	for _, p := range mountTables {
-		if before[p] == after[p] {
-			continue
+		if before[p] != after[p] {
+			fmt.Fprintf(&b, "%s:\n%s", p, DiffLines(before[p], after[p]))
 		}
-		fmt.Fprintf(&b, "%s:\n%s", p, DiffLines(before[p], after[p]))
 	}
-	return b.String()
+	if b.Len() == 0 {
+		return code
+	}
+	fmt.Fprintf(os.Stderr, "FAIL: the machine's mount table changed while %s ran (- before, + after):\n%s", tests, b.String())
+	return max(code, 1)
 }
 
 // DiffLines lists the lines only in a ("- ") and only in b ("+ "), in order;
@@ -107,29 +103,23 @@ func DiffLines(a, b string) string {
 		return ""
 	}
 	al, bl := strings.Split(a, "\n"), strings.Split(b, "\n")
-	count := func(lines []string) map[string]int {
-		m := map[string]int{}
-		for _, l := range lines {
-			m[l]++
-		}
-		return m
-	}
-	ac, bc := count(al), count(bl)
 	var out strings.Builder
-	for _, l := range al {
-		if bc[l] > 0 {
-			bc[l]--
-			continue
+	// only prints, marked, the lines of these that others lacks.
+	only := func(mark string, these, others []string) {
+		n := map[string]int{}
+		for _, l := range others {
+			n[l]++
 		}
-		fmt.Fprintf(&out, "- %s\n", l)
-	}
-	for _, l := range bl {
-		if ac[l] > 0 {
-			ac[l]--
-			continue
+		for _, l := range these {
+			if n[l] > 0 {
+				n[l]--
+				continue
+			}
+			fmt.Fprintf(&out, "%s %s\n", mark, l)
 		}
-		fmt.Fprintf(&out, "+ %s\n", l)
 	}
+	only("-", al, bl)
+	only("+", bl, al)
 	if out.Len() == 0 {
 		// Same lines, another order.
 		fmt.Fprintf(&out, "(same lines, reordered)\n- %q\n+ %q\n", a, b)
@@ -147,13 +137,10 @@ func RequireRoot(t testing.TB) {
 	}
 }
 
-// EmulatorEnv names the variable that holds the user-mode emulator the
-// tests run under (make test-arm64 sets it to qemu-aarch64-static); unset
-// on a native run.
-const EmulatorEnv = "ENTRYPOINT_TEST_EMULATOR"
-
-// Emulator is the emulator the tests run under, or "".
-func Emulator() string { return os.Getenv(EmulatorEnv) }
+// Emulator is the user-mode emulator the tests run under, or "" on a
+// native run: make test-arm64 sets ENTRYPOINT_TEST_EMULATOR to
+// qemu-aarch64-static.
+func Emulator() string { return os.Getenv("ENTRYPOINT_TEST_EMULATOR") }
 
 // Command is exec.CommandContext(ctx, bin, args...) for a binary built for
 // the architecture under test. Under an emulator it runs through it: the

@@ -1,6 +1,8 @@
 package nstest
 
 import (
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -64,5 +66,32 @@ func TestOthersMount(t *testing.T) {
 		if got := othersMount(target); got != want {
 			t.Errorf("othersMount(%q) = %v, want %v", target, got, want)
 		}
+	}
+}
+
+// TestMountsUnchanged: the exit code stays when the tables are as before,
+// and a changed table fails the run, whatever the tests' own code, and is
+// printed.
+func TestMountsUnchanged(t *testing.T) {
+	stderr, err := os.Create(filepath.Join(t.TempDir(), "stderr"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func(saved *os.File) { os.Stderr = saved }(os.Stderr)
+	os.Stderr = stderr
+	if got := mountsUnchanged(snapshot(), 3, "these tests"); got != 3 {
+		t.Errorf("unchanged tables: code %d, want 3", got)
+	}
+	for code, want := range map[int]int{0: 1, 2: 2} {
+		before := snapshot()
+		before[mountTables[1]] += "\n1 1 0:1 / /gone rw - tmpfs tmpfs rw"
+		if got := mountsUnchanged(before, code, "these tests"); got != want {
+			t.Errorf("a mount gone, code %d: got %d, want %d", code, got, want)
+		}
+	}
+	b, _ := os.ReadFile(stderr.Name())
+	want := "FAIL: the machine's mount table changed while these tests ran (- before, + after):\n/proc/1/mountinfo:\n- 1 1 0:1 / /gone rw - tmpfs tmpfs rw\n"
+	if string(b) != want+want {
+		t.Errorf("printed %q, want twice %q", b, want)
 	}
 }

@@ -1,10 +1,5 @@
 package nstest
 
-// Sandbox runs a package's tests where they cannot change the machine: a
-// private mount namespace in which every mount is read-only, but for a
-// tmpfs of the run's own (TMPDIR, so every t.TempDir) and the files the go
-// command asks the test binary to write.
-
 import (
 	"errors"
 	"fmt"
@@ -22,13 +17,11 @@ import (
 // must not be.
 const sandboxEnv = "NSTEST_SANDBOX_OF"
 
-// hostNSEnv keeps, inside the sandbox, the mount namespace it was made
-// from (HostNS).
-const hostNSEnv = "NSTEST_SANDBOX_HOST_NS"
-
 // HostNS is, inside the sandbox, the mount namespace of the process that
-// made it (/proc/self/ns/mnt's link there).
+// made it (/proc/self/ns/mnt's link there), kept in hostNSEnv.
 func HostNS() string { return os.Getenv(hostNSEnv) }
+
+const hostNSEnv = "NSTEST_SANDBOX_HOST_NS"
 
 // SandboxDirEnv names, inside the sandbox, the run's writable directory
 // (TMPDIR); prepare may leave files there for the tests (a built binary).
@@ -40,8 +33,9 @@ const SandboxDirEnv = "NSTEST_SANDBOX_DIR"
 // mount namespace, where it makes "/" recursively private, then every
 // mount read-only with mount_setattr(2) (a per-mount flag: no superblock,
 // and so no other namespace, is changed), then mounts a tmpfs of its own
-// on TMPDIR and binds the go command's output files writable again. Afterwards
-// the machine's mount tables must be as before (Main).
+// on TMPDIR (so every t.TempDir) and binds the go command's output files
+// writable again. Afterwards the machine's mount tables must be as before
+// (Main).
 //
 // prepare, when set, runs first, outside, with the run's directory: for
 // what needs the machine (building the binary with the go command's
@@ -118,11 +112,7 @@ func runSandboxed(prepare func(dir string) error) int {
 			code = fail("the sandboxed tests ended: %v", err)
 		}
 	}
-	if diff := diffSnapshots(before, snapshot()); diff != "" {
-		fmt.Fprintf(os.Stderr, "FAIL: the machine's mount table changed while the sandboxed tests ran (- before, + after):\n%s", diff)
-		code = max(code, 1)
-	}
-	return code
+	return mountsUnchanged(before, code, "the sandboxed tests")
 }
 
 // enterSandbox makes the mount namespace the process runs in (a new one,
@@ -186,10 +176,7 @@ func CheckReadOnly(dir string) error {
 // -test.coverprofile, ...), and the package's directory when the run
 // writes there (fuzzing corpus, golden files with -update).
 func writableDirs() []string {
-	var dirs []string
-	if d := os.Getenv("GOCOVERDIR"); d != "" {
-		dirs = append(dirs, d)
-	}
+	dirs := []string{os.Getenv("GOCOVERDIR")} // "" when unset: left out below
 	cwd, _ := os.Getwd()
 	outdir := cwd
 	files := map[string]bool{"testlogfile": true, "coverprofile": true, "cpuprofile": true, "memprofile": true,
