@@ -29,15 +29,6 @@ func (s *slots) init(max int) {
 	s.max, s.by = max, make(map[netip.Addr]int)
 }
 
-// share is how many slots client may hold now.
-func (s *slots) share(client netip.Addr) int {
-	holders := len(s.by)
-	if s.by[client] == 0 {
-		holders++
-	}
-	return max(1, (s.max-s.max/4)/holders)
-}
-
 // tryTake takes a slot for client if one is free and within its share.
 func (s *slots) tryTake(client netip.Addr) bool {
 	s.mu.Lock()
@@ -46,11 +37,15 @@ func (s *slots) tryTake(client netip.Addr) bool {
 }
 
 func (s *slots) takeLocked(client netip.Addr) bool {
-	if s.used >= s.max || s.by[client] >= s.share(client) {
+	held, holders := s.by[client], len(s.by)
+	if held == 0 {
+		holders++ // its share counts it among the holders
+	}
+	if s.used >= s.max || held >= max(1, (s.max-s.max/4)/holders) {
 		return false
 	}
 	s.used++
-	s.by[client]++
+	s.by[client] = held + 1
 	return true
 }
 

@@ -78,28 +78,12 @@ func (s *stats) load() Counts {
 func (s *stats) report(log *logline.Logger, interval time.Duration) {
 	now := s.load()
 	s.mu.Lock()
-	d := Counts{
-		UDP: now.UDP - s.reported.UDP, TCP: now.TCP - s.reported.TCP, Garbage: now.Garbage - s.reported.Garbage,
-		Busy: now.Busy - s.reported.Busy, Failed: now.Failed - s.reported.Failed, LastErr: now.LastErr,
-		Idle: now.Idle - s.reported.Idle, Unread: now.Unread - s.reported.Unread,
-		Evicted: now.Evicted - s.reported.Evicted, Refused: now.Refused - s.reported.Refused,
-	}
+	was := s.reported
 	s.reported = now
 	s.mu.Unlock()
-	if line, lv, ok := summary(d, interval); ok {
-		log.Log(lv, line)
-	}
-}
-
-// summary is the line for counts d over interval; ok is false when there
-// is nothing to say.
-func summary(d Counts, interval time.Duration) (line string, lv logline.Level, ok bool) {
-	when := "in the last " + interval.String()
-	if interval == 0 {
-		when = "stopping; since the last report"
-	}
-	parts := []string{fmt.Sprintf("%d queries answered (UDP %d, TCP %d)", d.UDP+d.TCP, d.UDP, d.TCP)}
-	lv = logline.Info
+	udp, tcp := now.UDP-was.UDP, now.TCP-was.TCP
+	parts := []string{fmt.Sprintf("%d queries answered (UDP %d, TCP %d)", udp+tcp, udp, tcp)}
+	lv := logline.Info
 	add := func(n int64, what string, warn bool) {
 		if n > 0 {
 			parts = append(parts, fmt.Sprintf("%d %s", n, what))
@@ -108,15 +92,19 @@ func summary(d Counts, interval time.Duration) (line string, lv logline.Level, o
 			}
 		}
 	}
-	add(d.Failed, "failed (last: "+d.LastErr+")", true)
-	add(d.Busy, "dropped with every slot, or the client's share, in flight", true)
-	add(d.Refused, "TCP connections refused, all busy", true)
-	add(d.Garbage, "messages dropped, not DNS queries", false)
-	add(d.Idle, "idle TCP connections closed", false)
-	add(d.Unread, "TCP connections closed for not reading their answers", true)
-	add(d.Evicted, "TCP connections waiting on their clients closed for new ones", false)
-	if d.UDP+d.TCP == 0 && len(parts) == 1 {
-		return "", lv, false
+	add(now.Failed-was.Failed, "failed (last: "+now.LastErr+")", true)
+	add(now.Busy-was.Busy, "dropped with every slot, or the client's share, in flight", true)
+	add(now.Refused-was.Refused, "TCP connections refused, all busy", true)
+	add(now.Garbage-was.Garbage, "messages dropped, not DNS queries", false)
+	add(now.Idle-was.Idle, "idle TCP connections closed", false)
+	add(now.Unread-was.Unread, "TCP connections closed for not reading their answers", true)
+	add(now.Evicted-was.Evicted, "TCP connections waiting on their clients closed for new ones", false)
+	if udp+tcp == 0 && len(parts) == 1 {
+		return
 	}
-	return "dns-forwarder: " + when + ": " + strings.Join(parts, ", "), lv, true
+	when := "in the last " + interval.String()
+	if interval == 0 {
+		when = "stopping; since the last report"
+	}
+	log.Log(lv, "dns-forwarder: "+when+": "+strings.Join(parts, ", "))
 }

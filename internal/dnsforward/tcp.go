@@ -103,11 +103,8 @@ func (s *connSet) init(max int) { s.max, s.conns = max, make(map[*tconn]struct{}
 // the accept loop calls it.
 func (s *connSet) add(c *tconn, st *stats) bool {
 	s.mu.Lock()
-	if s.closed {
-		s.mu.Unlock()
-		return false
-	}
-	if len(s.conns) >= s.max {
+	defer s.mu.Unlock()
+	if !s.closed && len(s.conns) >= s.max {
 		// A new connection counts for its address.
 		held := map[netip.Addr]int{c.client: 1}
 		most := 1
@@ -126,7 +123,6 @@ func (s *connSet) add(c *tconn, st *stats) bool {
 			}
 		}
 		if oldest == nil {
-			s.mu.Unlock()
 			return false
 		}
 		oldest.closing = true
@@ -136,7 +132,6 @@ func (s *connSet) add(c *tconn, st *stats) bool {
 		st.evicted.Add(1)
 		s.mu.Lock()
 	}
-	defer s.mu.Unlock()
 	if s.closed {
 		return false
 	}

@@ -36,8 +36,7 @@ func (f *Forwarder) serveUDP() error {
 			f.st.garbage.Add(1)
 			continue
 		}
-		from := client.Addr().Unmap()
-		if !f.slots.tryTake(from) {
+		if !f.slots.tryTake(client.Addr().Unmap()) {
 			// Full, or the client's share is: its resolver asks
 			// again, or another upstream. Waiting here would hold
 			// back every datagram behind this one.

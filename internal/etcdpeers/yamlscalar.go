@@ -87,19 +87,18 @@ func plain(s string, flow bool) (string, string, scalarKind) {
 // quotes in a row stand for one, nothing else is escaped.
 func singleQuoted(s string) (string, string, scalarKind) {
 	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		if s[i] != '\'' {
-			b.WriteByte(s[i])
-			continue
+	for {
+		before, after, ok := strings.Cut(s, "'")
+		if !ok {
+			return "", "", badScalar
 		}
-		if i+1 < len(s) && s[i+1] == '\'' {
-			b.WriteByte('\'')
-			i++
-			continue
+		b.WriteString(before)
+		if !strings.HasPrefix(after, "'") {
+			return b.String(), after, isScalar
 		}
-		return b.String(), s[i+1:], isScalar
+		b.WriteByte('\'')
+		s = after[1:]
 	}
-	return "", "", badScalar
 }
 
 // simpleEscapes are the one-character escapes of a double-quoted scalar
