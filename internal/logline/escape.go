@@ -36,11 +36,14 @@ func Escape(s string) string {
 	b.WriteString(s[:i])
 	for i < len(s) {
 		r, size := utf8.DecodeRuneInString(s[i:])
-		if unsafeRune(r) {
-			// "x" with the escape inside: \xff for a byte of invalid UTF-8.
-			q := strconv.QuoteToASCII(s[i : i+size])
+		switch {
+		case r == utf8.RuneError && size == 1:
+			b.WriteString(`\x`)
+			b.WriteString(hex2(s[i]))
+		case unsafeRune(r):
+			q := strconv.QuoteRuneToASCII(r) // 'x' with the escape inside
 			b.WriteString(q[1 : len(q)-1])
-		} else {
+		default:
 			b.WriteString(s[i : i+size])
 		}
 		i += size
@@ -52,6 +55,11 @@ func Escape(s string) string {
 // invalid UTF-8 (and the replacement character itself, escaped too).
 func unsafeRune(r rune) bool {
 	return unicode.IsControl(r) || r == '\u2028' || r == '\u2029' || r == utf8.RuneError
+}
+
+func hex2(c byte) string {
+	const digits = "0123456789abcdef"
+	return string([]byte{digits[c>>4], digits[c&15]})
 }
 
 // maxQuoted is how much of a value QuoteClipped quotes.
