@@ -1,6 +1,7 @@
 package plan
 
 import (
+	"cmp"
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
@@ -27,15 +28,13 @@ func (a Action) String() string {
 	case OpLog:
 		fmt.Fprintf(&b, " %s: %s", a.Level, a.Data)
 	case OpWrite, OpWriteInPlace:
-		c := content(a.Data)
+		c := content(a.Data, x.Whole && a.Op == OpWrite)
 		switch {
 		case x.Secret:
 			// Its size only: a short secret is guessed from a hash.
 			c = fmt.Sprintf("(%d bytes, a secret: not shown)", len(a.Data))
 		case x.Masked != nil:
-			c = content(x.Masked) + " (secrets masked)"
-		case x.Whole && a.Op == OpWrite:
-			c = strconv.Quote(string(a.Data))
+			c = content(x.Masked, false) + " (secrets masked)"
 		}
 		if a.Op == OpWrite {
 			fmt.Fprintf(&b, " %s %s %s", a.Path, octal(a.Mode), c)
@@ -51,11 +50,7 @@ func (a Action) String() string {
 	case OpChown:
 		fmt.Fprintf(&b, " %s %d:%d", a.Path, a.UID, a.GID)
 	case OpMount:
-		src := a.Source
-		if src == "" {
-			src = "none"
-		}
-		fmt.Fprintf(&b, " %s on %s", src, a.Path)
+		fmt.Fprintf(&b, " %s on %s", cmp.Or(a.Source, "none"), a.Path)
 		if a.FSType != "" {
 			fmt.Fprintf(&b, " type %s", a.FSType)
 		}
@@ -69,11 +64,7 @@ func (a Action) String() string {
 			b.WriteString(shellQuote(arg))
 		}
 		if x.Stdin != nil {
-			c := content(x.Stdin)
-			if x.Whole {
-				c = strconv.Quote(string(x.Stdin))
-			}
-			fmt.Fprintf(&b, " < %s", c)
+			fmt.Fprintf(&b, " < %s", content(x.Stdin, x.Whole))
 		}
 		if x.DropStdout {
 			b.WriteString(" >/dev/null")
@@ -91,22 +82,13 @@ func (a Action) String() string {
 		b.WriteString("]")
 	}
 	if len(x.Rollback) > 0 {
-		b.WriteString(" [rollback:")
-		for i, r := range x.Rollback {
-			if i > 0 {
-				b.WriteByte(';')
-			}
-			b.WriteByte(' ')
-			b.WriteString(r.String())
-		}
-		b.WriteString("]")
+		fmt.Fprintf(&b, " [rollback: %s]", strings.Join(Strings(x.Rollback), "; "))
 	}
 	if a.EveryBoot {
 		b.WriteString(" [every boot]")
 	}
 	if a.Reason != "" {
-		b.WriteString("  # ")
-		b.WriteString(a.Reason)
+		b.WriteString("  # " + a.Reason)
 	}
 	return logline.Escape(b.String())
 }
@@ -130,8 +112,10 @@ func UnixMode(m fs.FileMode) uint32 {
 	return v
 }
 
-func content(data []byte) string {
-	if len(data) <= maxShown {
+// content is data quoted, in full when whole or short, else its size and
+// a hash.
+func content(data []byte, whole bool) string {
+	if whole || len(data) <= maxShown {
 		return strconv.Quote(string(data))
 	}
 	sum := sha256.Sum256(data)
