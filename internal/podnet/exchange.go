@@ -26,9 +26,8 @@ func exchange(ctx context.Context, listenNS, dialNS netns.NsHandle, listenAddr n
 	token := randomHex(8)
 	deadline, _ := ctx.Deadline()
 	var ln *net.TCPListener
-	err := inNS(listenNS, func() error {
-		l, err := net.ListenTCP("tcp4", net.TCPAddrFromAddrPort(netip.AddrPortFrom(listenAddr, 0)))
-		ln = l
+	err := inNS(listenNS, func() (err error) {
+		ln, err = net.ListenTCP("tcp4", net.TCPAddrFromAddrPort(netip.AddrPortFrom(listenAddr, 0)))
 		return err
 	})
 	if err != nil {
@@ -55,13 +54,9 @@ func exchange(ctx context.Context, listenNS, dialNS netns.NsHandle, listenAddr n
 
 	to := ln.Addr().String()
 	err = inNS(dialNS, func() error {
-		d := net.Dialer{Deadline: deadline}
-		conn, err := d.DialContext(ctx, "tcp4", to)
-		if err != nil {
-			return err
-		}
-		c = conn.(*net.TCPConn)
-		return nil
+		conn, err := (&net.Dialer{Deadline: deadline}).DialContext(ctx, "tcp4", to)
+		c, _ = conn.(*net.TCPConn) // nil with err
+		return err
 	})
 	if err != nil {
 		return netip.Addr{}, fmt.Errorf("connect to %s: %w", to, err)

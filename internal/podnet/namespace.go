@@ -60,8 +60,7 @@ func currentNS() (netns.NsHandle, error) {
 // afterwards.
 func newNS(from netns.NsHandle) (netns.NsHandle, error) {
 	ns := netns.None()
-	err := inNS(from, func() error {
-		var err error
+	err := inNS(from, func() (err error) {
 		if ns, err = netns.New(); err != nil {
 			return fmt.Errorf("new network namespace: %w", err)
 		}
