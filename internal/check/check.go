@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+	"slices"
 	"strings"
 	"time"
 
@@ -103,15 +104,13 @@ func Run(ctx context.Context, o Options) Report {
 		c.kind = err == nil
 		comm, _ := c.sys.ReadFile("/proc/1/comm", system.LimitValue)
 		c.booted = c.kind && strings.TrimSpace(string(comm)) == "systemd"
-		rep.Rows = []Row{c.userNS(), c.cgroupVersion(), c.kubeletCgroup(), c.cgroupNS(), c.controllers(), c.cgroupMounts(), c.nofile(), c.inotify(), c.keys()}
-		rep.Rows = append(rep.Rows, c.storage()...)
-		rep.Rows = append(rep.Rows, c.containerdNofile())
-		rep.Rows = append(rep.Rows, c.sysMount(), c.propagation())
-		rep.Rows = append(rep.Rows, c.iptables()...)
-		rep.Rows = append(rep.Rows, c.names()...)
-		rep.Rows = append(rep.Rows, c.etcdPeers()...)
-		rep.Rows = append(rep.Rows, c.dnsForwarder(ctx, o.DNSProbe))
-		rep.Rows = append(rep.Rows, c.dmi(), c.libModules(), c.kernelModules(), c.plan(rep.Dry.Shown(), rep.Dry.Err))
+		// One list, read in its order (calls are evaluated left to right).
+		rep.Rows = slices.Concat(
+			[]Row{c.userNS(), c.cgroupVersion(), c.kubeletCgroup(), c.cgroupNS(), c.controllers(), c.cgroupMounts(), c.nofile(),
+				c.inotify(), c.keys()},
+			c.storage(), []Row{c.containerdNofile(), c.sysMount(), c.propagation()}, c.iptables(), c.names(), c.etcdPeers(),
+			[]Row{c.dnsForwarder(ctx, o.DNSProbe), c.dmi(), c.libModules(), c.kernelModules()},
+			[]Row{c.plan(rep.Dry.Shown(), rep.Dry.Err)})
 	}
 	if o.PodNetwork != nil {
 		rep.Rows = append(rep.Rows, c.podNetwork(ctx, o.PodNetwork))

@@ -4,6 +4,7 @@ package check
 // limit.
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"slices"
@@ -108,14 +109,12 @@ func (c *checker) controllers() Row {
 		}
 		have = c.cgroupV1Controllers()
 	}
-	obs := strings.Join(have, " ")
-	if obs == "" {
-		obs = "none"
-	}
+	joined := strings.Join(have, " ")
+	obs := cmp.Or(joined, "none")
 	if c.st.UserNS && c.st.CgroupV2 {
 		obs += " (delegated to this user namespace)"
 	}
-	if missing := userns.Missing(strings.Join(have, " ")); len(missing) > 0 {
+	if missing := userns.Missing(joined); len(missing) > 0 {
 		hint := "the kubelet needs the cpu, memory and pids controllers"
 		if c.st.UserNS {
 			hint = "delegate them to the user: a systemd drop-in for user@.service with Delegate=cpu cpuset io memory pids (kind's rootless guide); the entrypoint stops with \"" +

@@ -142,11 +142,11 @@ func (c *checker) names() []Row {
 			"the lookup delays every boot by its timeout: fix the node's DNS (/etc/resolv.conf)"})
 	case gw:
 		obs := fmt.Sprintf("not found (%v)", f.DockerHost.Err)
-		if f.DockerHost.Value.IsValid() {
-			obs = f.DockerHost.Value.String() + " is loopback, not the host"
-			if !f.DockerHost.Value.IsLoopback() {
-				obs = f.DockerHost.Value.String() + " names no host"
-			}
+		switch v := f.DockerHost.Value; {
+		case v.IsLoopback():
+			obs = v.String() + " is loopback, not the host"
+		case v.IsValid():
+			obs = v.String() + " names no host"
 		}
 		rows = append(rows, Row{hdi, Pass, obs + "; the default gateway " + f.Gateway.Value.String() + " is used instead", ""})
 	default:
