@@ -152,20 +152,18 @@ func PlanV1(f V1Facts) ([]plan.Action, error) {
 	// planning's allocations. Only mounts the plan may look up are in it
 	// (see lookedUp): 350k other mounts made a map of 50 MiB.
 	var mounts []string
+	cpuset, shown := map[string][2][]byte{}, cpusetShown(f)
 	for _, m := range f.Mounts {
 		if lookedUp(m) {
 			mounts = append(mounts, m.Mountpoint)
 		}
+		if v, ok := cpusetOf(f, shown, m); ok {
+			cpuset[m.Mountpoint] = v
+		}
 	}
-	p := &v1Planner{f: f, mounted: make(map[string]bool, 4*len(mounts)), cpuset: map[string][2][]byte{}}
+	p := &v1Planner{f: f, mounted: make(map[string]bool, 4*len(mounts)), cpuset: cpuset}
 	for _, m := range mounts {
 		p.mounted[m] = true
-	}
-	shown := cpusetShown(f)
-	for _, m := range f.Mounts {
-		if v, ok := cpusetOf(f, shown, m); ok {
-			p.cpuset[m.Mountpoint] = v
-		}
 	}
 	actions := []plan.Action{DetectedV1()}
 	if f.Current == "/" {

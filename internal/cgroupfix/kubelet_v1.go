@@ -163,10 +163,5 @@ func (p *v1Planner) RootPrivate() bool {
 // isKubeletRoot: a kubelet root's self bind is a cgroup mount too, but not
 // a hierarchy to put kubelet roots in.
 func isKubeletRoot(mountpoint string) bool {
-	for _, r := range KubeletRoots {
-		if strings.HasSuffix(mountpoint, r) {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(KubeletRoots, func(r string) bool { return strings.HasSuffix(mountpoint, r) })
 }
