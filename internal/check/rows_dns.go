@@ -5,6 +5,7 @@ package check
 // and on a booted node that does, one query through it.
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"net/netip"
@@ -26,11 +27,9 @@ func (c *checker) dnsForwarder(ctx context.Context, probe func(context.Context, 
 	// Whether step 10 runs the forwarder, whether or not its unit is
 	// there already (a booted node's plan writes none).
 	planned := slices.ContainsFunc(c.results, func(r boot.Result) bool { return network.ForwarderPlanned(r.Actions) })
-	switch {
-	case !planned && why != "":
-		return Row{dnsForwarderRow, Pass, "not needed: " + why, ""}
-	case !planned:
-		return Row{dnsForwarderRow, Pass, "not needed: pods do not reach Docker's DNS through the host IP here (see host-docker-internal)", ""}
+	if !planned {
+		return Row{dnsForwarderRow, Pass,
+			"not needed: " + cmp.Or(why, "pods do not reach Docker's DNS through the host IP here (see host-docker-internal)"), ""}
 	}
 	server := netip.AddrPortFrom(v6, 53)
 	runs := fmt.Sprintf("%s runs it at %s", network.ForwarderUnitName, server)
