@@ -133,10 +133,7 @@ func parseRoutesV4(table []byte, order binary.ByteOrder) ([]routeV4, error) {
 	lineNo := 1
 	for line := range strings.SplitSeq(rest, "\n") {
 		lineNo++
-		fields := room[:0]
-		for f := range strings.FieldsSeq(line) {
-			fields = append(fields, f)
-		}
+		fields := slices.AppendSeq(room[:0], strings.FieldsSeq(line))
 		if len(fields) == 0 {
 			continue
 		}
