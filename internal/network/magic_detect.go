@@ -90,12 +90,12 @@ var ErrDockerHostNotNeeded = errors.New("not waited for: the node does not use D
 
 // readFiles reads what DetectMagic needs from files, while its probes run.
 func (f *MagicFacts) readFiles(sys system.System) error {
-	if route, err := sys.ReadFile(ProcNetRoute, system.LimitTable); err != nil {
+	route, err := sys.ReadFile(ProcNetRoute, system.LimitTable)
+	if err != nil {
 		f.Gateway.Err = err
 	} else if f.Gateway.Value, err = defaultGatewayV4(route, binary.NativeEndian); err != nil {
 		f.Gateway.Err = fmt.Errorf("%s: %w", ProcNetRoute, err)
 	}
-	var err error
 	if f.Resolv, err = readFile(sys, ResolvConf); err != nil {
 		return err
 	}

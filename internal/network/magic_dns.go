@@ -53,7 +53,7 @@ func planDNSRules(f MagicFacts, hostIP netip.Addr) (actions []plan.Action, serve
 		// pipeline). A cluster whose pods cannot resolve a name is worse
 		// than a node that says why it did not start; only a node that
 		// does not use Docker's DNS loses nothing by booting on.
-		if f.Resolv != nil && namesEmbeddedDNS(f.Resolv.Data) {
+		if f.NamesEmbeddedDNS() {
 			return nil, false, fmt.Errorf("cannot read the %s rules, which pods need to reach Docker's DNS at %s: %w",
 				f.Mode, dockerEmbeddedDNS, f.Rules.Err)
 		}
@@ -167,12 +167,11 @@ func planResolvConf(f MagicFacts, hostIP netip.Addr, served bool, v6 netip.Addr)
 		}
 		out, forwarded = withForwarder(out, hostIP, v6, recorded)
 	}
-	changed := !bytes.Equal(out, f.Resolv.Data)
 	var actions []plan.Action
 	if keep {
 		actions = append(actions, plan.WriteFile(ResolvConfOriginal, f.Resolv.Data, f.Resolv.Mode))
 	}
-	if changed {
+	if !bytes.Equal(out, f.Resolv.Data) {
 		actions = append(actions, plan.WriteInPlace(ResolvConf, out).
 			Because("a bind mount: rewritten in place"))
 	}

@@ -23,9 +23,8 @@ type replacement struct{ old, new string }
 // config files and the API server's certificate, and records the current
 // addresses.
 func planAddressChange(f MagicFacts) ([]plan.Action, error) {
-	var actions []plan.Action
+	var actions, records []plan.Action
 	var changes []replacement
-	var records []plan.Action
 	for _, fam := range []struct {
 		name, file string
 		NodeAddr
@@ -40,49 +39,50 @@ func planAddressChange(f MagicFacts) ([]plan.Action, error) {
 			cur = fam.Addr.String()
 		}
 		actions = append(actions, plan.Info("detected "+fam.name+" address: "+cur))
-		if fam.Old != nil {
-			old := *fam.Old
-			oldAddr, err := netip.ParseAddr(old)
-			// The script's line, with the recorded value as it is; a value
-			// that is no address at all is quoted and clipped, as the ERROR
-			// line below names it: the file may hold kilobytes of anything.
-			shown := old
-			if err != nil {
-				shown = logline.QuoteClipped(old)
-			}
-			actions = append(actions, plan.Info(fmt.Sprintf("detected old %s address: %s", fam.name, shown)))
-			switch {
-			case err != nil || oldAddr.Is4() != is4 || oldAddr.Zone() != "":
-				actions = append(actions, plan.Error(fmt.Sprintf(
-					"%s: %s is not an %s address; not following an address change", fam.file, logline.QuoteClipped(old), fam.name)))
-			case oldAddr.Is4In6():
-				// The reference recorded getent ahostsv6's IPv4-mapped
-				// answer on IPv4-only networks: no IPv6 address at all.
-				actions = append(actions, plan.Info(fmt.Sprintf(
-					"%s: %s is IPv4-mapped, not an IPv6 address; ignoring it", fam.file, old)))
-			case !fam.Addr.IsValid():
-				// The script's words, then why: the name gave none and
-				// neither did the default route's interface.
-				msg := "have an old " + fam.name + " address but no current " + fam.name + " address (!)"
-				if fam.Err != nil {
-					msg += ": " + fam.Err.Error()
-				}
-				if is4 { // IPv6 is not the script's: an ERROR line is enough
-					return actions, errors.New(msg)
-				}
-				actions = append(actions, plan.Error(msg))
-			case oldAddr != fam.Addr:
-				if _, _, err := ReplaceAddress(nil, old, fam.Addr.String()); err != nil {
-					actions = append(actions, plan.Error(fmt.Sprintf(
-						"%s: cannot replace %s with %s: %v", fam.file, old, fam.Addr, err)))
-					break
-				}
-				changes = append(changes, replacement{old, fam.Addr.String()})
-			}
-		}
-		if fam.Addr.IsValid() && (fam.Old == nil || *fam.Old != fam.Addr.String()) {
-			records = append(records, plan.WriteFile(fam.file, []byte(fam.Addr.String()), 0o644).
+		if cur != "" && (fam.Old == nil || *fam.Old != cur) {
+			records = append(records, plan.WriteFile(fam.file, []byte(cur), 0o644).
 				Because("the address to follow after a restart"))
+		}
+		if fam.Old == nil {
+			continue
+		}
+		old := *fam.Old
+		oldAddr, err := netip.ParseAddr(old)
+		// The script's line, with the recorded value as it is; a value
+		// that is no address at all is quoted and clipped, as the ERROR
+		// line below names it: the file may hold kilobytes of anything.
+		shown := old
+		if err != nil {
+			shown = logline.QuoteClipped(old)
+		}
+		actions = append(actions, plan.Info(fmt.Sprintf("detected old %s address: %s", fam.name, shown)))
+		switch {
+		case err != nil || oldAddr.Is4() != is4 || oldAddr.Zone() != "":
+			actions = append(actions, plan.Error(fmt.Sprintf(
+				"%s: %s is not an %s address; not following an address change", fam.file, logline.QuoteClipped(old), fam.name)))
+		case oldAddr.Is4In6():
+			// The reference recorded getent ahostsv6's IPv4-mapped
+			// answer on IPv4-only networks: no IPv6 address at all.
+			actions = append(actions, plan.Info(fmt.Sprintf(
+				"%s: %s is IPv4-mapped, not an IPv6 address; ignoring it", fam.file, old)))
+		case cur == "":
+			// The script's words, then why: the name gave none and
+			// neither did the default route's interface.
+			msg := "have an old " + fam.name + " address but no current " + fam.name + " address (!)"
+			if fam.Err != nil {
+				msg += ": " + fam.Err.Error()
+			}
+			if is4 { // IPv6 is not the script's: an ERROR line is enough
+				return actions, errors.New(msg)
+			}
+			actions = append(actions, plan.Error(msg))
+		case oldAddr != fam.Addr:
+			if _, _, err := ReplaceAddress(nil, old, cur); err != nil {
+				actions = append(actions, plan.Error(fmt.Sprintf(
+					"%s: cannot replace %s with %s: %v", fam.file, old, cur, err)))
+				break
+			}
+			changes = append(changes, replacement{old, cur})
 		}
 	}
 

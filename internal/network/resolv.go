@@ -44,25 +44,21 @@ func rewriteResolvConf(orig []byte, host netip.Addr, search *string) ([]byte, er
 		out = append(out, *search...)
 		out = append(out, '\n')
 	}
-	var hostText string // host.String(), made for the first line that needs it
-	if text := bytes.TrimRight(orig, "\n"); len(text) > 0 {
-		for line := range bytes.SplitSeq(text, []byte("\n")) {
-			f, n := resolvFields(line)
-			switch {
-			case n > 0 && string(line[f[0].start:f[0].end]) == "search" && search != nil:
-				continue
-			case host.IsValid() && namesEmbeddedDNSLine(line, f, n):
-				if hostText == "" {
-					hostText = host.String()
-				}
-				out = append(out, line[:f[1].start]...)
-				out = append(out, hostText...)
-				out = append(out, line[f[1].end:]...)
-			default:
-				out = append(out, line...)
-			}
-			out = append(out, '\n')
+	hostText := host.String()
+	// An empty text is one empty line, which the final trim drops again.
+	for line := range bytes.SplitSeq(bytes.TrimRight(orig, "\n"), []byte("\n")) {
+		f, n := resolvFields(line)
+		switch {
+		case n > 0 && string(line[f[0].start:f[0].end]) == "search" && search != nil:
+			continue
+		case host.IsValid() && namesEmbeddedDNSLine(line, f, n):
+			out = append(out, line[:f[1].start]...)
+			out = append(out, hostText...)
+			out = append(out, line[f[1].end:]...)
+		default:
+			out = append(out, line...)
 		}
+		out = append(out, '\n')
 	}
 	// Dropped search lines can expose blank lines that were not last before.
 	return append(bytes.TrimRight(out, "\n"), '\n'), nil

@@ -130,18 +130,10 @@ func parseRoutesV4(table []byte, order binary.ByteOrder) ([]routeV4, error) {
 	var routes []routeV4
 	// One line's fields, in an array reused for every line.
 	var room [16]string
-	addr := func(v uint32) netip.Addr {
-		var b [4]byte
-		order.PutUint32(b[:], v)
-		return netip.AddrFrom4(b)
-	}
 	lineNo := 1
 	for line := range strings.SplitSeq(rest, "\n") {
 		lineNo++
-		fields := room[:0]
-		for f := range strings.FieldsSeq(line) {
-			fields = append(fields, f)
-		}
+		fields := slices.AppendSeq(room[:0], strings.FieldsSeq(line))
 		if len(fields) == 0 {
 			continue
 		}
@@ -152,13 +144,13 @@ func parseRoutesV4(table []byte, order binary.ByteOrder) ([]routeV4, error) {
 		bad := func(j int, err error) error {
 			return fmt.Errorf("line %d: field %s %s: %w", lineNo, names[j], logline.QuoteClipped(field(j)), err)
 		}
-		var a [3]netip.Addr // destination, gateway, mask: 8 hex digits each
+		var a [3][4]byte // destination, gateway, mask: 8 hex digits each
 		for i, j := range [3]int{destination, gateway, mask} {
 			v, err := strconv.ParseUint(field(j), 16, 32)
 			if err != nil || len(field(j)) != 8 {
 				return nil, bad(j, errors.New("want 8 hex digits"))
 			}
-			a[i] = addr(uint32(v))
+			order.PutUint32(a[i][:], uint32(v))
 		}
 		fl, err := strconv.ParseUint(field(flags), 16, 16)
 		if err != nil {
@@ -168,7 +160,8 @@ func parseRoutesV4(table []byte, order binary.ByteOrder) ([]routeV4, error) {
 		if err != nil {
 			return nil, bad(metric, err)
 		}
-		r := routeV4{dest: a[0], gateway: a[1], bits: maskBits(a[2]), flags: fl, metric: met}
+		r := routeV4{dest: netip.AddrFrom4(a[0]), gateway: netip.AddrFrom4(a[1]), bits: maskBits(a[2]),
+			flags: fl, metric: met}
 		if col[iface] >= 0 {
 			r.iface = field(iface)
 		}
@@ -179,8 +172,8 @@ func parseRoutesV4(table []byte, order binary.ByteOrder) ([]routeV4, error) {
 
 // maskBits is the prefix length of a network mask, -1 when it is none
 // (its ones are not all leading).
-func maskBits(m netip.Addr) int {
-	v := binary.BigEndian.Uint32(m.AsSlice())
+func maskBits(m [4]byte) int {
+	v := binary.BigEndian.Uint32(m[:])
 	ones := bits.OnesCount32(v)
 	if v != ^uint32(0)<<(32-ones) {
 		return -1

@@ -152,7 +152,6 @@ func rewriteRule(spans []span, text, host string) (ruleRewrite, []span) {
 // rewriteDNSRule applies the per-line edits of RewriteDockerDNS to one rule;
 // an edited line is written to buf.
 func rewriteDNSRule(buf *strings.Builder, r rule, host string) string {
-	line := r.line
 	// Room for the most edits a rule gets without a duplicate option
 	// (-d, --to-source, --dport), off the heap.
 	var room [3]edit
@@ -197,7 +196,7 @@ func rewriteDNSRule(buf *strings.Builder, r rule, host string) string {
 		start := r.args[dnat].start
 		edits = append(edits, edit{start, start, "--dport 53 ", ""})
 	}
-	return applyEdits(buf, line, edits)
+	return applyEdits(buf, r.line, edits)
 }
 
 // preroutingTwin returns "-A PREROUTING X -j DOCKER_OUTPUT" for a rule
@@ -205,12 +204,11 @@ func rewriteDNSRule(buf *strings.Builder, r rule, host string) string {
 // DNS traffic to DOCKER_OUTPUT; pods' packets arrive through PREROUTING.
 // The twin is written to buf.
 func preroutingTwin(buf *strings.Builder, r rule) (string, bool) {
-	line := r.line
 	n := len(r.args)
 	if n < 4 || r.arg(0) != "-A" || r.arg(1) != "OUTPUT" || r.arg(n-2) != "-j" || r.arg(n-1) != "DOCKER_OUTPUT" {
 		return "", false
 	}
-	return applyEdits(buf, line, []edit{{r.args[1].start, r.args[1].end, "PREROUTING", ""}}), true
+	return applyEdits(buf, r.line, []edit{{r.args[1].start, r.args[1].end, "PREROUTING", ""}}), true
 }
 
 // rule is one iptables-save rule line split into its arguments, each kept as
