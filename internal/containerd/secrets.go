@@ -77,20 +77,15 @@ func Redact(config []byte) (redacted []byte, n int, err error) {
 	// Whether a section's header names a credential, asked once per
 	// section, not once per key under it: a header of thousands of
 	// parts over thousands of keys would cost their product.
-	credSection := make(map[int]bool, len(sc.sections))
-	underCredential := func(section int) bool {
-		cred, ok := credSection[section]
-		if !ok {
-			cred = slices.ContainsFunc(sc.sections[section].path, isCredentialKey)
-			credSection[section] = cred
-		}
-		return cred
+	credSection := make([]bool, len(sc.sections))
+	for i, s := range sc.sections {
+		credSection[i] = slices.ContainsFunc(s.path, isCredentialKey)
 	}
 	for i := range sc.kvs {
 		kv := &sc.kvs[i]
 		whole := splice{kv.valueAt, kv.end, Redacted}
 		switch {
-		case underCredential(kv.section) || slices.ContainsFunc(kv.key, isCredentialKey):
+		case credSection[kv.section] || slices.ContainsFunc(kv.key, isCredentialKey):
 			masks = append(masks, whole)
 		case kv.value.kind == unstable.InlineTable:
 			if inner, ok := redactInline(kv.value, false, MayHoldCredential(config[kv.valueAt:kv.end]), nil); ok {
