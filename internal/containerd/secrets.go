@@ -30,19 +30,15 @@ const Redacted = `"(redacted)"`
 // it is half a credential, and no plan needs it.
 func isCredentialKey(k string) bool {
 	k = strings.ToLower(k)
-	switch k {
-	case "auth", "username", "headers":
-		return true
-	}
-	for _, w := range credentialWords {
-		if strings.Contains(k, w) {
-			return true
-		}
-	}
-	return false
+	return slices.Contains(credentialKeys, k) || slices.ContainsFunc(credentialWords, func(w string) bool {
+		return strings.Contains(k, w)
+	})
 }
 
-var credentialWords = []string{"password", "token", "secret", "credential"}
+var (
+	credentialKeys  = []string{"auth", "username", "headers"}
+	credentialWords = []string{"password", "token", "secret", "credential"}
+)
 
 // MayHoldCredential reports whether text holds a credential's key or
 // what names one: a value whose parts Redact cannot place (an array, a
@@ -50,7 +46,7 @@ var credentialWords = []string{"password", "token", "secret", "credential"}
 // that does not parse only when it does not.
 func MayHoldCredential(text []byte) bool {
 	l := bytes.ToLower(text)
-	for _, w := range append([]string{"auth", "username", "headers"}, credentialWords...) {
+	for _, w := range slices.Concat(credentialKeys, credentialWords) {
 		if bytes.Contains(l, []byte(w)) {
 			return true
 		}
