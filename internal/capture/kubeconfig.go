@@ -25,9 +25,9 @@ func IsKubeconfig(p string) bool {
 
 // redactKubeconfig replaces the value of every secret field of a
 // kubeconfig (kubeconfigSecrets, as a mapping key anywhere on its line:
-// a block mapping or a flow one), and the
-// lines more indented than the key after it (a value continued on the
-// lines below), with redactedValue; n is how many. Linear in data.
+// a block mapping or a flow one), and the lines more indented than the
+// key after it (a value continued on the lines below), with
+// redactedValue; n is how many. Linear in data.
 func redactKubeconfig(data []byte) (out []byte, n int) {
 	out = make([]byte, 0, len(data))
 	skipDeeper := -1 // after a redacted key: the indentation of its line

@@ -31,10 +31,7 @@ func (b *builder) needsScrub(data []byte) bool {
 			return true
 		}
 	}
-	if b.credentials.in(data) {
-		return true
-	}
-	return bytes.Contains(data, []byte("://")) && bytes.Contains(data, []byte("@"))
+	return b.credentials.in(data) || bytes.Contains(data, []byte("://")) && bytes.Contains(data, []byte("@"))
 }
 
 // secrets are what needsScrub looks for besides URL userinfo and the

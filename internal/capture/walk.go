@@ -61,18 +61,27 @@ func (b *builder) resolveDirOnce(d string, hops int) (string, error) {
 			return "", err
 		}
 		b.put(cur, fi, nil, target)
-		if hops++; hops > maxLinks {
-			return "", &fs.PathError{Op: "capture", Path: d, Err: syscall.ELOOP}
+		if target, err = follow(d, cur, target, hops+1); err != nil {
+			return "", err
 		}
-		if !path.IsAbs(target) {
-			target = path.Join(path.Dir(cur), target)
-		}
-		return b.resolveDir(target, hops)
+		return b.resolveDir(target, hops+1)
 	}
 	if fi, err = b.sys.Stat(cur); err == nil && fi.IsDir() {
 		b.put(cur, fi, nil, "")
 	}
 	return cur, nil
+}
+
+// follow is where the symlink at loc, holding target, leads, when it is
+// hop number hops of the resolution of p: past maxLinks, ELOOP.
+func follow(p, loc, target string, hops int) (string, error) {
+	if hops > maxLinks {
+		return "", &fs.PathError{Op: "capture", Path: p, Err: syscall.ELOOP}
+	}
+	if !path.IsAbs(target) {
+		target = path.Join(path.Dir(loc), target)
+	}
+	return target, nil
 }
 
 // add archives node path p, read as a says (with that read's limit).
@@ -101,13 +110,10 @@ func (b *builder) add(p string, a Access, limit, hops int) error {
 			b.note(p, "symlink -> %s (%s)", target, a)
 			if rest := a &^ (Lstat | Link); rest != 0 {
 				// Also read through the link: archive where it leads.
-				if hops++; hops > maxLinks {
-					return &fs.PathError{Op: "capture", Path: p, Err: syscall.ELOOP}
+				if target, err = follow(p, loc, target, hops+1); err != nil {
+					return err
 				}
-				if !path.IsAbs(target) {
-					target = path.Join(path.Dir(loc), target)
-				}
-				return b.add(target, rest, limit, hops)
+				return b.add(target, rest, limit, hops+1)
 			}
 			return nil
 		}
@@ -116,13 +122,12 @@ func (b *builder) add(p string, a Access, limit, hops int) error {
 			return nil
 		}
 	}
+	data, what := []byte{}, ""
 	switch {
+	case fi.IsDir() && a&List == 0:
+		what = fmt.Sprintf("directory (%s)", a)
 	case fi.IsDir():
 		b.put(loc, fi, nil, "")
-		if a&List == 0 {
-			b.note(p, "directory (%s)", a)
-			return nil
-		}
 		entries, err := b.sys.ReadDir(loc)
 		if err != nil {
 			return err
@@ -133,96 +138,88 @@ func (b *builder) add(p string, a Access, limit, hops int) error {
 			if err != nil {
 				continue
 			}
+			target := ""
 			if cfi.Mode()&fs.ModeSymlink != 0 {
-				target, err := b.sys.Readlink(child)
-				if err != nil {
+				if target, err = b.sys.Readlink(child); err != nil {
 					return err
 				}
-				b.put(child, cfi, nil, target)
-			} else {
-				b.put(child, cfi, []byte{}, "")
 			}
+			b.put(child, cfi, []byte{}, target)
 		}
 		b.note(p, "directory, its %d entries listed, their content not archived (%s)", len(entries), a)
+		return nil
 	case fi.Mode().IsRegular() && a&(Read|Pages) != 0 && etcdpeers.IsBackend(p):
-		b.backend(p, loc, fi, a)
+		data, what = b.backend(p, a)
 	case fi.Mode().IsRegular() && a&(Read|Pages) != 0:
 		// A file read by pages other than etcd's database (none is
 		// today) is archived whole, as far as its limit allows: a
 		// replay may read any page, and archive/tar writes no sparse
 		// file that could hold only the pages read.
-		data, err := b.sys.ReadFile(loc, limit)
+		read, err := b.sys.ReadFile(loc, limit)
 		if err != nil {
 			b.note(p, "unreadable: %v (%s)", err, a)
 			return nil
 		}
-		switch {
-		case IsPrivateKey(p, data):
-			b.keys = append(b.keys, data)
-			b.put(loc, fi, []byte{}, "")
-			b.note(p, "PRIVATE KEY, NOT ARCHIVED: an empty file records only that it exists")
-			return nil
-		case IsKubeconfig(p):
-			if red, n := redactKubeconfig(data); n > 0 {
-				b.put(loc, fi, red, "")
-				b.note(p, "kubeconfig, %d secret values (client keys, tokens, passwords) redacted (%s)", n, a)
-				return nil
-			}
-		case p == containerd.ConfigPath:
-			red, n, err := containerd.Redact(data)
-			switch {
-			case err != nil && containerd.MayHoldCredential(data):
-				b.put(loc, fi, []byte{}, "")
-				b.note(p, "containerd config, NOT ARCHIVED: it does not parse (%v) and may hold registry credentials: an empty file (%s)", err, a)
-				return nil
-			case err == nil && n > 0:
-				b.put(loc, fi, red, "")
-				b.note(p, "containerd config, %d credential values (registry auth, headers) redacted (%s)", n, a)
-				return nil
-			}
-		case p == proxy.DropIn:
-			for _, v := range proxy.Values(data) {
-				if err := b.addCredentials(v); err != nil {
-					return fmt.Errorf("%s: %w", p, err)
-				}
-			}
-			if red := b.redact(string(data)); red != string(data) {
-				data = []byte(red)
-				b.put(loc, fi, data, "")
-				b.note(p, "file, proxy credentials redacted (%s)", a)
-				return nil
-			}
+		if data, what, err = b.scrubFile(p, read, a); err != nil {
+			return err
 		}
-		b.put(loc, fi, data, "")
-		b.note(p, "file (%s)", a)
 	case fi.Mode().IsRegular():
-		b.put(loc, fi, []byte{}, "")
-		b.note(p, "metadata only: mode and owner, content not read (%s)", a)
+		what = fmt.Sprintf("metadata only: mode and owner, content not read (%s)", a)
 	default:
-		b.put(loc, fi, []byte{}, "")
-		b.note(p, "%s: archived as an empty file, existence only (%s)", fi.Mode().Type(), a)
+		what = fmt.Sprintf("%s: archived as an empty file, existence only (%s)", fi.Mode().Type(), a)
 	}
+	b.put(loc, fi, data, "")
+	b.note(p, "%s", what)
 	return nil
 }
 
-// backend archives etcd's database, which holds the cluster's Secrets:
-// only its membership, what step 10 reads, goes in, in the same format,
-// so that a replay reads it the same way. The membership is the one step
-// 10 read (Options.State): the database is read once per run, by pages,
-// never again here.
-func (b *builder) backend(p, loc string, fi fs.FileInfo, a Access) {
+// scrubFile is what of file p, read as a, the archive holds, and what the
+// manifest says of it: a private key empty, credentials redacted.
+func (b *builder) scrubFile(p string, data []byte, a Access) ([]byte, string, error) {
+	switch {
+	case IsPrivateKey(p, data):
+		b.keys = append(b.keys, data)
+		return []byte{}, "PRIVATE KEY, NOT ARCHIVED: an empty file records only that it exists", nil
+	case IsKubeconfig(p):
+		if red, n := redactKubeconfig(data); n > 0 {
+			return red, fmt.Sprintf("kubeconfig, %d secret values (client keys, tokens, passwords) redacted (%s)", n, a), nil
+		}
+	case p == containerd.ConfigPath:
+		switch red, n, err := containerd.Redact(data); {
+		case err != nil && containerd.MayHoldCredential(data):
+			return []byte{}, fmt.Sprintf("containerd config, NOT ARCHIVED: it does not parse (%v) "+
+				"and may hold registry credentials: an empty file (%s)", err, a), nil
+		case err == nil && n > 0:
+			return red, fmt.Sprintf("containerd config, %d credential values (registry auth, headers) redacted (%s)", n, a), nil
+		}
+	case p == proxy.DropIn:
+		for _, v := range proxy.Values(data) {
+			if err := b.addCredentials(v); err != nil {
+				return nil, "", fmt.Errorf("%s: %w", p, err)
+			}
+		}
+		if red := b.redact(string(data)); red != string(data) {
+			return []byte(red), fmt.Sprintf("file, proxy credentials redacted (%s)", a), nil
+		}
+	}
+	return data, fmt.Sprintf("file (%s)", a), nil
+}
+
+// backend is what the archive holds of etcd's database p, which holds
+// the cluster's Secrets: only its membership, what step 10 reads, in the
+// same format, so that a replay reads it the same way. The membership is
+// the one step 10 read (Options.State): the database is read once per
+// run, by pages, never again here.
+func (b *builder) backend(p string, a Access) ([]byte, string) {
 	f, err := b.peers.Get()
 	switch {
 	case err != nil || f.DB != p:
-		b.put(loc, fi, []byte{}, "")
-		b.note(p, "etcd database, NOT ARCHIVED (the run recorded no membership of it): an empty file (%s)", a)
+		return []byte{}, fmt.Sprintf("etcd database, NOT ARCHIVED (the run recorded no membership of it): an empty file (%s)", a)
 	case f.Err != nil:
-		b.put(loc, fi, []byte{}, "")
-		b.note(p, "etcd database, NOT ARCHIVED (its membership is unreadable: %v): an empty file", f.Err)
-	default:
-		b.put(loc, fi, etcdpeers.MembersDB(f.Members), "")
-		b.note(p, "etcd database, NOT ARCHIVED: a file of its members' names and peer URLs only, in its format (%s)", a)
+		return []byte{}, fmt.Sprintf("etcd database, NOT ARCHIVED (its membership is unreadable: %v): an empty file", f.Err)
 	}
+	return etcdpeers.MembersDB(f.Members), fmt.Sprintf(
+		"etcd database, NOT ARCHIVED: a file of its members' names and peer URLs only, in its format (%s)", a)
 }
 
 // put adds an entry for node path p: a directory, a symlink to target

@@ -157,6 +157,10 @@ func resolveLink(link, target string) string {
 	return path.Join(path.Dir(link), target)
 }
 
+// installDirs are the suffixes of the directories `systemctl enable` links
+// a unit into, by the [Install] key that names the unit that wants it.
+var installDirs = map[string]string{"WantedBy": ".wants", "RequiredBy": ".requires"}
+
 // enableLinks are the symlinks `systemctl enable` makes for a unit: one in
 // /etc/systemd/system/T.wants/ for each WantedBy=T of its [Install]
 // section (RequiredBy= likewise, in .requires/).
@@ -174,16 +178,8 @@ func enableLinks(unitPath string, content []byte) (map[string]string, error) {
 	links := map[string]string{}
 	name := path.Base(unitPath)
 	for _, o := range opts {
-		if o.Section != "Install" {
-			continue
-		}
-		var suffix string
-		switch o.Name {
-		case "WantedBy":
-			suffix = ".wants"
-		case "RequiredBy":
-			suffix = ".requires"
-		default:
+		suffix, ok := installDirs[o.Name]
+		if o.Section != "Install" || !ok {
 			continue
 		}
 		for _, t := range strings.Fields(o.Value) {
@@ -224,10 +220,8 @@ func validUnitName(s string) bool {
 func Plan(f Facts) ([]plan.Action, error) {
 	// The variable's value, checked before anything else: the problem is
 	// the variable's, whatever config.toml holds (or if it is missing).
-	if f.Snapshotter != "" {
-		if err := checkSnapshotterName(f.Snapshotter); err != nil {
-			return nil, fmt.Errorf("%s: %w", SnapshotterEnv, err)
-		}
+	if err := checkSnapshotterName(f.Snapshotter); err != nil {
+		return nil, fmt.Errorf("%s: %w", SnapshotterEnv, err)
 	}
 	var actions []plan.Action
 	switch {

@@ -84,10 +84,8 @@ func edit(config []byte, ch Change) (Result, []splice, error) {
 	if len(config) > maxConfigSize {
 		return Result{}, nil, fmt.Errorf("config is %d bytes, more than the %d this tool accepts", len(config), maxConfigSize)
 	}
-	if ch.Snapshotter != "" {
-		if err := checkSnapshotterName(ch.Snapshotter); err != nil {
-			return Result{}, nil, err
-		}
+	if err := checkSnapshotterName(ch.Snapshotter); err != nil {
+		return Result{}, nil, err
 	}
 	// The parser reports positions by comparing slice capacities, so the
 	// input must not extend past its length.
@@ -110,23 +108,18 @@ func edit(config []byte, ch Change) (Result, []splice, error) {
 		return Result{}, nil, err
 	}
 	sch, _ := schemaFor(version)
-	res := Result{Config: config, Version: int(version)}
-
 	oldSnap, snapFound, err := lookup(before, sch.snapshotter, sc)
 	if err != nil && ch.Snapshotter != "" {
 		return Result{}, nil, err
 	}
-	if s, ok := oldSnap.(string); ok {
-		res.OldSnapshotter = s
-	}
+	snap, isString := oldSnap.(string)
+	res := Result{Config: config, OldSnapshotter: snap, Version: int(version)}
 	var want []assignment
 	if ch.Snapshotter != "" {
-		if snapFound {
-			if _, ok := oldSnap.(string); !ok {
-				return Result{}, nil, sc.errorAt(sch.snapshotter, "%s is %s, want a string", formatKeyPath(sch.snapshotter), describe(oldSnap))
-			}
+		if snapFound && !isString {
+			return Result{}, nil, sc.errorAt(sch.snapshotter, "%s is %s, want a string", formatKeyPath(sch.snapshotter), describe(oldSnap))
 		}
-		if !snapFound || res.OldSnapshotter != ch.Snapshotter {
+		if snap != ch.Snapshotter {
 			// validSnapshotterName admits nothing that needs escaping.
 			want = append(want, assignment{path: sch.snapshotter, token: `"` + ch.Snapshotter + `"`, value: ch.Snapshotter})
 		}
@@ -152,17 +145,17 @@ func edit(config []byte, ch Change) (Result, []splice, error) {
 	if err != nil {
 		return Result{}, nil, err
 	}
-	out := applySplices(config, splices)
-	if err := verify(out, before, want); err != nil {
+	res.Config = applySplices(config, splices)
+	if err := verify(res.Config, before, want); err != nil {
 		return Result{}, nil, err
 	}
-	res.Config = out
 	res.Changed = true
 	return res, splices, nil
 }
 
+// checkSnapshotterName checks a snapshotter to set; "" leaves it alone.
 func checkSnapshotterName(s string) error {
-	if !validSnapshotterName(s) {
+	if s != "" && !validSnapshotterName(s) {
 		return fmt.Errorf("invalid snapshotter name %s: want lowercase letters, digits, '.', '_' or '-', starting with a letter or digit, at most %d bytes", logline.QuoteClipped(s), maxSnapshotterName)
 	}
 	return nil

@@ -30,19 +30,15 @@ const Redacted = `"(redacted)"`
 // it is half a credential, and no plan needs it.
 func isCredentialKey(k string) bool {
 	k = strings.ToLower(k)
-	switch k {
-	case "auth", "username", "headers":
-		return true
-	}
-	for _, w := range credentialWords {
-		if strings.Contains(k, w) {
-			return true
-		}
-	}
-	return false
+	return slices.Contains(credentialKeys, k) || slices.ContainsFunc(credentialWords, func(w string) bool {
+		return strings.Contains(k, w)
+	})
 }
 
-var credentialWords = []string{"password", "token", "secret", "credential"}
+var (
+	credentialKeys  = []string{"auth", "username", "headers"}
+	credentialWords = []string{"password", "token", "secret", "credential"}
+)
 
 // MayHoldCredential reports whether text holds a credential's key or
 // what names one: a value whose parts Redact cannot place (an array, a
@@ -50,7 +46,7 @@ var credentialWords = []string{"password", "token", "secret", "credential"}
 // that does not parse only when it does not.
 func MayHoldCredential(text []byte) bool {
 	l := bytes.ToLower(text)
-	for _, w := range append([]string{"auth", "username", "headers"}, credentialWords...) {
+	for _, w := range slices.Concat(credentialKeys, credentialWords) {
 		if bytes.Contains(l, []byte(w)) {
 			return true
 		}
@@ -77,20 +73,15 @@ func Redact(config []byte) (redacted []byte, n int, err error) {
 	// Whether a section's header names a credential, asked once per
 	// section, not once per key under it: a header of thousands of
 	// parts over thousands of keys would cost their product.
-	credSection := make(map[int]bool, len(sc.sections))
-	underCredential := func(section int) bool {
-		cred, ok := credSection[section]
-		if !ok {
-			cred = slices.ContainsFunc(sc.sections[section].path, isCredentialKey)
-			credSection[section] = cred
-		}
-		return cred
+	credSection := make([]bool, len(sc.sections))
+	for i, s := range sc.sections {
+		credSection[i] = slices.ContainsFunc(s.path, isCredentialKey)
 	}
 	for i := range sc.kvs {
 		kv := &sc.kvs[i]
 		whole := splice{kv.valueAt, kv.end, Redacted}
 		switch {
-		case underCredential(kv.section) || slices.ContainsFunc(kv.key, isCredentialKey):
+		case credSection[kv.section] || slices.ContainsFunc(kv.key, isCredentialKey):
 			masks = append(masks, whole)
 		case kv.value.kind == unstable.InlineTable:
 			if inner, ok := redactInline(kv.value, false, MayHoldCredential(config[kv.valueAt:kv.end]), nil); ok {

@@ -143,20 +143,15 @@ func (sc *scan) insertLine(at int, line, eol string) splice {
 // after a blank line.
 func (sc *scan) appendTables(as []assignment) splice {
 	d := sc.data
-	eol := sc.eol
-	if n := len(d); n > 0 && d[n-1] == '\n' {
-		eol = sc.lineEOL(n)
-	}
+	eol := sc.lineEOL(len(d))
 	var b strings.Builder
 	blank := endsWithBlankLine(d)
 	if n := len(d); n > 0 && d[n-1] != '\n' {
 		b.WriteString(eol)
 	}
 	for _, a := range as {
-		if len(d) > 0 || b.Len() > 0 {
-			if !blank {
-				b.WriteString(eol)
-			}
+		if (len(d) > 0 || b.Len() > 0) && !blank {
+			b.WriteString(eol)
 		}
 		blank = false
 		parent, key := a.path[:len(a.path)-1], a.path[len(a.path)-1]

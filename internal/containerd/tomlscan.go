@@ -94,9 +94,7 @@ func scanDocument(data []byte) (*scan, error) {
 		switch expr.Kind {
 		case unstable.Table, unstable.ArrayTable:
 			key := expr.Key()
-			start := len(sc.parts)
-			_, first, last := sc.keyPath(&key, false)
-			path := sc.parts[start:len(sc.parts):len(sc.parts)]
+			path, _, first, last := sc.keyPath(&key, false)
 			sc.sections = append(sc.sections, section{
 				path:    path,
 				array:   expr.Kind == unstable.ArrayTable,
@@ -108,12 +106,11 @@ func scanDocument(data []byte) (*scan, error) {
 		case unstable.KeyValue:
 			cur := len(sc.sections) - 1
 			key := expr.Key()
-			from := len(sc.parts)
-			raw, _, last := sc.keyPath(&key, true)
+			path, raw, _, last := sc.keyPath(&key, true)
 			start, end := int(expr.Raw.Offset), int(expr.Raw.Offset+expr.Raw.Length)
 			sc.kvs = append(sc.kvs, keyValue{
 				section: cur,
-				key:     sc.parts[from:len(sc.parts):len(sc.parts)],
+				key:     path,
 				rawKey:  raw,
 				start:   start,
 				lineEnd: lineEnd(data, end),
@@ -140,12 +137,12 @@ func scanDocument(data []byte) (*scan, error) {
 	return sc, nil
 }
 
-// keyPath decodes a (possibly dotted, possibly quoted) key onto sc.parts
-// and returns where its first part starts and where its last ends, and
-// with wantRaw its parts as written, quotes included (kept in sc.raws).
-func (sc *scan) keyPath(it *unstable.Iterator, wantRaw bool) (raw []string, first, last int) {
+// keyPath decodes a (possibly dotted, possibly quoted) key onto sc.parts:
+// its parts there, where its first part starts and where its last ends,
+// and with wantRaw its parts as written, quotes included (kept in sc.raws).
+func (sc *scan) keyPath(it *unstable.Iterator, wantRaw bool) (path, raw []string, first, last int) {
 	first = -1
-	from := len(sc.raws)
+	from, rawFrom := len(sc.parts), len(sc.raws)
 	for it.Next() {
 		n := it.Node()
 		asWritten := sc.text[n.Raw.Offset : n.Raw.Offset+n.Raw.Length]
@@ -162,14 +159,14 @@ func (sc *scan) keyPath(it *unstable.Iterator, wantRaw bool) (raw []string, firs
 		sc.parts = append(sc.parts, part)
 		if wantRaw {
 			sc.raws = append(sc.raws, asWritten)
-			raw = sc.raws[from:len(sc.raws):len(sc.raws)]
+			raw = sc.raws[rawFrom:len(sc.raws):len(sc.raws)]
 		}
 		if first < 0 {
 			first = int(n.Raw.Offset)
 		}
 		last = int(n.Raw.Offset + n.Raw.Length)
 	}
-	return raw, first, last
+	return sc.parts[from:len(sc.parts):len(sc.parts)], raw, first, last
 }
 
 // unquote is s without the quotes around it, when it has them.
