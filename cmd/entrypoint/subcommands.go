@@ -176,7 +176,8 @@ func printDryRun(stdout, stderr io.Writer, log *logline.Logger, format logline.F
 // runCommand runs a companion command; o holds the flags given before its
 // name, which its own flags may override.
 func runCommand(cmd companion.Command, o options, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	fl := toolFlagSet("entrypoint "+cmd.Name, fmt.Sprintf("usage: entrypoint %s [--dry-run [--root DIR]] [--log-format text|json]\n\n%s.\n\nflags:\n", cmd.Name, cmd.Summary), stderr)
+	usage := fmt.Sprintf("usage: entrypoint %s [--dry-run [--root DIR]] [--log-format text|json]\n\n%s.\n\nflags:\n", cmd.Name, cmd.Summary)
+	fl := toolFlagSet("entrypoint "+cmd.Name, usage, stderr)
 	if code, done := o.parse(fl, args, stdout); done {
 		return code
 	}

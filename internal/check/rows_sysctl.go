@@ -86,7 +86,8 @@ func (c *checker) inotify() Row {
 	return sysctlRow("inotify",
 		fmt.Sprintf("on the host: sysctl -w fs.inotify.max_user_instances=%d fs.inotify.max_user_watches=%d (and in /etc/sysctl.d/ to keep it); kind's known issues, \"too many open files\"",
 			MinInotifyInstances, MinInotifyWatches),
-		c.readSysctl("/proc/sys/fs/inotify/max_user_instances", MinInotifyInstances), c.readSysctl("/proc/sys/fs/inotify/max_user_watches", MinInotifyWatches))
+		c.readSysctl("/proc/sys/fs/inotify/max_user_instances", MinInotifyInstances),
+		c.readSysctl("/proc/sys/fs/inotify/max_user_watches", MinInotifyWatches))
 }
 
 // keys: rootless, every container's runc makes a session keyring counted
