@@ -15,9 +15,6 @@ import (
 	"github.com/kind-entrypoint/entrypoint/internal/system"
 )
 
-// maxLinks bounds the symlinks followed for one path, as the kernel does.
-const maxLinks = 40
-
 // resolveDir adds the directories (and kept symlinks) leading to d and
 // returns where d's content is in the archive.
 func (b *builder) resolveDir(d string, hops int) (string, error) {
@@ -73,9 +70,9 @@ func (b *builder) resolveDirOnce(d string, hops int) (string, error) {
 }
 
 // follow is where the symlink at loc, holding target, leads, when it is
-// hop number hops of the resolution of p: past maxLinks, ELOOP.
+// hop number hops of the resolution of p: past system.MaxLinkHops, ELOOP.
 func follow(p, loc, target string, hops int) (string, error) {
-	if hops > maxLinks {
+	if hops > system.MaxLinkHops {
 		return "", &fs.PathError{Op: "capture", Path: p, Err: syscall.ELOOP}
 	}
 	if !path.IsAbs(target) {

@@ -29,9 +29,9 @@ func Parent(p string) string {
 	return "."
 }
 
-// maxLinkHops is how many symlinks a resolution follows before it fails
+// MaxLinkHops is how many symlinks a resolution follows before it fails
 // with ELOOP, as the kernel does (40).
-const maxLinkHops = 40
+const MaxLinkHops = 40
 
 // Resolver resolves symlinks through a System and remembers what it has
 // looked at: paths resolved one after the other often share their
@@ -107,7 +107,7 @@ func (r *Resolver) Resolve(p string) (string, error) {
 			n = end
 			continue
 		}
-		if hops++; hops > maxLinkHops {
+		if hops++; hops > MaxLinkHops {
 			return "", &fs.PathError{Op: "resolve", Path: p, Err: syscall.ELOOP}
 		}
 		// The link replaces its own name; it is relative to s[:n], or to

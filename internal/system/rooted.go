@@ -141,7 +141,7 @@ func walk(root int, rel string, flags int) (int, error) {
 		switch typ {
 		case unix.S_IFLNK:
 			links++
-			if links > maxLinkHops {
+			if links > MaxLinkHops {
 				unix.Close(fd)
 				return -1, unix.ELOOP
 			}
