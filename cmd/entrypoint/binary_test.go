@@ -31,8 +31,8 @@ func TestMain(m *testing.M) {
 	})
 }
 
-// netlinkRules is why the pod-network preflight cannot run under qemu-user.
-const netlinkRules = "qemu-user does not translate the netlink messages of routing rules (RTM_GETRULE: EOPNOTSUPP), which the pod-network preflight and the test's snapshot of the machine's network use"
+// qemuNetlink is why the pod-network preflight is not run under qemu-user.
+const qemuNetlink = "qemu-user 7.2 does not translate every rtnetlink message: the pod network's neighbour entry (RTM_NEWNEIGH) fails with EOPNOTSUPP"
 
 // scenarioDir is the fake host whose golden plan the binary must print.
 var scenarioDir = filepath.Join(hosttest.HostsDir(), scenarioName)

@@ -20,17 +20,13 @@ import (
 	"github.com/kind-entrypoint/entrypoint/internal/system/nstest"
 )
 
-// engineLinks are links container engines add and remove on their own
-// (the e2e tier's nodes) while a test compares the machine's network.
-var engineLinks = []string{"veth", "br-", "docker"}
-
 func machineNetwork(t *testing.T) []string {
 	t.Helper()
-	s, err := podnet.Snapshot()
+	s, err := nstest.Network()
 	if err != nil {
 		t.Fatal(err)
 	}
-	return s.Without(engineLinks...).Lines()
+	return s
 }
 
 // parseRows decodes check --json: exactly one JSON array of rows with
@@ -72,7 +68,7 @@ func TestCheckBinary(t *testing.T) {
 	bin, ctx := binaryUnderTest(t, 2*time.Minute)
 
 	t.Run("this machine", func(t *testing.T) {
-		nstest.SkipEmulated(t, netlinkRules)
+		nstest.SkipEmulated(t, qemuNetlink)
 		state, network := hostState(t), machineNetwork(t)
 		r := runCmd(t, nstest.Command(ctx, bin, "check", "--json"))
 		rows := parseRows(t, r.stdout)
