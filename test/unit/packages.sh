@@ -2,8 +2,10 @@
 # The machine's commands the unit tier's tests start (make unit runs this
 # first): the privileged tests of internal/etcdpeers run iptables-legacy and
 # iptables-nft (save and restore) in namespaces of their own, and those of
-# internal/network nft and ip (Docker 29's native DNS redirect). A new machine
-# has neither until a later tier installs Docker, which pulls iptables in;
+# internal/network nft and ip (Docker 29's native DNS redirect); ip also
+# shows the network namespaces that podnet's and cmd's check tests compare
+# before and after (nstest.Network). A new machine may have none of them
+# until a later tier installs Docker, which pulls iptables in;
 # `make test` runs the unit tier first, so it installs them itself. As root
 # only: elsewhere the tests that need them fail and say which is missing.
 set -o errexit -o nounset -o pipefail
