@@ -1,5 +1,6 @@
 // Package nstest runs privileged tests in namespaces of their own, and checks
-// that a test binary leaves the machine's mount table as it found it.
+// that a test binary leaves the machine's mount table as it found it; Network
+// shows a network namespace, for a test to compare before and after.
 //
 // A test calls Unshare at its start: its goroutine is locked to its OS thread
 // for good, and that thread alone moves into the new namespaces. When the

@@ -21,11 +21,14 @@ import (
 func Network() ([]string, error) {
 	var lines []string
 	for _, argv := range [][]string{{"addr"}, {"-4", "route", "show", "table", "all"}, {"-6", "route", "show", "table", "all"}, {"-4", "rule"}, {"-6", "rule"}} {
-		var objs []map[string]any
-		out, err := exec.Command("ip", append([]string{"-json"}, argv...)...).Output()
-		for try := 2; err != nil && try <= 3; try++ {
-			out, err = exec.Command("ip", append([]string{"-json"}, argv...)...).Output()
+		var out []byte
+		var err error
+		for range 3 {
+			if out, err = exec.Command("ip", append([]string{"-json"}, argv...)...).Output(); err == nil {
+				break
+			}
 		}
+		var objs []map[string]any
 		if err == nil {
 			err = json.Unmarshal(out, &objs)
 		}
